@@ -1,0 +1,346 @@
+"""Findings: statements about the code that the model proves, each with an id, a severity and a range.
+
+These are the model-level observations `warpwise check` reports (skill cards add their own findings on top,
+through the same `Finding` type). Each rule is a small function over one kernel and the file model; a rule that
+fails is logged and skipped so that it never hides the others. Messages name the user's identifiers and say
+why the statement holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from warpwise.analyzers.model import (
+    Access,
+    AccessKind,
+    AccessPattern,
+    FileModel,
+    Function,
+    FunctionKind,
+    MemorySpace,
+    Span,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Severity(StrEnum):
+    """How much a finding matters, in LSP's four levels."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    HINT = "hint"
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Another place that supports a finding (a launch site, the loop header, the declaration)."""
+
+    message: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One statement about the code, at an absolute byte span of the file."""
+
+    rule: str
+    severity: Severity
+    message: str
+    span: Span
+    function: str | None
+    related: tuple[Related, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A model-level rule: its id, default severity, a one-line summary and its check."""
+
+    id: str
+    severity: Severity
+    summary: str
+    check: Callable[[FileModel, Function], Iterator[Finding]]
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, severity: Severity, summary: str):
+    """Register a rule function under an id."""
+
+    def wrap(fn: Callable[[FileModel, Function], Iterator[Finding]]):
+        RULES[rule_id] = Rule(rule_id, severity, summary, fn)
+        return fn
+
+    return wrap
+
+
+def _line(model: FileModel, fn: Function, rel: Span) -> int:
+    return model.lines.position(fn.base + rel[0]).line + 1
+
+
+def _stride_words(acc: Access) -> str:
+    if acc.stride is not None:
+        return str(acc.stride.numerator) if acc.stride.denominator == 1 else str(acc.stride)
+    return f"`{acc.stride_text}`"
+
+
+@rule("uncoalesced-global-access", Severity.WARNING, "Adjacent threads access global memory far apart.")
+def _uncoalesced(model: FileModel, fn: Function) -> Iterator[Finding]:
+    for acc in fn.accesses:
+        if acc.space is not MemorySpace.GLOBAL or acc.pattern is not AccessPattern.STRIDED:
+            continue
+        verb = {AccessKind.READ: "read", AccessKind.WRITE: "written", AccessKind.ATOMIC: "updated"}.get(
+            acc.kind, "accessed"
+        )
+        width = acc.width or 4
+        if acc.stride is not None and acc.stride.denominator == 1:
+            stride_bytes = abs(acc.stride.numerator) * width
+            cost = min(32, max(1, stride_bytes * 32 // 128)) if stride_bytes < 128 else 32
+            tail = (
+                f"each warp-wide access spans {cost}x the 128-byte lines a contiguous one would"
+                if cost < 32
+                else "each thread of a warp touches its own 32-byte sector"
+            )
+            amount = f"{abs(acc.stride.numerator)} elements ({stride_bytes} bytes)"
+        else:
+            amount = f"{_stride_words(acc)} elements"
+            tail = f"unless `{acc.stride_text}` is 1, each thread of a warp touches its own 32-byte sector"
+        yield Finding(
+            "uncoalesced-global-access",
+            Severity.WARNING,
+            f"`{acc.base}` is {verb} with a stride of {amount} between adjacent threads (index `{acc.index}`); {tail}.",
+            fn.span(acc.span),
+            fn.name,
+            data={"array": acc.base, "index": acc.index, "stride": str(acc.stride or acc.stride_text)},
+        )
+
+
+@rule("global-reread-in-loop", Severity.INFO, "A global value is loaded on every iteration of a loop.")
+def _reread(model: FileModel, fn: Function) -> Iterator[Finding]:
+    seen: set[tuple[str, str, int]] = set()
+    for acc in fn.accesses:
+        if acc.space is not MemorySpace.GLOBAL or acc.kind is not AccessKind.READ or not acc.loops:
+            continue
+        if acc.pattern in (AccessPattern.UNKNOWN, AccessPattern.INDIRECT) or acc.via_ldg:
+            continue
+        for loop_id in reversed(acc.loops):
+            loop = fn.loops[loop_id]
+            if acc.index_names & loop.assigned:
+                break
+            key = (acc.base, acc.index, loop_id)
+            if key in seen:
+                break
+            lo, hi = loop.span
+            stores = [
+                a
+                for a in fn.accesses
+                if lo <= a.span[0] < hi
+                and a.kind in (AccessKind.WRITE, AccessKind.READ_WRITE, AccessKind.ATOMIC)
+                and a.space in (MemorySpace.GLOBAL, MemorySpace.UNKNOWN)
+            ]
+            barriers = [c for c in fn.calls if lo <= c.span[0] < hi and c.category in ("sync", "atomic")]
+            param = fn.param(acc.base)
+            restrict_const = param is not None and param.is_restrict and param.is_const
+            if barriers:
+                reason = f"the `{barriers[0].name}` in the loop makes the compiler reload it"
+            elif stores and not restrict_const:
+                target = stores[0].base
+                reason = (
+                    f"`{acc.base}` is not `const __restrict__` and the loop stores to `{target}`, "
+                    "so the compiler must assume the value can change"
+                )
+            else:
+                break
+            seen.add(key)
+            what = f"the loop over `{loop.var}`" if loop.var else "the loop"
+            yield Finding(
+                "global-reread-in-loop",
+                Severity.INFO,
+                f"`{acc.base}[{acc.index}]` is loaded from global memory on every iteration of {what}, but its "
+                f"index does not change in the loop; {reason}. Load it into a register before the loop.",
+                fn.span(acc.span),
+                fn.name,
+                related=(Related(f"{what} starts here", fn.span(loop.header_span)),),
+                data={"array": acc.base, "index": acc.index, "loop": loop_id},
+            )
+            break
+
+
+@rule("shared-bank-conflict", Severity.WARNING, "Threads of a warp hit the same shared-memory bank.")
+def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
+    for acc in fn.accesses:
+        if acc.space is not MemorySpace.SHARED or acc.pattern is not AccessPattern.STRIDED:
+            continue
+        if acc.stride is None or acc.stride.denominator != 1 or not acc.width or acc.width < 4:
+            continue
+        words = abs(acc.stride.numerator) * acc.width // 4
+        ways = math.gcd(words, 32)
+        if acc.width == 8:
+            ways = max(1, ways // 2)
+        if acc.width >= 16:
+            ways = max(1, ways // 4)
+        if ways < 2:
+            continue
+        arr = next((s for s in fn.shared if s.name == acc.base), None)
+        hint = ""
+        if arr is not None and len(arr.dims) >= 2 and arr.dim_values and arr.dim_values[-1]:
+            hint = (
+                f"; padding the last dimension of `{arr.name}` to {arr.dim_values[-1] + 1} removes it"
+                if len(acc.indices) >= 2
+                else ""
+            )
+        yield Finding(
+            "shared-bank-conflict",
+            Severity.WARNING,
+            f"`{acc.base}[{']['.join(acc.indices)}]`: adjacent threads are {words} words apart, so a warp's "
+            f"accesses fall into {32 // ways} bank{'s' if 32 // ways > 1 else ''} ({ways}-way bank conflict){hint}.",
+            fn.span(acc.span),
+            fn.name,
+            related=(Related(f"`{arr.name}` is declared here", fn.span(arr.span)),) if arr is not None else (),
+            data={"array": acc.base, "ways": ways, "stride_words": words},
+        )
+
+
+@rule(
+    "missing-restrict",
+    Severity.INFO,
+    "Pointer parameters are never aliased at launch sites but lack `__restrict__`.",
+)
+def _missing_restrict(model: FileModel, fn: Function) -> Iterator[Finding]:
+    pointers = [p for p in fn.params if p.is_pointer and not p.is_reference]
+    lacking = [p for p in pointers if not p.is_restrict]
+    if len(pointers) < 2 or not lacking:
+        return
+    if not any(
+        a.kind in (AccessKind.WRITE, AccessKind.READ_WRITE) and a.space is MemorySpace.GLOBAL for a in fn.accesses
+    ):
+        return
+    launches = model.launches_of(fn.name)
+    if not launches:
+        return
+    for _, launch in launches:
+        if len(launch.args) != len(fn.params):
+            return
+        texts = [launch.args[p.index].strip() for p in pointers]
+        if any(not _is_plain_name(t) for t in texts) or len(set(texts)) != len(texts):
+            return
+    names = ", ".join(f"`{p.name}`" for p in lacking)
+    count = len(launches)
+    yield Finding(
+        "missing-restrict",
+        Severity.INFO,
+        f"{names} {'is a pointer parameter' if len(lacking) == 1 else 'are pointer parameters'} without "
+        f"`__restrict__`; {'the launch' if count == 1 else f'all {count} launches'} in this file "
+        f"{'passes' if count == 1 else 'pass'} distinct "
+        f"buffers, so `__restrict__` is sound there and lets the compiler keep loads in registers.",
+        fn.span(fn.name_span),
+        fn.name,
+        related=tuple(
+            Related(f"launched here with `{', '.join(launch.args)}`", host.span(launch.span))
+            for host, launch in launches[:5]
+        ),
+        data={"params": [p.name for p in lacking]},
+    )
+
+
+def _is_plain_name(text: str) -> bool:
+    parts = text.replace("->", ".").split(".")
+    return all(p.isidentifier() for p in parts)
+
+
+_BLOCK_SYNCS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
+
+
+@rule(
+    "divergent-syncthreads",
+    Severity.ERROR,
+    "A block-wide barrier is not reached by every thread of the block.",
+)
+def _divergent_sync(model: FileModel, fn: Function) -> Iterator[Finding]:
+    syncs = [c for c in fn.calls if c.category == "sync" and (c.name in _BLOCK_SYNCS or c.name.endswith(".sync"))]
+    if not syncs:
+        return
+    for call in syncs:
+        if call.name.endswith(".sync") and "block" not in call.name and "cta" not in call.name:
+            continue
+        if call.thread_dependent_guard is not None:
+            yield Finding(
+                "divergent-syncthreads",
+                Severity.ERROR,
+                f"`{call.name}()` runs under `{call.thread_dependent_guard}`, which depends on the thread index; "
+                "threads that do not reach it leave the block's barrier waiting (undefined behaviour: hangs or "
+                "wrong shared-memory results).",
+                fn.span(call.span),
+                fn.name,
+                data={"guard": call.thread_dependent_guard},
+            )
+    first_sync = min(syncs, key=lambda c: c.span[0])
+    for branch in fn.branches:
+        if not (branch.thread_dependent and branch.has_return):
+            continue
+        later = [c for c in syncs if c.span[0] > branch.span[1] and c.thread_dependent_guard is None]
+        if not later or branch.span[0] > max(c.span[0] for c in syncs):
+            continue
+        target = later[0] if later else first_sync
+        yield Finding(
+            "divergent-syncthreads",
+            Severity.WARNING,
+            f"threads that return under `if ({branch.condition})` skip the `{target.name}()` at line "
+            f"{_line(model, fn, target.span)}; a barrier must be reached by all threads of the block (keep them "
+            "alive and guard the work instead of returning).",
+            fn.span(branch.span),
+            fn.name,
+            related=(Related("the barrier they skip", fn.span(target.span)),),
+            data={"guard": branch.condition},
+        )
+
+
+def syntax_findings(model: FileModel) -> list[Finding]:
+    """Return one finding per place the parser could not read."""
+    out = []
+    for prob in model.syntax_problems:
+        fn = model.function_at(prob.span[0])
+        out.append(
+            Finding(
+                "syntax-error",
+                Severity.WARNING,
+                f"{prob.message}; warpwise's analysis of this region is partial.",
+                prob.span,
+                fn.name if fn is not None else None,
+            )
+        )
+    return out
+
+
+def check_function(model: FileModel, fn: Function, select: set[str] | None = None) -> list[Finding]:
+    """Run every (selected) rule over one function; a failing rule is logged and skipped."""
+    out: list[Finding] = []
+    if fn.kind is FunctionKind.HOST:
+        return out
+    for r in RULES.values():
+        if select is not None and r.id not in select:
+            continue
+        if fn.kind is not FunctionKind.KERNEL and r.id in ("missing-restrict", "uncoalesced-global-access"):
+            continue
+        try:
+            out.extend(r.check(model, fn))
+        except Exception:  # One failing rule never hides the others.
+            log.exception("rule %s failed on %s", r.id, fn.name)
+    return out
+
+
+def check_model(model: FileModel, select: set[str] | None = None) -> list[Finding]:
+    """Return every finding of a file, sorted by position."""
+    out = [] if select is not None and "syntax-error" not in select else syntax_findings(model)
+    for fn in model.functions:
+        out.extend(check_function(model, fn, select))
+    out.sort(key=lambda f: (f.span[0], f.rule))
+    return out

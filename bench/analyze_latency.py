@@ -1,0 +1,150 @@
+"""Editor-latency benchmark of the analyzers on the shared anchor file (2,972 lines, 60 kernels).
+
+Measures, over many runs: bare tree-sitter parsing; full analysis (parse + kernel model + findings) of a fresh
+document; incremental re-analysis after the standard one-character edit (and after a one-character insertion,
+which moves every later function); and memory growth while the same file is re-analysed 10,000 times.
+Targets on a 2-core machine: full <= 30 ms median, incremental <= 5 ms median, bounded memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import anchor_path, summary_ms, write_result  # noqa: E402
+
+from warpwise.analyzers.build import analyze_document  # noqa: E402
+from warpwise.analyzers.findings import check_model  # noqa: E402
+from warpwise.analyzers.model import Position  # noqa: E402
+from warpwise.analyzers.parse import CudaDocument, TextEdit, new_parser  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--memory-runs", type=int, default=10_000)
+    ap.add_argument("--no-write", action="store_true", help="print results without writing bench/results/")
+    args = ap.parse_args()
+
+    path = anchor_path()
+    data = path.read_bytes()
+    positions = json.loads(Path(str(path) + ".positions.json").read_text())
+    edit = positions["edit_char"]
+
+    parser = new_parser()
+    for _ in range(5):
+        parser.parse(data)
+    parse_times = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        parser.parse(data)
+        parse_times.append(time.perf_counter() - t)
+
+    full_times = []
+    n_findings = n_kernels = 0
+    for i in range(args.runs + 5):
+        gc.collect()
+        t = time.perf_counter()
+        doc = CudaDocument(str(path), data)
+        model = analyze_document(doc)
+        findings = check_model(model)
+        dt = time.perf_counter() - t
+        if i >= 5:
+            full_times.append(dt)
+        n_findings, n_kernels = len(findings), len(model.kernels)
+
+    def incremental(kind: str) -> list[float]:
+        doc = CudaDocument(str(path), data)
+        check_model(analyze_document(doc))
+        start = Position(edit["line"], edit["character"])
+        times = []
+        for i in range(args.runs + 5):
+            if kind == "replace":
+                text = edit["alt"] if i % 2 == 0 else edit["orig"]
+                change = TextEdit(start, Position(start.line, start.character + 1), text)
+            elif i % 2 == 0:
+                change = TextEdit(start, start, " ")
+            else:
+                change = TextEdit(start, Position(start.line, start.character + 1), "")
+            t = time.perf_counter()
+            doc.apply([change])
+            check_model(analyze_document(doc))
+            dt = time.perf_counter() - t
+            if i >= 5:
+                times.append(dt)
+        return times
+
+    inc_replace = incremental("replace")
+    inc_insert = incremental("insert")
+
+    gc.collect()
+    doc = CudaDocument(str(path), data)
+    check_model(analyze_document(doc))
+    start = Position(edit["line"], edit["character"])
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    snap_first = None
+    for i in range(args.memory_runs):
+        text = edit["alt"] if i % 2 == 0 else edit["orig"]
+        doc.apply([TextEdit(start, Position(start.line, start.character + 1), text)])
+        check_model(analyze_document(doc))
+        if i == 99:
+            gc.collect()
+            snap_first = tracemalloc.get_traced_memory()[0]
+    gc.collect()
+    traced_end = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    result = {
+        "file": path.name,
+        "kernels": n_kernels,
+        "findings": n_findings,
+        "parse_only": summary_ms(parse_times),
+        "full_analysis": summary_ms(full_times),
+        "incremental_replace_one_char": summary_ms(inc_replace),
+        "incremental_insert_one_char": summary_ms(inc_insert),
+        "memory": {
+            "reanalyses": args.memory_runs,
+            "traced_bytes_after_100": snap_first,
+            "traced_bytes_after_all": traced_end,
+            "growth_bytes": (traced_end - snap_first) if snap_first is not None else None,
+            "max_rss_kib_before": rss_before,
+            "max_rss_kib_after": rss_after,
+        },
+        "targets": {"full_median_ms": 30, "incremental_median_ms": 5},
+    }
+    r = result
+    md = "\n".join([
+        f"File: `{path.name}` ({r['kernels']} kernels, {r['findings']} findings)\n",
+        "| measurement | median ms | p99 ms | target |",
+        "| --- | --- | --- | --- |",
+        f"| tree-sitter parse only | {r['parse_only']['median_ms']} | {r['parse_only']['p99_ms']} | |",
+        f"| full analysis (parse + model + findings) | {r['full_analysis']['median_ms']} | "
+        f"{r['full_analysis']['p99_ms']} | <= 30 |",
+        f"| incremental, one-character replace | {r['incremental_replace_one_char']['median_ms']} | "
+        f"{r['incremental_replace_one_char']['p99_ms']} | <= 5 |",
+        f"| incremental, one-character insert | {r['incremental_insert_one_char']['median_ms']} | "
+        f"{r['incremental_insert_one_char']['p99_ms']} | <= 5 |",
+        "",
+        f"Memory: {args.memory_runs} re-analyses; traced Python memory grew by "
+        f"{r['memory']['growth_bytes']} bytes between re-analysis 100 and the last; max RSS "
+        f"{rss_before} KiB before, {rss_after} KiB after.",
+    ])
+    print(md)
+    if not args.no_write:
+        out = write_result("analyze_latency", result, md)
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+// Row softmax, one block per row, written in three passes over global memory.
+#include <cuda_runtime.h>
+#include <math.h>
+
+__global__ void softmax_rows(const float* x, float* y, int cols) {
+  const float* row = x + blockIdx.x * cols;
+  float* out = y + blockIdx.x * cols;
+  __shared__ float red[256];
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+  red[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
+    __syncthreads();
+  }
+  m = red[0];
+  __syncthreads();
+  float sum = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] - m);
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+    __syncthreads();
+  }
+  sum = red[0];
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = expf(row[c] - m) / sum;
+}
+
+void softmax(const float* x, float* y, int rows, int cols) {
+  softmax_rows<<<rows, 256>>>(x, y, cols);
+}

@@ -1,0 +1,138 @@
+"""Model-level findings: each rule fires where its statement is true and stays quiet on near-misses."""
+
+from __future__ import annotations
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.findings import Severity, check_model
+
+
+def rules(src: str, select: set[str] | None = None) -> list[tuple[str, str]]:
+    model = analyze_text(src)
+    return [(f.rule, f.message) for f in check_model(model, select)]
+
+
+def test_uncoalesced_constant_and_symbolic_strides() -> None:
+    src = """
+__global__ void k(const float* a, float* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  b[i] = a[i * 8] + a[i * n] + a[i];
+}"""
+    found = rules(src, {"uncoalesced-global-access"})
+    assert len(found) == 2
+    assert "`a` is read with a stride of 8 elements (32 bytes)" in found[0][1] or "stride of 8" in found[1][1]
+    assert any("`n`" in msg for _, msg in found)
+
+
+def test_no_uncoalesced_for_contiguous_or_uniform() -> None:
+    src = """
+__global__ void k(const float* a, float* b) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  b[i] = a[i] + a[blockIdx.x] + a[(threadIdx.x / 32) * 64];
+}"""
+    assert rules(src, {"uncoalesced-global-access"}) == []
+
+
+def test_global_reread_in_loop_only_when_compiler_must_reload() -> None:
+    fires = """
+__global__ void k(const float* w, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int j = 0; j < n; ++j) out[i * n + j] = w[i] * j;
+}"""
+    quiet = """
+__global__ void k(const float* __restrict__ w, float* __restrict__ out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int j = 0; j < n; ++j) out[i * n + j] = w[i] * j;
+}"""
+    varies = """
+__global__ void k(const float* w, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int j = 0; j < n; ++j) out[i * n + j] = w[j];
+}"""
+    (found,) = rules(fires, {"global-reread-in-loop"})
+    assert "`w[i]`" in found[1] and "`out`" in found[1]
+    assert rules(quiet, {"global-reread-in-loop"}) == []
+    assert rules(varies, {"global-reread-in-loop"}) == []
+
+
+def test_bank_conflicts_and_padding() -> None:
+    conflict = """
+__global__ void k(float* o) {
+  __shared__ float t[32][32];
+  t[threadIdx.y][threadIdx.x] = o[threadIdx.x];
+  __syncthreads();
+  o[threadIdx.x] = t[threadIdx.x][threadIdx.y];
+}"""
+    padded = conflict.replace("t[32][32]", "t[32][33]")
+    (found,) = rules(conflict, {"shared-bank-conflict"})
+    assert "32-way bank conflict" in found[1] and "to 33" in found[1]
+    assert rules(padded, {"shared-bank-conflict"}) == []
+
+
+def test_two_way_conflict_from_stride_two() -> None:
+    src = """
+__global__ void k(float* o) {
+  __shared__ float s[64];
+  s[threadIdx.x * 2] = 1.0f;
+  o[threadIdx.x] = s[threadIdx.x];
+}"""
+    (found,) = rules(src, {"shared-bank-conflict"})
+    assert "2-way" in found[1]
+
+
+def test_missing_restrict_needs_distinct_launch_arguments() -> None:
+    base = """
+__global__ void k(const float* x, float* y, int n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];
+}}
+void host(float* a, float* b, int n) {{ k<<<n / 256, 256>>>({args}, n); }}
+"""
+    (found,) = rules(base.format(args="a, b"), {"missing-restrict"})
+    assert "`x`, `y` are pointer parameters without `__restrict__`" in found[1]
+    assert rules(base.format(args="a, a"), {"missing-restrict"}) == []
+    assert rules(base.format(args="a, a + 4"), {"missing-restrict"}) == []
+    no_launch = base.split("void host")[0]
+    assert rules(no_launch, {"missing-restrict"}) == []
+
+
+def test_divergent_syncthreads_in_branch_loop_and_after_return() -> None:
+    in_branch = """
+__global__ void k(float* a) {
+  if (threadIdx.x < 16) { a[threadIdx.x] = 0; __syncthreads(); }
+}"""
+    in_loop = """
+__global__ void k(float* a, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) { a[i] = 0; __syncthreads(); }
+}"""
+    after_return = """
+__global__ void k(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  a[i] = 1;
+  __syncthreads();
+}"""
+    uniform = """
+__global__ void k(float* a, int n) {
+  if (blockIdx.x == 0) { __syncthreads(); }
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) a[threadIdx.x] += a[threadIdx.x + s];
+    __syncthreads();
+  }
+}"""
+    model = analyze_text(in_branch)
+    (f,) = check_model(model, {"divergent-syncthreads"})
+    assert f.severity is Severity.ERROR and "threadIdx.x < 16" in f.message
+    assert len(rules(in_loop, {"divergent-syncthreads"})) == 1
+    (ret,) = check_model(analyze_text(after_return), {"divergent-syncthreads"})
+    assert ret.severity is Severity.WARNING and "i >= n" in ret.message
+    assert rules(uniform, {"divergent-syncthreads"}) == []
+
+
+def test_syntax_problems_are_findings() -> None:
+    found = rules("__global__ void k(float* a) { a[threadIdx.x] = ; }")
+    assert any(r == "syntax-error" for r, _ in found)
+
+
+def test_known_parser_gaps_are_not_reported_as_syntax_errors() -> None:
+    src = "__global__ void k(float* a) { auto f = [] __device__ (float v) { return v; }; a[0] = f(1.0f); }"
+    assert not any(r == "syntax-error" for r, _ in rules(src))
