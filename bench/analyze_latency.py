@@ -19,12 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import anchor_path, summary_ms, write_result  # noqa: E402
-
-from warpwise.analyzers.build import analyze_document  # noqa: E402
-from warpwise.analyzers.findings import check_model  # noqa: E402
-from warpwise.analyzers.model import Position  # noqa: E402
-from warpwise.analyzers.parse import CudaDocument, TextEdit, new_parser  # noqa: E402
+from common import anchor_path, summary_ms, write_result
+from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.findings import check_model
+from warpwise.analyzers.model import Position
+from warpwise.analyzers.parse import CudaDocument, TextEdit, new_parser
 
 
 def main() -> int:
@@ -123,22 +122,24 @@ def main() -> int:
         "targets": {"full_median_ms": 30, "incremental_median_ms": 5},
     }
     r = result
-    md = "\n".join([
-        f"File: `{path.name}` ({r['kernels']} kernels, {r['findings']} findings)\n",
-        "| measurement | median ms | p99 ms | target |",
-        "| --- | --- | --- | --- |",
-        f"| tree-sitter parse only | {r['parse_only']['median_ms']} | {r['parse_only']['p99_ms']} | |",
-        f"| full analysis (parse + model + findings) | {r['full_analysis']['median_ms']} | "
-        f"{r['full_analysis']['p99_ms']} | <= 30 |",
-        f"| incremental, one-character replace | {r['incremental_replace_one_char']['median_ms']} | "
-        f"{r['incremental_replace_one_char']['p99_ms']} | <= 5 |",
-        f"| incremental, one-character insert | {r['incremental_insert_one_char']['median_ms']} | "
-        f"{r['incremental_insert_one_char']['p99_ms']} | <= 5 |",
-        "",
-        f"Memory: {args.memory_runs} re-analyses; traced Python memory grew by "
-        f"{r['memory']['growth_bytes']} bytes between re-analysis 100 and the last; max RSS "
-        f"{rss_before} KiB before, {rss_after} KiB after.",
-    ])
+    md = "\n".join(
+        [
+            f"File: `{path.name}` ({r['kernels']} kernels, {r['findings']} findings)\n",
+            "| measurement | median ms | p99 ms | target |",
+            "| --- | --- | --- | --- |",
+            f"| tree-sitter parse only | {r['parse_only']['median_ms']} | {r['parse_only']['p99_ms']} | |",
+            f"| full analysis (parse + model + findings) | {r['full_analysis']['median_ms']} | "
+            f"{r['full_analysis']['p99_ms']} | <= 30 |",
+            f"| incremental, one-character replace | {r['incremental_replace_one_char']['median_ms']} | "
+            f"{r['incremental_replace_one_char']['p99_ms']} | <= 5 |",
+            f"| incremental, one-character insert | {r['incremental_insert_one_char']['median_ms']} | "
+            f"{r['incremental_insert_one_char']['p99_ms']} | <= 5 |",
+            "",
+            f"Memory: {args.memory_runs} re-analyses; traced Python memory grew by "
+            f"{r['memory']['growth_bytes']} bytes between re-analysis 100 and the last; max RSS "
+            f"{rss_before} KiB before, {rss_after} KiB after.",
+        ]
+    )
     print(md)
     if not args.no_write:
         out = write_result("analyze_latency", result, md)

@@ -9,6 +9,7 @@ Exit codes (the same for every subcommand):
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -17,6 +18,9 @@ from warpwise import __version__
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+
+# Each subcommand lives in its own module under `warpwise.commands` and registers itself with `@command`.
+COMMAND_MODULES = ("warpwise.commands.check",)
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction], None]]] = []
@@ -41,85 +45,6 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
-def _csv(value: str) -> set[str]:
-    return {v.strip() for v in value.split(",") if v.strip()}
-
-
-@command("check")
-def _add_check(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "check",
-        help="analyse CUDA files and report findings",
-        description="Analyse CUDA files (or every *.cu / *.cuh under the folders given) and report, per kernel, "
-        "what warpwise found: file:line:col, severity, a one-line message and the rule id.",
-        epilog="Exit codes: 0 nothing found, 1 findings reported, 2 usage or input error.",
-    )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="CUDA files or folders")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)")
-    p.add_argument("--select", type=_csv, metavar="IDS", help="report only these rule ids (comma-separated)")
-    p.add_argument("--ignore", type=_csv, metavar="IDS", default=set(), help="never report these rule ids")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour text output")
-    p.add_argument(
-        "--max-file-size",
-        type=float,
-        default=8.0,
-        metavar="MIB",
-        help="skip files larger than this many MiB (default: 8)",
-    )
-    p.set_defaults(handler=_run_check)
-
-
-def _run_check(args: argparse.Namespace) -> int:
-    from warpwise.engine import FileReport, analyze_path, collect_sources
-    from warpwise.report import render_json, render_sarif, render_text, rule_catalog
-
-    known = set(rule_catalog())
-    for flag in ("select", "ignore"):
-        unknown = sorted((getattr(args, flag) or set()) - known)
-        if unknown:
-            print(
-                f"warpwise check: error: unknown rule id(s) in --{flag}: {', '.join(unknown)} (see `warpwise rules`)",
-                file=sys.stderr,
-            )
-            return EXIT_ERROR
-    select = (args.select or known) - args.ignore
-    files, problems = collect_sources(args.paths)
-    reports: list[FileReport] = []
-    for path in files:
-        res = analyze_path(path, select, int(args.max_file_size * 2**20))
-        if isinstance(res, FileReport):
-            reports.append(res)
-        else:
-            problems.append(res)
-    if args.format == "json":
-        render_json(reports, problems)
-    elif args.format == "sarif":
-        render_sarif(reports, problems)
-    else:
-        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        render_text(reports, problems, color=color)
-    if problems:
-        if args.format != "text":
-            for prob in problems:
-                print(f"{prob.path}: error: {prob.message}", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_CLEAN
-
-
-@command("rules")
-def _add_rules(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rules", help="list the rule ids warpwise reports", description="List every rule id.")
-    p.set_defaults(handler=_run_rules)
-
-
-def _run_rules(args: argparse.Namespace) -> int:
-    from warpwise.report import rule_catalog
-
-    for info in sorted(rule_catalog().values(), key=lambda r: r.id):
-        print(f"{info.id:32} {info.severity.value:8} {info.summary}")
-    return EXIT_CLEAN
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
     parser = _Parser(
@@ -130,7 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"warpwise {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for _, add in _COMMANDS:
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+    seen: set[str] = set()
+    for name, add in _COMMANDS:
+        if name in seen:
+            continue
+        seen.add(name)
         add(sub)
     return parser
 

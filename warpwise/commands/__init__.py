@@ -1,0 +1,1 @@
+"""Subcommands of the `warpwise` command line, one module each."""
