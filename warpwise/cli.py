@@ -20,7 +20,10 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 # Each subcommand lives in its own module under `warpwise.commands` and registers itself with `@command`.
-COMMAND_MODULES = ("warpwise.commands.check",)
+COMMAND_MODULES = (
+    "warpwise.commands.check",
+    "warpwise.commands.cards",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction], None]]] = []

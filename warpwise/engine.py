@@ -14,6 +14,8 @@ from pathlib import Path
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.findings import Finding, check_model
 from warpwise.analyzers.model import FileModel
+from warpwise.skills.engine import Match, match_file
+from warpwise.skills.rewrite import Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -29,11 +31,35 @@ class InputProblem:
 
 @dataclass(slots=True)
 class FileReport:
-    """The analysis of one file."""
+    """The analysis of one file: its model, the card matches, and every finding (cards included)."""
 
     path: str
     model: FileModel
     findings: list[Finding] = field(default_factory=list)
+    matches: list[Match] = field(default_factory=list)
+
+    def match_for(self, finding: Finding) -> Match | None:
+        """Return the card match behind a finding, if it came from a card."""
+        for m in self.matches:
+            if m.card_id == finding.rule and m.span == finding.span:
+                return m
+        return None
+
+
+def combine(model: FileModel, findings: list[Finding], matches: list[Match]) -> list[Finding]:
+    """Merge model-level findings and card matches; a card supersedes a model rule on the same span."""
+    superseded = {(rule, m.span) for m in matches for rule in m.card.header.supersedes}
+    merged = [f for f in findings if (f.rule, f.span) not in superseded]
+    merged.extend(m.finding() for m in matches)
+    merged.sort(key=lambda f: (f.span[0], f.rule))
+    return merged
+
+
+def analyze_model(model: FileModel, select: set[str] | None = None, target_sm: int = 90) -> FileReport:
+    """Return the report of an analysed file: model findings plus card matches."""
+    matches = match_file(model, enabled=select, target_sm=target_sm)
+    findings = combine(model, check_model(model, select), matches)
+    return FileReport(model.path, model, findings, matches)
 
 
 def collect_sources(paths: list[str]) -> tuple[list[str], list[InputProblem]]:
@@ -76,4 +102,47 @@ def analyze_path(
     except OSError as exc:
         return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
     model = analyze_text(data, path)
-    return FileReport(path, model, check_model(model, select))
+    return analyze_model(model, select)
+
+
+@dataclass(slots=True)
+class FixOutcome:
+    """What `fix_text` did: the new text and the fixes applied, round by round."""
+
+    original: bytes
+    text: bytes
+    applied: list[Fix] = field(default_factory=list)
+    rounds: int = 0
+
+
+def fix_text(
+    data: bytes, path: str, include_unsafe: bool = False, select: set[str] | None = None, max_rounds: int = 8
+) -> FixOutcome:
+    """Apply the fixes of every matching card until none is left (or `max_rounds`), like ruff's fix loop.
+
+    Only `safe` fixes are applied unless `include_unsafe`; display-only cards never change the text. Each round
+    re-analyses the new text, so fixes always apply to the version they were computed on.
+    """
+    from warpwise.skills.engine import compute_fix, merge_fixes
+    from warpwise.skills.model import Applicability
+    from warpwise.skills.rewrite import apply_edits
+
+    outcome = FixOutcome(data, data)
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if include_unsafe else set())
+    for _ in range(max_rounds):
+        model = analyze_text(outcome.text, path)
+        fixes = []
+        for m in match_file(model, enabled=select):
+            if not m.has_rewrite or m.applicability not in allowed:
+                continue
+            fix = compute_fix(model, m)
+            if fix is not None:
+                fixes.append(fix)
+        edits = merge_fixes(fixes)
+        if not edits:
+            break
+        taken = [f for f in fixes if set(f.edits) <= set(edits)]
+        outcome.text = apply_edits(outcome.text, edits)
+        outcome.applied.extend(taken)
+        outcome.rounds += 1
+    return outcome

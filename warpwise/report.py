@@ -121,6 +121,12 @@ def _print_finding(report: FileReport, f: Finding, out: TextIO, color: bool, cou
     for rel in f.related:
         rline, rcol = _pos(report, rel.span[0])
         print(f"      {report.path}:{rline}:{rcol}: note: {rel.message}", file=out)
+    match = report.match_for(f)
+    if match is not None:
+        for v in match.verdicts:
+            print(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}", file=out)
+        if match.has_rewrite:
+            print(f"      fix ({match.applicability.value}): {match.fix_title}", file=out)
     counts[f.severity] += 1
 
 
@@ -141,6 +147,25 @@ def finding_json(report: FileReport, f: Finding) -> dict[str, Any]:
         },
         "related": [{"message": r.message, "line": report.model.lines.position(r.span[0]).line + 1} for r in f.related],
         "data": {k: v for k, v in f.data.items() if isinstance(v, (str, int, float, bool, list, type(None)))},
+        **_card_json(report, f),
+    }
+
+
+def _card_json(report: FileReport, f: Finding) -> dict[str, Any]:
+    match = report.match_for(f)
+    if match is None:
+        return {}
+    return {
+        "card": {
+            "id": match.card_id,
+            "status": match.card.header.status.value,
+            "applicability": match.applicability.value,
+            "fix_title": match.fix_title if match.has_rewrite else None,
+            "preconditions": [
+                {"id": v.id, "axis": v.axis.value, "verdict": v.status.value, "reason": v.reason, "text": v.text}
+                for v in match.verdicts
+            ],
+        }
     }
 
 

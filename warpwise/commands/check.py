@@ -33,6 +33,13 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help="skip files larger than this many MiB (default: 8)",
     )
+    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, change nothing")
+    p.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix/--diff, also apply unsafe fixes (they can change results; verify them)",
+    )
     p.set_defaults(handler=_run_check)
 
 
@@ -51,6 +58,8 @@ def _run_check(args: argparse.Namespace) -> int:
             return EXIT_ERROR
     select = (args.select or known) - args.ignore
     files, problems = collect_sources(args.paths)
+    if args.fix or args.diff:
+        return _run_fixes(args, files, problems, select)
     reports: list[FileReport] = []
     for path in files:
         res = analyze_path(path, select, int(args.max_file_size * 2**20))
@@ -85,3 +94,39 @@ def _run_rules(args: argparse.Namespace) -> int:
     for info in sorted(rule_catalog().values(), key=lambda r: r.id):
         print(f"{info.id:32} {info.severity.value:8} {info.summary}")
     return EXIT_CLEAN
+
+
+def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, select: set[str]) -> int:
+    """Apply (or show) fixes file by file, then report what is left."""
+    import difflib
+    from pathlib import Path
+
+    from warpwise.engine import fix_text
+
+    changed = 0
+    for path in files:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            print(f"{path}: error: cannot read the file: {exc.strerror or exc}", file=sys.stderr)
+            problems.append(path)
+            continue
+        outcome = fix_text(data, path, include_unsafe=args.unsafe_fixes, select=select)
+        if outcome.text == data:
+            continue
+        changed += 1
+        if args.diff:
+            before = data.decode("utf-8", "replace").splitlines(keepends=True)
+            after = outcome.text.decode("utf-8", "replace").splitlines(keepends=True)
+            sys.stdout.writelines(difflib.unified_diff(before, after, f"a/{path.lstrip('/')}", f"b/{path.lstrip('/')}"))
+        else:
+            Path(path).write_bytes(outcome.text)
+        titles = ", ".join(sorted({f"{f.title} [{f.card_id}]" for f in outcome.applied}))
+        verb = "would apply" if args.diff else "applied"
+        print(f"{path}: {verb} {len(outcome.applied)} fix(es): {titles}", file=sys.stderr)
+    if not changed:
+        hint = "" if args.unsafe_fixes else " (unsafe fixes are not applied without --unsafe-fixes)"
+        print(f"no fixes to apply{hint}", file=sys.stderr)
+    if problems:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if (changed and args.diff) else EXIT_CLEAN

@@ -1,0 +1,10 @@
+"""Precondition checks over analyzer facts (one module per family of cards, plus `common`).
+
+Every module in this package is imported when the package is, so a new module only needs `@check(...)`.
+"""
+
+import importlib
+import pkgutil
+
+for _info in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_info.name}")

@@ -1,0 +1,261 @@
+"""Matching cards to code: regions, precondition verdicts, findings, and fixes computed on demand.
+
+`match_file` runs every enabled card's matcher over every function of a file model, checks each
+precondition against each region, and keeps the regions where no precondition is violated. The effective
+applicability of a match is the card's, lowered to `unsafe` when any precondition is unknown. Fixes are
+computed lazily (`compute_fix`): the server does it on `codeAction/resolve`, the CLI on `--fix`/`--diff`.
+A card whose matcher, check or rewrite fails is logged and skipped; it never hides the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from warpwise.analyzers.findings import Finding, Related, Severity
+from warpwise.analyzers.model import FileModel, FunctionKind, Span
+from warpwise.skills.library import CardLibrary, SkillCard, builtin_library
+from warpwise.skills.model import Applicability
+from warpwise.skills.regions import (
+    CHECKS,
+    MATCHERS,
+    CheckContext,
+    MatchContext,
+    PreconditionVerdict,
+    Region,
+    Verdict,
+    VerdictStatus,
+)
+from warpwise.skills.rewrite import Edit, Fix, RewriteContext, apply_edits
+
+log = logging.getLogger(__name__)
+
+
+class _Fields(string.Formatter):
+    """Format `{name}` placeholders from region facts, leaving unknown names visible instead of failing."""
+
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(key, str):
+            return kwargs.get(key, "{" + key + "}")
+        return super().get_value(key, args, kwargs)
+
+
+_FMT = _Fields()
+
+
+def render(template: str, facts: dict[str, Any]) -> str:
+    """Fill a card's message template with a region's facts."""
+    try:
+        return _FMT.vformat(template, (), facts)
+    except (ValueError, IndexError):
+        return template
+
+
+@dataclass(frozen=True)
+class Match:
+    """One card bound to one region, with every precondition's verdict."""
+
+    card: SkillCard
+    region: Region
+    message: str
+    verdicts: tuple[PreconditionVerdict, ...]
+    applicability: Applicability
+    related: tuple[Related, ...] = field(default=())
+
+    @property
+    def card_id(self) -> str:
+        """Return the card's id."""
+        return self.card.skill_id
+
+    @property
+    def function(self) -> str:
+        """Return the name of the function the region lies in."""
+        return self.region.function.name
+
+    @property
+    def span(self) -> Span:
+        """Return the region's absolute byte span."""
+        return self.region.abs_span
+
+    @property
+    def severity(self) -> Severity:
+        """Return the severity the card is shown with."""
+        return Severity(self.card.header.severity)
+
+    @property
+    def has_rewrite(self) -> bool:
+        """Return whether a fix with edits can be computed."""
+        return self.card.has_rewrite and self.applicability is not Applicability.DISPLAY_ONLY
+
+    @property
+    def fix_title(self) -> str:
+        """Return the quick-fix title (without verification state)."""
+        template = self.card.header.fix_title or self.card.header.title
+        return render(template, dict(self.region.facts))
+
+    @property
+    def unknown(self) -> list[PreconditionVerdict]:
+        """Return the preconditions that could not be decided."""
+        return [v for v in self.verdicts if v.status is VerdictStatus.UNKNOWN]
+
+    def finding(self) -> Finding:
+        """Return the match as a finding (the rule id is the card id)."""
+        return Finding(
+            self.card_id,
+            self.severity,
+            self.message,
+            self.span,
+            self.function,
+            self.related,
+            data={"card": self.card_id, "applicability": self.applicability.value, "key": self.region.key},
+        )
+
+
+def _verdicts(card: SkillCard, ctx: CheckContext) -> tuple[PreconditionVerdict, ...]:
+    out: list[PreconditionVerdict] = []
+    for axis, pre in card.header.preconditions.items():
+        ref = pre.check_ref
+        if ref is None:
+            out.append(
+                PreconditionVerdict(
+                    pre.id,
+                    axis,
+                    pre.text,
+                    pre.kind,
+                    VerdictStatus.UNKNOWN,
+                    "not machine-checkable: confirm it by reading the code",
+                    False,
+                )
+            )
+            continue
+        fn = CHECKS.get(ref.name)
+        if fn is None:
+            out.append(
+                PreconditionVerdict(
+                    pre.id,
+                    axis,
+                    pre.text,
+                    pre.kind,
+                    VerdictStatus.UNKNOWN,
+                    f"check {ref.name!r} is not available",
+                    False,
+                )
+            )
+            continue
+        try:
+            verdict: Verdict = fn(ctx, **ref.args)
+        except Exception:  # A failing check is logged; its precondition is unknown, never silently "holds".
+            log.exception("check %s of card %s failed", ref.name, card.skill_id)
+            verdict = Verdict(VerdictStatus.UNKNOWN, f"check {ref.name!r} failed on this code")
+        out.append(PreconditionVerdict(pre.id, axis, pre.text, pre.kind, verdict.status, verdict.reason, True))
+    return tuple(out)
+
+
+def _effective(card: SkillCard, verdicts: Iterable[PreconditionVerdict]) -> Applicability:
+    declared = card.header.applicability
+    if declared is Applicability.DISPLAY_ONLY or card.rewrite_fn is None:
+        return Applicability.DISPLAY_ONLY
+    # Only soundness preconditions decide safety; an undecided benefit condition cannot change results.
+    if declared is Applicability.SAFE and any(
+        v.status is VerdictStatus.UNKNOWN and v.kind == "soundness" for v in verdicts
+    ):
+        return Applicability.UNSAFE
+    return declared
+
+
+def match_function(model: FileModel, fn: Any, cards: Iterable[SkillCard], target_sm: int = 90) -> list[Match]:
+    """Return the matches of the given cards in one function."""
+    out: list[Match] = []
+    if fn.kind is FunctionKind.HOST:
+        return out
+    mctx = MatchContext(model, fn, target_sm)
+    for card in cards:
+        anchor = card.header.anchor
+        m = MATCHERS.get(anchor.matcher)
+        if m is None:
+            continue
+        try:
+            regions = list(m(mctx, **anchor.args))
+        except Exception:  # One failing card never hides the others.
+            log.exception("matcher %s of card %s failed on %s", anchor.matcher, card.skill_id, fn.name)
+            continue
+        for region in regions:
+            verdicts = _verdicts(card, CheckContext(model, fn, region, target_sm))
+            if any(v.status is VerdictStatus.VIOLATED for v in verdicts):
+                continue
+            facts = {"kernel": fn.name, **region.facts}
+            related = tuple(facts.pop("_related", ()) or ())
+            out.append(
+                Match(card, region, render(card.header.message, facts), verdicts, _effective(card, verdicts), related)
+            )
+    return out
+
+
+def match_file(
+    model: FileModel,
+    library: CardLibrary | None = None,
+    enabled: set[str] | None = None,
+    target_sm: int = 90,
+) -> list[Match]:
+    """Return every match of the (enabled) cards in a file, sorted by position."""
+    lib = library if library is not None else builtin_library()
+    cards = [c for c in lib if enabled is None or c.skill_id in enabled]
+    cards = [c for c in cards if c.header.status.value != "deprecated"]
+    out: list[Match] = []
+    for fn in model.functions:
+        out.extend(match_function(model, fn, cards, target_sm))
+    out.sort(key=lambda m: (m.span[0], m.card_id))
+    return out
+
+
+def explain(
+    model: FileModel, card: SkillCard, target_sm: int = 90
+) -> list[tuple[Region, tuple[PreconditionVerdict, ...]]]:
+    """Return every region the card's matcher finds, with verdicts, including regions where a precondition fails."""
+    out: list[tuple[Region, tuple[PreconditionVerdict, ...]]] = []
+    m = MATCHERS.get(card.header.anchor.matcher)
+    if m is None:
+        return out
+    for fn in model.functions:
+        if fn.kind is FunctionKind.HOST:
+            continue
+        for region in m(MatchContext(model, fn, target_sm), **card.header.anchor.args):
+            out.append((region, _verdicts(card, CheckContext(model, fn, region, target_sm))))
+    return out
+
+
+def compute_fix(model: FileModel, match: Match) -> Fix | None:
+    """Return the fix of a match (None for display-only cards or regions the rewrite does not handle exactly)."""
+    if not match.has_rewrite or match.card.rewrite_fn is None:
+        return None
+    ctx = RewriteContext(model, match.region.function, match.region, dict(match.card.header.anchor.args))
+    try:
+        edits = match.card.rewrite_fn(ctx)
+    except Exception:  # A failing rewrite offers no fix; it is logged with the card and the region.
+        log.exception("rewrite of card %s failed at %s", match.card_id, match.region.key)
+        return None
+    if not edits:
+        return None
+    edits = sorted(set(edits))
+    try:
+        apply_edits(model.text, edits)
+    except ValueError:
+        log.exception("rewrite of card %s produced conflicting edits", match.card_id)
+        return None
+    return Fix(match.card_id, match.fix_title, tuple(edits), match.applicability)
+
+
+def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
+    """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
+    taken: list[Edit] = []
+    for fix in fixes:
+        candidate = sorted(taken + list(fix.edits))
+        try:
+            apply_edits(b"\0" * (max(e.end for e in candidate) + 1), candidate)
+        except ValueError:
+            continue
+        taken = candidate
+    return taken

@@ -1,0 +1,1 @@
+"""Rewrites: small pure functions `(RewriteContext) -> edits`, one module per family of cards."""

@@ -1,0 +1,56 @@
+"""Helpers for card fixture tests: run one card on a source, apply all its fixes, compile with nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.skills.engine import Match, compute_fix, explain, match_file, merge_fixes
+from warpwise.skills.library import SkillCard, builtin_library
+from warpwise.skills.regions import VerdictStatus
+from warpwise.skills.rewrite import apply_edits
+
+CARD_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cards"
+
+
+def matches(card_id: str, source: bytes | str) -> list[Match]:
+    """Return the matches of one card in a source text."""
+    model = analyze_text(source)
+    return match_file(model, builtin_library(), enabled={card_id})
+
+
+def rewrite_all(card_id: str, source: bytes) -> bytes:
+    """Apply every fix of one card (safe or unsafe) to a source, in one round."""
+    model = analyze_text(source)
+    fixes = [compute_fix(model, m) for m in match_file(model, builtin_library(), enabled={card_id})]
+    edits = merge_fixes([f for f in fixes if f is not None])
+    return apply_edits(source, edits) if edits else source
+
+
+def verdicts(card_id: str, source: str, precondition: str) -> list[VerdictStatus]:
+    """Return the verdicts of one precondition over every region the card's matcher finds."""
+    card: SkillCard | None = builtin_library().get(card_id)
+    assert card is not None, card_id
+    model = analyze_text(source)
+    out = []
+    for _, vs in explain(model, card):
+        out.extend(v.status for v in vs if v.id == precondition)
+    return out
+
+
+def nvcc_compiles(source: bytes, tmp: Path) -> tuple[bool, str]:
+    """Compile a source for sm_90 with nvcc; return (ok, log)."""
+    if shutil.which("nvcc") is None:
+        return True, "nvcc not installed"
+    path = tmp / "fixture.cu"
+    path.write_bytes(source)
+    proc = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp / "fixture.o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return proc.returncode == 0, proc.stderr

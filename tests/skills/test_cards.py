@@ -1,0 +1,71 @@
+"""Data-driven card fixtures: every card has positive cases that fire (with the expected rewrite), near-misses that
+must not fire; rewritten files re-parse, compile with nvcc, and the card no longer fires (fix convergence)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.skills.cardtest import CARD_FIXTURES, matches, nvcc_compiles, rewrite_all
+from warpwise.analyzers.build import analyze_text
+from warpwise.skills.library import builtin_library
+
+LIB = builtin_library()
+POSITIVE = sorted(p for p in CARD_FIXTURES.glob("*/pos_*.cu") if not p.name.endswith(".expected.cu"))
+NEGATIVE = sorted(CARD_FIXTURES.glob("*/neg_*.cu"))
+
+
+def _id(p: Path) -> str:
+    return f"{p.parent.name}/{p.name}"
+
+
+def test_library_loads_clean() -> None:
+    assert LIB.problems == []
+    assert len(LIB) >= 7
+
+
+@pytest.mark.parametrize("card_id", sorted(LIB.cards))
+def test_every_card_has_fixtures(card_id: str) -> None:
+    folder = CARD_FIXTURES / card_id
+    assert folder.is_dir(), f"add fixtures under {folder}"
+    pos = [p for p in folder.glob("pos_*.cu") if not p.name.endswith(".expected.cu")]
+    assert pos, "at least one positive case"
+    assert list(folder.glob("neg_*.cu")), "at least one near-miss"
+    if LIB.cards[card_id].has_rewrite:
+        for p in pos:
+            assert p.with_name(p.stem + ".expected.cu").exists(), f"expected rewrite for {p.name}"
+
+
+@pytest.mark.parametrize("path", POSITIVE, ids=_id)
+def test_positive_fires_and_rewrites_exactly(path: Path, tmp_path: Path) -> None:
+    card_id = path.parent.name
+    source = path.read_bytes()
+    found = matches(card_id, source)
+    assert found, f"{card_id} should fire on {path.name}"
+    card = LIB.cards[card_id]
+    if not card.has_rewrite:
+        return
+    expected = path.with_name(path.stem + ".expected.cu").read_bytes()
+    rewritten = rewrite_all(card_id, source)
+    assert rewritten.decode() == expected.decode()
+    before = analyze_text(source)
+    after = analyze_text(rewritten)
+    assert len(after.syntax_problems) <= len(before.syntax_problems), after.syntax_problems
+    ok, log = nvcc_compiles(rewritten, tmp_path)
+    assert ok, log
+    assert matches(card_id, rewritten) == [], "the card still fires after its own fix"
+
+
+@pytest.mark.parametrize("path", NEGATIVE, ids=_id)
+def test_near_miss_does_not_fire(path: Path) -> None:
+    found = matches(path.parent.name, path.read_bytes())
+    assert found == [], [m.message for m in found]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("path", POSITIVE + NEGATIVE, ids=_id)
+def test_fixture_sources_compile(path: Path, tmp_path: Path) -> None:
+    ok, log = nvcc_compiles(path.read_bytes(), tmp_path)
+    assert ok, log
