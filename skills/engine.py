@@ -9,6 +9,7 @@ A card whose matcher, check or rewrite fails is logged and skipped; it never hid
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import string
 from collections.abc import Iterable
@@ -259,3 +260,97 @@ def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
             continue
         taken = candidate
     return taken
+
+
+@dataclass
+class _Entry:
+    model: FileModel
+    function: Any
+    matches: list[Match]
+
+
+def _launch_key(model: FileModel, fn: Any) -> tuple[Any, ...]:
+    return tuple(
+        (launch.args, launch.template_values, launch.grid, launch.block, launch.grid_value, launch.block_value,
+         launch.smem_value)
+        for _, launch in model.launches_of(fn.name)
+    )
+
+
+def _rebase_related(rel: Related, old: FileModel, new: FileModel) -> Related | None:
+    holder = old.function_at(rel.span[0])
+    if holder is None:
+        return None
+    candidates = [f for f in new.functions if f.name == holder.name and f.kind is holder.kind]
+    same = [f for f in candidates if f.length == holder.length] or candidates
+    if not same:
+        return None
+    target = same[0]
+    delta = target.base - holder.base
+    return Related(rel.message, (rel.span[0] + delta, rel.span[1] + delta))
+
+
+class MatchCache:
+    """Reuse the matches of functions whose text and context did not change (keep one per open document).
+
+    A function's matches depend on its own text, its template binding, its launch sites (arguments and geometry,
+    not their positions), the file's constants and the names of the other device functions; all of these form the
+    key. Reused matches are rebased onto the new function objects, and related locations in other functions move
+    with those functions.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], _Entry] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def match_file(
+        self,
+        model: FileModel,
+        library: CardLibrary | None = None,
+        enabled: set[str] | None = None,
+        target_sm: int = 90,
+    ) -> list[Match]:
+        """Return every match of the (enabled) cards in a file, computing only what changed."""
+        lib = library if library is not None else builtin_library()
+        cards = [c for c in lib if (enabled is None or c.skill_id in enabled) and c.header.status.value != "deprecated"]
+        card_key = (id(lib), frozenset(enabled) if enabled is not None else None, target_sm)
+        ctx_key = (
+            tuple(sorted(model.constants.items())),
+            frozenset(f.name for f in model.functions if f.kind is not FunctionKind.HOST),
+        )
+        fresh: dict[tuple[Any, ...], _Entry] = {}
+        out: list[Match] = []
+        for fn in model.functions:
+            if fn.kind is FunctionKind.HOST:
+                continue
+            key = (
+                model.text[fn.base : fn.base + fn.length],
+                fn.kind,
+                fn.template_binding,
+                _launch_key(model, fn),
+                card_key,
+                ctx_key,
+            )
+            entry = self._entries.get(key) or fresh.get(key)
+            if entry is None:
+                self.misses += 1
+                entry = _Entry(model, fn, match_function(model, fn, cards, target_sm))
+            else:
+                self.hits += 1
+            fresh[key] = entry
+            out.extend(self._rebase(entry, model, fn))
+        self._entries = fresh
+        out.sort(key=lambda m: (m.span[0], m.card_id))
+        return out
+
+    @staticmethod
+    def _rebase(entry: _Entry, model: FileModel, fn: Any) -> list[Match]:
+        if entry.model is model and entry.function is fn:
+            return entry.matches
+        out = []
+        for m in entry.matches:
+            related = tuple(r for r in (_rebase_related(r, entry.model, model) for r in m.related) if r is not None)
+            region = dataclasses.replace(m.region, function=fn)
+            out.append(dataclasses.replace(m, region=region, related=related))
+        return out

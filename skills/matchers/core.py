@@ -295,8 +295,7 @@ def divergent_block_barriers(ctx: MatchContext) -> Iterator[Region]:
         if not later:
             continue
         target = later[0]
-        line = ctx.model.lines.position(fn.base + target.span[0]).line + 1
-        what = f"threads that return under `if ({branch.condition})` skip the `{target.name}()` at line {line}"
+        what = f"threads that return under `if ({branch.condition})` skip the later `{target.name}()`"
         yield Region(
             AnchorKind.BRANCH,
             fn,

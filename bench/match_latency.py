@@ -1,0 +1,91 @@
+"""Latency of matching every skill card on the shared anchor file (2,972 lines, 60 kernels).
+
+Measures, over many runs: matching all cards on a fresh model (the tree already parsed, as in the editor), and
+matching after the standard one-character edit through a `MatchCache` (what the language server does per keystroke).
+Target: matching adds <= 10 ms median to analysis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import anchor_path, summary_ms, write_result  # noqa: E402
+
+from warpwise.analyzers.build import analyze_document  # noqa: E402
+from warpwise.analyzers.model import Position  # noqa: E402
+from warpwise.analyzers.parse import CudaDocument, TextEdit  # noqa: E402
+from warpwise.skills.engine import MatchCache, match_file  # noqa: E402
+from warpwise.skills.facts import set_tree  # noqa: E402
+from warpwise.skills.library import builtin_library  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    path = anchor_path()
+    data = path.read_bytes()
+    edit = json.loads(Path(str(path) + ".positions.json").read_text())["edit_char"]
+    lib = builtin_library()
+
+    doc = CudaDocument(str(path), data)
+    model = analyze_document(doc)
+    set_tree(model, doc.tree.copy())
+    for _ in range(5):
+        match_file(model, lib)
+    full = []
+    n_matches = 0
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        n_matches = len(match_file(model, lib))
+        full.append(time.perf_counter() - t)
+
+    cache = MatchCache()
+    doc = CudaDocument(str(path), data)
+    model = analyze_document(doc)
+    set_tree(model, doc.tree.copy())
+    cache.match_file(model, lib)
+    start = Position(edit["line"], edit["character"])
+    inc = []
+    for i in range(args.runs + 5):
+        doc.apply([TextEdit(start, Position(start.line, start.character + 1), edit["alt"] if i % 2 == 0 else edit["orig"])])
+        model = analyze_document(doc)
+        set_tree(model, doc.tree.copy())
+        t = time.perf_counter()
+        cache.match_file(model, lib)
+        if i >= 5:
+            inc.append(time.perf_counter() - t)
+
+    result = {
+        "file": path.name,
+        "cards": len(lib),
+        "matches": n_matches,
+        "match_all_cards_fresh": summary_ms(full),
+        "match_after_one_char_edit_cached": summary_ms(inc),
+        "cache": {"hits": cache.hits, "misses": cache.misses},
+        "targets": {"match_added_median_ms": 10},
+    }
+    md = "\n".join([
+        f"File: `{path.name}`; {len(lib)} cards; {n_matches} matches\n",
+        "| measurement | median ms | p99 ms | target |",
+        "| --- | --- | --- | --- |",
+        f"| match all cards, fresh model | {result['match_all_cards_fresh']['median_ms']} | "
+        f"{result['match_all_cards_fresh']['p99_ms']} | <= 10 |",
+        f"| match after a one-character edit (cache) | {result['match_after_one_char_edit_cached']['median_ms']} | "
+        f"{result['match_after_one_char_edit_cached']['p99_ms']} | <= 10 |",
+    ])
+    print(md)
+    if not args.no_write:
+        print(f"wrote {write_result('match_latency', result, md)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
