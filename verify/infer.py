@@ -1,0 +1,385 @@
+"""Inferring a problem spec from the host code of the same file, for common 1-D and 2-D kernels.
+
+The kernel model gives the launch site (`saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y)`) and what the kernel
+does with each pointer (reads, writes, both). The model does not keep host-side facts such as allocation
+sizes, so this module runs its own small pass over the function that holds the launch: integer and float
+locals with constant initialisers, `dim3` declarations, and `cudaMalloc(&x, n * sizeof(float))` calls. A name
+that is assigned again before the launch is not trusted.
+
+Inference is all or nothing: when a size, a scalar or the geometry cannot be read, the result is a
+`SpecMissing` listing exactly what is missing, with an annotation (values filled in where known, `?` elsewhere)
+that the editor can offer to insert. It never guesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from warpwise.analyzers.model import FileModel, Function, Launch
+from warpwise.analyzers.parse import new_parser
+from warpwise.verify import cexpr
+from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
+from warpwise.verify.spec import (
+    ProblemSpec,
+    SpecMissing,
+    element_type,
+    index_buffers,
+    param_role,
+    scalar_ctype,
+)
+from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
+
+_ALLOCATORS = frozenset({"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"})
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+@dataclass
+class HostFacts:
+    """What the host function holding a launch establishes before it."""
+
+    names: dict[str, int | float] = field(default_factory=dict)
+    dims: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    allocs: dict[str, int] = field(default_factory=dict)
+    alloc_texts: dict[str, str] = field(default_factory=dict)
+    changed: set[str] = field(default_factory=set)
+
+
+def _text(src: bytes, node: Any) -> str:
+    """Return a node's source text."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
+    """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset."""
+    src = model.text
+    tree = new_parser().parse(src)
+    node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    facts = HostFacts(names=dict(model.constants))
+    if node is None:
+        return facts
+    body = node.child_by_field_name("body")
+    if body is None:
+        return facts
+    stack = [body]
+    ordered: list[Any] = []
+    while stack:
+        n = stack.pop()
+        if n.start_byte >= before:
+            continue
+        ordered.append(n)
+        stack.extend(reversed(n.named_children))
+    for n in ordered:
+        if n.type == "declaration":
+            _declaration(src, n, facts)
+        elif n.type in ("assignment_expression", "update_expression"):
+            left = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if left is not None and left.type == "identifier":
+                facts.changed.add(_text(src, left))
+        elif n.type == "call_expression":
+            _allocation(src, n, facts)
+    for name in facts.changed:
+        facts.names.pop(name, None)
+        facts.dims.pop(name, None)
+    return facts
+
+
+def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
+    """Record the constant initialisers of one declaration."""
+    ty = decl.child_by_field_name("type")
+    type_text = _text(src, ty) if ty is not None else ""
+    for d in decl.children_by_field_name("declarator"):
+        if d.type != "init_declarator":
+            continue
+        name_node = d.child_by_field_name("declarator")
+        value = d.child_by_field_name("value")
+        if name_node is None or value is None or name_node.type != "identifier":
+            continue
+        name = _text(src, name_node)
+        if type_text == "dim3":
+            args = value
+            if value.type == "call_expression":
+                args = value.child_by_field_name("arguments")
+            if args is not None and args.type in ("argument_list", "initializer_list"):
+                vals = []
+                for a in args.named_children:
+                    try:
+                        vals.append(cexpr.evaluate_int(_text(src, a), facts.names))
+                    except cexpr.ExprError:
+                        break
+                else:
+                    facts.dims[name] = tuple(([*vals, 1, 1, 1])[:3])
+            elif args is not None:
+                with contextlib.suppress(cexpr.ExprError):
+                    facts.dims[name] = (cexpr.evaluate_int(_text(src, args), facts.names), 1, 1)
+            continue
+        if value.type in ("argument_list", "initializer_list"):
+            inner = value.named_children
+            if len(inner) != 1:
+                continue
+            value = inner[0]
+        try:
+            v = cexpr.evaluate(_text(src, value), facts.names)
+        except cexpr.ExprError:
+            continue
+        if type_text in ("float", "double"):
+            facts.names[name] = float(v)
+        elif isinstance(v, int) or float(v).is_integer():
+            facts.names[name] = int(v)
+
+
+def _allocation(src: bytes, call: Any, facts: HostFacts) -> None:
+    """Record `cudaMalloc(&x, BYTES)`."""
+    fn = call.child_by_field_name("function")
+    if fn is None or _text(src, fn) not in _ALLOCATORS:
+        return
+    args = call.child_by_field_name("arguments")
+    if args is None or len(args.named_children) < 2:
+        return
+    target, size = args.named_children[0], args.named_children[1]
+    while target.type in ("cast_expression", "parenthesized_expression"):
+        target = target.child_by_field_name("value") or target.named_children[-1]
+    if target.type != "pointer_expression":
+        return
+    arg = target.child_by_field_name("argument")
+    if arg is None or arg.type != "identifier":
+        return
+    name = _text(src, arg)
+    facts.alloc_texts[name] = _text(src, size)
+    try:
+        facts.allocs[name] = cexpr.evaluate_int(_text(src, size), facts.names)
+    except cexpr.ExprError:
+        return
+
+
+def _strip_cast(text: str) -> str:
+    """Return an argument without a leading C cast or parentheses."""
+    t = text.strip()
+    t = re.sub(r"^\(\s*[\w\s:<>]+\*+\s*\)\s*", "", t)
+    t = re.sub(r"^(?:static_cast|reinterpret_cast)\s*<[^>]*>\s*\((.*)\)$", r"\1", t)
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1].strip()
+    return t
+
+
+def _dim(text: str | None, value: tuple[int, ...] | None, facts: HostFacts) -> tuple[int, int, int] | None:
+    """Evaluate a grid or block argument of a launch."""
+    if value is not None:
+        return tuple(([*list(value), 1, 1, 1])[:3])  # type: ignore[return-value]
+    if text is None:
+        return None
+    t = text.strip()
+    if t in facts.dims:
+        return facts.dims[t]
+    m = re.fullmatch(r"dim3\s*\((.*)\)", t, re.S)
+    parts = cexpr.split_top(m.group(1)) if m else [t]
+    try:
+        vals = [cexpr.evaluate_int(p, facts.names) for p in parts]
+    except cexpr.ExprError:
+        return None
+    return tuple(([*vals, 1, 1, 1])[:3])
+
+
+def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
+    """Return the spec the file's host code implies for a kernel, or what is missing for one."""
+    launches = model.launches_of(fn.name)
+    indent = re.match(r"\s*", model.text.decode("utf-8", "replace").split("\n")[kernel_line(model, fn)]).group(0)  # type: ignore[union-attr]
+    if not launches:
+        roles = {p.name: (param_role(fn, p).value, "?") for p in fn.params if p.is_pointer}
+        text = format_annotation(fn, {}, {}, roles, "?", "?", indent=indent)
+        return SpecMissing(
+            fn.name,
+            f"`{fn.name}` is not launched in this file, so its sizes and launch geometry are unknown; "
+            f"annotate it or add a problem file",
+            ("launch site", "sizes", "grid", "block"),
+            annotation=text,
+            insert_line=kernel_line(model, fn),
+        )
+    caller, launch = launches[0]
+    facts = host_facts(model, caller, caller.span(launch.span)[0])
+    return _from_launch(model, fn, caller, launch, facts, indent, len(launches))
+
+
+def _from_launch(
+    model: FileModel, fn: Function, caller: Function, launch: Launch, facts: HostFacts, indent: str, n_launches: int
+) -> ProblemSpec | SpecMissing:
+    """Build the spec of one launch site, or list what it does not tell."""
+    line = model.lines.position(caller.span(launch.span)[0]).line + 1
+    missing: list[str] = []
+    template_values = launch.template_values or launch.template_args
+    bindings = dict(zip([t.name for t in fn.template_params], template_values, strict=False))
+    for t in fn.template_params:
+        if t.name not in bindings and t.default is not None:
+            bindings[t.name] = t.default
+    for t in fn.template_params:
+        if t.name not in bindings:
+            missing.append(f"template argument `{t.name}`")
+    if len(launch.args) != len(fn.params):
+        return SpecMissing(
+            fn.name,
+            f"the launch at line {line} passes {len(launch.args)} arguments to {len(fn.params)} parameters",
+            ("arguments",),
+        )
+    indexers = index_buffers(fn)
+    buffers: dict[str, BufferSpec] = {}
+    host_to_buffer: dict[str, str] = {}
+    args: list[ArgSpec] = []
+    offer_buffers: dict[str, tuple[str, str]] = {}
+    offer_scalars: dict[str, str] = {}
+    notes: list[str] = []
+    for p, raw in zip(fn.params, launch.args, strict=True):
+        if p.is_pointer:
+            role = param_role(fn, p)
+            et = element_type(p.base_type, bindings)
+            host = _strip_cast(raw)
+            count_text = "?"
+            if et is None:
+                missing.append(f"element type of `{p.name}` ({p.base_type})")
+            elif not _IDENT.match(host):
+                missing.append(f"size of `{p.name}` (passed `{raw.strip()}`, not a plain allocation)")
+            elif host in host_to_buffer:
+                shared = host_to_buffer[host]
+                old = buffers[shared]
+                buffers[shared] = BufferSpec(old.name, old.dtype, old.count, _merge(old.role, role), old.low, old.high)
+                args.append(ArgSpec(p.name, "pointer", buffer=shared))
+                notes.append(f"`{p.name}` and `{shared}` receive the same buffer `{host}`")
+                count_text = str(old.count // et[1])
+            elif host not in facts.allocs:
+                why = f"`cudaMalloc({facts.alloc_texts[host]})`" if host in facts.alloc_texts else "no cudaMalloc"
+                missing.append(f"size of `{p.name}` (passed `{host}`: {why} before the launch)")
+            else:
+                dtype, lanes = et
+                elem = DTYPE_BYTES[dtype] * lanes
+                nbytes = facts.allocs[host]
+                count = nbytes // DTYPE_BYTES[dtype]
+                count_text = str(nbytes // elem)
+                if p.name in indexers and dtype not in FLOAT_DTYPES:
+                    missing.append(f"value range of `{p.name}` (its values index other arrays)")
+                else:
+                    lo, hi = _default_range(dtype, (-1.0, 1.0))
+                    buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
+                    host_to_buffer[host] = p.name
+                    args.append(ArgSpec(p.name, "pointer", buffer=p.name))
+                    notes.append(f"`{p.name}`: {count_text} elements from `cudaMalloc({facts.alloc_texts[host]})`")
+            offer_buffers[p.name] = (role.value, count_text)
+        else:
+            ctype = scalar_ctype(p, bindings)
+            if ctype is None:
+                missing.append(f"a value of type `{p.type}` for `{p.name}` (the gate passes only scalars)")
+                continue
+            try:
+                value = cexpr.evaluate(raw, facts.names)
+            except cexpr.ExprError:
+                missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
+                continue
+            if ctype not in ("float", "double"):
+                if isinstance(value, float) and not value.is_integer():
+                    missing.append(f"an integer value for `{p.name}` (passed `{raw.strip()}`)")
+                    continue
+                value = int(value)
+            else:
+                value = float(value)
+            args.append(ArgSpec(p.name, ctype, value=value))
+            offer_scalars[p.name] = _fmt(value)
+    grid = _dim(launch.grid, launch.grid_value, facts)
+    block = _dim(launch.block, launch.block_value, facts)
+    smem: int | None = launch.smem_value
+    if smem is None and launch.smem is not None:
+        try:
+            smem = cexpr.evaluate_int(launch.smem, facts.names)
+        except cexpr.ExprError:
+            smem = None
+    if grid is None:
+        missing.append(f"grid (`{launch.grid}`)")
+    if block is None:
+        missing.append(f"block (`{launch.block}`)")
+    if smem is None:
+        missing.append(f"dynamic shared memory (`{launch.smem}`)")
+    if missing:
+        known = set(model.constants) | {
+            p.name for p, a in zip(fn.params, launch.args, strict=True) if a.strip() == p.name
+        }
+        text = format_annotation(
+            fn,
+            {},
+            offer_scalars,
+            offer_buffers,
+            ",".join(map(str, _trim(grid))) if grid else _offer_dim(launch.grid, known),
+            ",".join(map(str, _trim(block))) if block else _offer_dim(launch.block, known),
+            str(smem) if smem else None,
+            {t.name: bindings.get(t.name, "?") for t in fn.template_params},
+            indent,
+        )
+        where = f"the launch in `{caller.name}()` at line {line}"
+        return SpecMissing(
+            fn.name,
+            f"cannot infer how to run `{fn.name}` from {where}: missing " + "; ".join(missing),
+            tuple(missing),
+            annotation=text,
+            insert_line=kernel_line(model, fn),
+        )
+    assert grid is not None and block is not None and smem is not None
+    if n_launches > 1:
+        notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")
+    geom = Geometry(grid, block, smem)
+    run = RunSpec(tuple(buffers.values()), tuple(args), geom, geom)
+    template_args = tuple(bindings[t.name] for t in fn.template_params)
+    symbols = tuple(sorted((k, v) for k, v in facts.names.items() if k not in model.constants))
+    return ProblemSpec(
+        fn.name,
+        "inferred",
+        f"inferred from the launch in `{caller.name}()` at line {line}",
+        template_args,
+        run,
+        symbols=symbols,
+        notes=tuple(notes),
+    )
+
+
+def infer_geometry(model: FileModel, kernel: str) -> tuple[Geometry, str] | None:
+    """Return the launch geometry of a kernel's first launch site in a file (with its text), if it evaluates."""
+    launches = model.launches_of(kernel)
+    if not launches:
+        return None
+    caller, launch = launches[0]
+    facts = host_facts(model, caller, caller.span(launch.span)[0])
+    grid = _dim(launch.grid, launch.grid_value, facts)
+    block = _dim(launch.block, launch.block_value, facts)
+    smem = launch.smem_value if launch.smem_value is not None else 0
+    if grid is None or block is None:
+        return None
+    return Geometry(grid, block, smem), f"<<<{launch.grid}, {launch.block}>>>"
+
+
+def _offer_dim(text: str | None, known: set[str]) -> str:
+    """Return a launch dimension as annotation text when every name in it will be bound, else `?`."""
+    if not text:
+        return "?"
+    t = text.strip()
+    m = re.fullmatch(r"dim3\s*\((.*)\)", t, re.S)
+    if m:
+        t = m.group(1)
+    names = set(re.findall(r"[A-Za-z_]\w*", t)) - {"sizeof"}
+    return re.sub(r"\s+", "", t) if names <= known else "?"
+
+
+def _merge(a: Role, b: Role) -> Role:
+    """Return the role of a buffer passed to two parameters."""
+    return a if a is b else Role.INOUT
+
+
+def _trim(d: tuple[int, int, int]) -> tuple[int, ...]:
+    """Drop trailing 1s of a dim3 for display."""
+    out = list(d)
+    while len(out) > 1 and out[-1] == 1:
+        out.pop()
+    return tuple(out)
+
+
+def _fmt(v: int | float) -> str:
+    """Format a scalar for an annotation."""
+    return repr(v) if isinstance(v, float) else str(v)
