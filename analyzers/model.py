@@ -10,11 +10,52 @@ moving its base alone; `Function.span(...)` turns a relative span into absolute 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
+from itertools import accumulate
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+_NO_VALUE: Any = object()
 
 
+def _fast_init(cls: type[_T]) -> type[_T]:
+    """Give a frozen, slotted dataclass an `__init__` that stores each field through its slot directly.
+
+    The `__init__` that `dataclass(frozen=True)` writes calls `object.__setattr__(self, name, value)` once per
+    field, which costs about a microsecond per object on CPython 3.11; the analyzers build thousands of model
+    objects per file. This `__init__` takes the same parameters (names, order and defaults) and stores the same
+    values, so instances, equality, hashing, `replace()` and immutability are exactly those of the dataclass.
+    """
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    ns: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
+    params: list[str] = []
+    body: list[str] = []
+    for f in fields:
+        ns[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default_factory is not dataclasses.MISSING:
+            ns[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_NO_VALUE")
+            body.append(f"    _set_{f.name}(self, _factory_{f.name}() if {f.name} is _NO_VALUE else {f.name})")
+            continue
+        if f.default is not dataclasses.MISSING:
+            ns[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        else:
+            params.append(f.name)
+        body.append(f"    _set_{f.name}(self, {f.name})")
+    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n", ns)
+    init = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    # Through `setattr`, as type checkers reject assigning to a method.
+    setattr(cls, "__init__", init)  # noqa: B010
+    return cls
+
+
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Position:
     """A zero-based line and UTF-16 column, as LSP counts them."""
@@ -23,6 +64,7 @@ class Position:
     character: int
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Range:
     """A half-open range of LSP positions."""
@@ -52,12 +94,9 @@ class LineIndex:
     __slots__ = ("_ascii", "_data", "_starts")
 
     def __init__(self, data: bytes) -> None:
-        starts = [0]
-        find = data.find
-        i = find(b"\n")
-        while i >= 0:
-            starts.append(i + 1)
-            i = find(b"\n", i + 1)
+        # Line k starts one byte after the end of line k - 1; the last entry would be the end of the text.
+        starts = [0, *accumulate([len(line) + 1 for line in data.split(b"\n")])]
+        starts.pop()
         self._starts = starts
         self._data = data
         self._ascii = data.isascii()
@@ -148,6 +187,7 @@ class AccessPattern(StrEnum):
     UNKNOWN = "unknown"
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Param:
     """A function parameter."""
@@ -168,6 +208,7 @@ class Param:
         return self.pointer_depth > 0
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class TemplateParam:
     """A template parameter of a function, with its default when written."""
@@ -178,6 +219,7 @@ class TemplateParam:
     value: int | None
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class SharedArray:
     """A `__shared__` declaration (static or `extern` dynamic)."""
@@ -202,6 +244,7 @@ class SharedArray:
         return total
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Loop:
     """A `for`, `while` or `do` loop, with what could be read of its header."""
@@ -229,6 +272,7 @@ class Loop:
     thread_dependent: bool
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Access:
     """One read or write of an array or pointer element."""
@@ -253,6 +297,7 @@ class Access:
     via_ldg: bool
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Call:
     """A call inside a function: synchronization, atomics, warp intrinsics, math, or another function."""
@@ -265,6 +310,7 @@ class Call:
     thread_dependent_guard: str | None
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Branch:
     """An `if` (or `?:`) whose condition was classified across the threads of a block."""
@@ -277,6 +323,7 @@ class Branch:
     has_return: bool
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Launch:
     """A host launch site `kernel<<<grid, block, smem, stream>>>(args)`."""
@@ -297,6 +344,7 @@ class Launch:
     caller: str | None
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class Function:
     """One function definition: a kernel, a device helper, or host code (which can hold launches)."""
@@ -351,6 +399,7 @@ class Function:
         return [c for c in self.calls if c.category == category]
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class SyntaxProblem:
     """A place the parser could not read: an ERROR node or a missing token."""
@@ -359,6 +408,7 @@ class SyntaxProblem:
     span: Span
 
 
+@_fast_init
 @dataclass(frozen=True, slots=True)
 class FileModel:
     """Everything the analyzers know about one version of one file."""
