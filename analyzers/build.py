@@ -13,7 +13,10 @@ import ast
 import dataclasses
 import logging
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from fractions import Fraction
+from operator import attrgetter
 from typing import Any
 
 from warpwise.analyzers.model import (
@@ -35,8 +38,8 @@ from warpwise.analyzers.model import (
     SyntaxProblem,
     TemplateParam,
 )
-from warpwise.analyzers.parse import CudaDocument, captures, query
-from warpwise.analyzers.values import Evaluator, Kind, Value, join, parse_int_literal, type_size
+from warpwise.analyzers.parse import CudaDocument, captures, language, query
+from warpwise.analyzers.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
 
 log = logging.getLogger(__name__)
 Node = Any
@@ -214,10 +217,6 @@ KNOWN_GAP_TOKENS = ("__device__", "__host__", "__cluster_dims__", "__align__", "
 _NUMERIC_TEXT = re.compile(r"^[\s()0-9xXa-fA-FuUlL+\-*/%<>&|^~]*$")
 
 
-def _start(node: Node) -> int:
-    return node.start_byte
-
-
 def _text(src: bytes, node: Node) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
@@ -245,18 +244,6 @@ def _declarator_name(node: Node | None, src: bytes) -> str | None:
             nxt = named[0] if named else None
         node = nxt
     return None
-
-
-def _has_token(node: Node, tokens: tuple[str, ...]) -> bool:
-    """Return whether a direct child (or a qualifier below one) is one of `tokens`."""
-    for c in node.children:
-        if c.type in tokens:
-            return True
-        if c.type in ("type_qualifier", "storage_class_specifier", "attribute_specifier"):
-            for g in c.children:
-                if g.type in tokens:
-                    return True
-    return False
 
 
 def eval_numeric_text(text: str, consts: dict[str, int]) -> int | None:
@@ -298,21 +285,126 @@ class FileContext:
     device_arrays: frozenset[str]
 
 
-@dataclasses.dataclass(slots=True)
-class _Def:
-    op: str
-    node: Node | None
-    pos: int
+_Def = tuple[str, Node | None, int]
+"""One definition of a local name: the operator (`=`, `+=`, `decl`, ...), its value node and its byte offset."""
+
+
+def _field_id(name: str) -> int:
+    """Return the grammar's id of a field name (reading a child by id skips a name look-up per call)."""
+    fid = language().field_id_for_name(name)
+    if fid is None:
+        raise LookupError(f"tree-sitter-cuda has no field `{name}`")
+    return fid
+
+
+_F_ALTERNATIVE = _field_id("alternative")
+_F_ARGUMENT = _field_id("argument")
+_F_ARGUMENTS = _field_id("arguments")
+_F_BODY = _field_id("body")
+_F_CONDITION = _field_id("condition")
+_F_DECLARATOR = _field_id("declarator")
+_F_DEFAULT_TYPE = _field_id("default_type")
+_F_DEFAULT_VALUE = _field_id("default_value")
+_F_DIRECTIVE = _field_id("directive")
+_F_FIELD = _field_id("field")
+_F_FUNCTION = _field_id("function")
+_F_INDICES = _field_id("indices")
+_F_INITIALIZER = _field_id("initializer")
+_F_LEFT = _field_id("left")
+_F_NAME = _field_id("name")
+_F_OPERATOR = _field_id("operator")
+_F_PARAMETERS = _field_id("parameters")
+_F_RIGHT = _field_id("right")
+_F_SIZE = _field_id("size")
+_F_TYPE = _field_id("type")
+_F_UPDATE = _field_id("update")
+_F_VALUE = _field_id("value")
+
+# Enum members looked up on their class cost a descriptor call each time in CPython 3.11; the hot paths below
+# use these aliases, which are the very same members.
+_CONST = Kind.CONST
+_UNIFORM = Kind.UNIFORM
+_AFFINE = Kind.AFFINE
+_INDIRECT = Kind.INDIRECT
+_UNKNOWN = Kind.UNKNOWN
+_KERNEL = FunctionKind.KERNEL
+_HOST = FunctionKind.HOST
+_GLOBAL = MemorySpace.GLOBAL
+_SHARED = MemorySpace.SHARED
+_LOCAL = MemorySpace.LOCAL
+_CONSTANT = MemorySpace.CONSTANT
+_SPACE_UNKNOWN = MemorySpace.UNKNOWN
+_READ = AccessKind.READ
+_WRITE = AccessKind.WRITE
+_READ_WRITE = AccessKind.READ_WRITE
+_ATOMIC = AccessKind.ATOMIC
+_ADDRESS = AccessKind.ADDRESS
+_PATTERN_CONTIGUOUS = AccessPattern.CONTIGUOUS
+_PATTERN_STRIDED = AccessPattern.STRIDED
+_PATTERN_UNIFORM = AccessPattern.UNIFORM
+_PATTERN_INDIRECT = AccessPattern.INDIRECT
+_PATTERN_UNKNOWN = AccessPattern.UNKNOWN
+_new = tuple.__new__
+_ZERO_VALUE = Value(Kind.CONST, const=0)
+_ONE_VALUE = Value(Kind.CONST, const=1)
+_FRACTION_ZERO = Fraction(0)
+_START = attrgetter("start_byte")
+_SPAN = attrgetter("span")
+_LDG_NAMES = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu"})
+_CAST_NAMES = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
+_RESTRICT_WORDS = frozenset({"__restrict__", "__restrict", "restrict"})
+_QUALIFIER_TYPES = frozenset({"type_qualifier", "storage_class_specifier", "attribute_specifier"})
+_DECLARATOR_WRAPPERS = frozenset(
+    {"array_declarator", "pointer_declarator", "reference_declarator", "parenthesized_declarator"}
+)
+_EXEC_SPACE_TOKENS = frozenset({"__global__", "__device__", "__host__"})
+_LOOP_KINDS = {"for_statement": "for", "while_statement": "while", "do_statement": "do"}
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _texter(src: bytes, ascii_text: str | None) -> Callable[[Node], str]:
+    """Return a function giving the source text of a node.
+
+    When the whole file is ASCII, byte offsets are character offsets, so slicing the text decoded once gives
+    exactly what decoding each node's bytes would.
+    """
+    if ascii_text is not None:
+
+        def text(node: Node) -> str:
+            return ascii_text[node.start_byte : node.end_byte]
+
+    else:
+
+        def text(node: Node) -> str:
+            return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    return text
 
 
 class _FunctionBuilder:
-    """Analyse one function definition into a `Function` with spans relative to its first byte."""
+    """Analyse one function definition into a `Function` with spans relative to its first byte.
 
-    def __init__(self, fn: Node, template: Node | None, src: bytes, ctx: FileContext) -> None:
+    This runs for every function of a file on the first analysis, so it is written for CPython's speed: tree
+    fields are read by id, node texts are sliced from a text decoded once per file, and the order in which
+    expressions are evaluated is fixed (values of names are merged flow-insensitively and memoised, so the
+    order is part of the result for self-referencing definitions).
+    """
+
+    def __init__(
+        self,
+        fn: Node,
+        template: Node | None,
+        src: bytes,
+        ctx: FileContext,
+        text: Callable[[Node], str] | None = None,
+        kind: FunctionKind | None = None,
+    ) -> None:
         self.fn = fn
         self.template = template
         self.src = src
         self.ctx = ctx
+        self.t = text if text is not None else _texter(src, None)
+        self.fkind = kind if kind is not None else _kind_of(fn)
         self.base = fn.start_byte
         self.consts = dict(ctx.consts)
         self.defs: dict[str, list[_Def]] = {}
@@ -327,19 +419,21 @@ class _FunctionBuilder:
         self.loop_var_of: dict[int, str] = {}
         self._pending_shared: list[tuple[str, str, list[Node | None], bool, Node, Node]] = []
         self._params: tuple[Param, ...] = ()
+        self._param_by_name: dict[str, Param] = {}
+        self._ldg_marked: set[int] = set()
         self.has_launch = True
         self.is_kernel = False
         self.binding: tuple[str, ...] = ()
         self.type_binding: dict[str, str] = {}
         self._tparams: tuple[TemplateParam, ...] = ()
-        self.ev = Evaluator(src, self._lookup, self.consts, self.scalars)
+        self.ev = Evaluator(src, self._lookup, self.consts, self.scalars, self.t)
 
     # -- helpers -------------------------------------------------------------------------------------------
     def rel(self, node: Node) -> Span:
         return (node.start_byte - self.base, node.end_byte - self.base)
 
     def text(self, node: Node | None) -> str:
-        return "" if node is None else _text(self.src, node)
+        return "" if node is None else self.t(node)
 
     def _lookup(self, name: str) -> Value | None:
         hit = self.vals.get(name)
@@ -348,62 +442,55 @@ class _FunctionBuilder:
         defs = self.defs.get(name)
         if defs is None:
             return None
-        if name in self.visiting:
-            return Value(Kind.UNKNOWN)
-        self.visiting.add(name)
+        visiting = self.visiting
+        if name in visiting:
+            return UNKNOWN
+        visiting.add(name)
         try:
+            ev = self.ev
             plain: list[Value] = []
             compound: list[tuple[str, Value]] = []
-            for d in defs:
-                if d.op == "=":
-                    plain.append(self.ev.eval(d.node))
-                elif d.op in ("++", "--"):
+            for op, node, _ in defs:
+                if op == "=":
+                    plain.append(ev.eval(node))
+                elif op == "++" or op == "--":
                     continue
                 else:
-                    compound.append((d.op, self.ev.eval(d.node) if d.node is not None else Value(Kind.UNKNOWN)))
-            base = join(plain) if plain else Value(Kind.UNKNOWN)
+                    compound.append((op, ev.eval(node)))
+            base = join(plain) if plain else UNKNOWN
             for op, v in compound:
                 deps = base.deps | v.deps
-                if v.kind is Kind.UNKNOWN:
-                    base = Value(Kind.UNKNOWN, deps=deps)
-                elif v.kind <= Kind.UNIFORM and op in ("+=", "-="):
-                    base = base._replace(
-                        deps=deps,
-                        ty=base.ty or v.ty,
-                        const=None,
-                        kind=Kind.UNIFORM if base.kind is Kind.CONST else base.kind,
-                    )
-                elif v.kind <= Kind.UNIFORM and base.kind <= Kind.UNIFORM:
-                    base = Value(Kind.UNIFORM, text=base.text, ty=base.ty or v.ty, deps=deps)
-                elif v.kind is Kind.AFFINE and base.kind <= Kind.UNIFORM and op in ("+=", "-="):
-                    base = Value(Kind.AFFINE, v.coef, text=base.text, ty=base.ty or v.ty, deps=deps)
+                if v.kind is _UNKNOWN:
+                    base = _new(Value, (_UNKNOWN, None, None, "", False, deps))
+                elif v.kind <= _UNIFORM and (op == "+=" or op == "-="):
+                    kind = _UNIFORM if base.kind is _CONST else base.kind
+                    base = _new(Value, (kind, base.coef, None, base.text, base.ty or v.ty, deps))
+                elif v.kind <= _UNIFORM and base.kind <= _UNIFORM:
+                    base = _new(Value, (_UNIFORM, None, None, base.text, base.ty or v.ty, deps))
+                elif v.kind is _AFFINE and base.kind <= _UNIFORM and (op == "+=" or op == "-="):
+                    base = _new(Value, (_AFFINE, v.coef, None, base.text, base.ty or v.ty, deps))
                 else:
-                    base = Value(Kind.INDIRECT, ty=base.ty or v.ty, deps=deps)
+                    base = _new(Value, (_INDIRECT, None, None, "", base.ty or v.ty, deps))
             self.vals[name] = base
             return base
         finally:
-            self.visiting.discard(name)
+            visiting.discard(name)
 
     def _define(self, name: str, op: str, node: Node | None, pos: int) -> None:
-        self.defs.setdefault(name, []).append(_Def(op, node, pos))
+        defs = self.defs.get(name)
+        if defs is None:
+            self.defs[name] = [(op, node, pos)]
+        else:
+            defs.append((op, node, pos))
 
     # -- header --------------------------------------------------------------------------------------------
     def kind(self) -> FunctionKind:
-        fn = self.fn
-        if _has_token(fn, ("__global__",)):
-            return FunctionKind.KERNEL
-        dev = _has_token(fn, ("__device__",))
-        host = _has_token(fn, ("__host__",))
-        if dev and host:
-            return FunctionKind.HOST_DEVICE
-        if dev:
-            return FunctionKind.DEVICE
-        return FunctionKind.HOST
+        return self.fkind
 
     def template_params(self) -> tuple[TemplateParam, ...]:
         if self.template is None:
             return ()
-        plist = self.template.child_by_field_name("parameters")
+        plist = self.template.child_by_field_id(_F_PARAMETERS)
         out: list[TemplateParam] = []
         for p in _named(plist) if plist is not None else []:
             t = p.type
@@ -413,12 +500,12 @@ class _FunctionBuilder:
                 "variadic_type_parameter_declaration",
             ):
                 names = [c for c in p.named_children if c.type == "type_identifier"]
-                name = self.text(p.child_by_field_name("name") or (names[0] if names else None))
-                default = p.child_by_field_name("default_type")
+                name = self.text(p.child_by_field_id(_F_NAME) or (names[0] if names else None))
+                default = p.child_by_field_id(_F_DEFAULT_TYPE)
                 out.append(TemplateParam(name, "type", self.text(default) if default is not None else None, None))
             elif t in ("parameter_declaration", "optional_parameter_declaration"):
-                name = _declarator_name(p.child_by_field_name("declarator"), self.src) or ""
-                default = p.child_by_field_name("default_value")
+                name = _declarator_name(p.child_by_field_id(_F_DECLARATOR), self.src) or ""
+                default = p.child_by_field_id(_F_DEFAULT_VALUE)
                 value = self.ev.const_int(default) if default is not None else None
                 out.append(TemplateParam(name, "value", self.text(default) if default is not None else None, value))
         for i, tp in enumerate(out):
@@ -438,67 +525,76 @@ class _FunctionBuilder:
 
     def binding_items(self) -> tuple[tuple[str, str], ...]:
         """Return the template arguments this analysis assumed (from the file's launch sites)."""
+        if not self.binding:
+            return ()
         names = [tp.name for tp in self._tparams]
         return tuple((names[i], arg) for i, arg in enumerate(self.binding) if i < len(names))
 
     def params(self, declarator: Node | None) -> tuple[Param, ...]:
-        plist = declarator.child_by_field_name("parameters") if declarator is not None else None
+        plist = declarator.child_by_field_id(_F_PARAMETERS) if declarator is not None else None
         if plist is None:
             return ()
+        t = self.t
+        base = self.base
+        type_binding = self.type_binding
+        scalars = self.scalars
+        by_name = self._param_by_name
         out: list[Param] = []
-        for p in _named(plist):
-            if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+        for p in plist.named_children:
+            pt = p.type
+            if pt != "parameter_declaration" and pt != "optional_parameter_declaration":
                 continue
-            type_node = p.child_by_field_name("type")
-            base_type = self.text(type_node)
-            base_type = self.type_binding.get(base_type, base_type)
-            pointee_const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in p.children)
+            type_node = p.child_by_field_id(_F_TYPE)
+            base_type = t(type_node) if type_node is not None else ""
+            if type_binding:
+                base_type = type_binding.get(base_type, base_type)
+            pointee_const = False
+            for c in p.children:
+                if c.type == "type_qualifier" and t(c) == "const":
+                    pointee_const = True
+                    break
             depth = 0
             restrict = False
             reference = False
-            node = p.child_by_field_name("declarator")
+            node = p.child_by_field_id(_F_DECLARATOR)
             name = ""
             while node is not None:
-                t = node.type
-                if t == "pointer_declarator":
+                nt = node.type
+                if nt == "identifier":
+                    name = t(node)
+                    break
+                if nt == "pointer_declarator":
                     depth += 1
                     for c in node.children:
-                        if c.type == "type_qualifier" and self.text(c) in (
-                            "__restrict__",
-                            "__restrict",
-                            "restrict",
-                        ):
+                        if c.type == "type_qualifier" and t(c) in _RESTRICT_WORDS:
                             restrict = True
-                elif t == "reference_declarator":
+                elif nt == "reference_declarator":
                     reference = True
-                elif t in ("array_declarator", "abstract_array_declarator"):
+                elif nt == "array_declarator" or nt == "abstract_array_declarator":
                     depth += 1
-                elif t == "identifier":
-                    name = self.text(node)
-                    break
-                nxt = node.child_by_field_name("declarator")
+                nxt = node.child_by_field_id(_F_DECLARATOR)
                 if nxt is None:
                     named = [c for c in node.named_children if c.type != "type_qualifier"]
                     nxt = named[-1] if named else None
                 node = nxt
-            type_text = " ".join(self.text(p).split())
+            type_text = " ".join(t(p).split())
             if name:
                 type_text = type_text.rsplit(name, 1)[0].strip() or type_text
-            out.append(
-                Param(
-                    len(out),
-                    name,
-                    type_text,
-                    base_type,
-                    depth,
-                    pointee_const,
-                    restrict,
-                    reference,
-                    self.rel(p),
-                )
+            param = Param(
+                len(out),
+                name,
+                type_text,
+                base_type,
+                depth,
+                pointee_const,
+                restrict,
+                reference,
+                (p.start_byte - base, p.end_byte - base),
             )
+            out.append(param)
+            by_name.setdefault(name, param)
             if name:
-                self.scalars.add(name)
+                scalars.add(name)
         return tuple(out)
 
     def launch_bounds(self) -> tuple[str, ...] | None:
@@ -510,18 +606,17 @@ class _FunctionBuilder:
     # -- body ----------------------------------------------------------------------------------------------
     def build(self) -> Function:
         fn = self.fn
-        kind = self.kind()
-        self.is_kernel = kind is FunctionKind.KERNEL
-        declarator = fn.child_by_field_name("declarator")
-        while declarator is not None and declarator.type not in ("function_declarator",):
-            nxt = declarator.child_by_field_name("declarator")
-            declarator = nxt
-        name_node = declarator.child_by_field_name("declarator") if declarator is not None else None
+        kind = self.fkind
+        self.is_kernel = kind is _KERNEL
+        declarator = fn.child_by_field_id(_F_DECLARATOR)
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_id(_F_DECLARATOR)
+        name_node = declarator.child_by_field_id(_F_DECLARATOR) if declarator is not None else None
         name = _declarator_name(name_node, self.src) or "<anonymous>"
         if name_node is not None and name_node.type == "qualified_identifier":
             inner = name_node
             while inner is not None and inner.type == "qualified_identifier":
-                inner = inner.child_by_field_name("name")
+                inner = inner.child_by_field_id(_F_NAME)
             name_span = self.rel(inner) if inner is not None else self.rel(name_node)
         else:
             name_span = self.rel(name_node) if name_node is not None else (0, 0)
@@ -529,7 +624,7 @@ class _FunctionBuilder:
         self._tparams = tparams
         params = self.params(declarator)
         self._params = params
-        body = fn.child_by_field_name("body")
+        body = fn.child_by_field_id(_F_BODY)
         sig_end = body.start_byte if body is not None else fn.end_byte
         signature = " ".join(self.src[fn.start_byte : sig_end].decode("utf-8", "replace").split())
         if body is None:
@@ -552,55 +647,57 @@ class _FunctionBuilder:
                 (),
                 (),
             )
-        if kind is FunctionKind.HOST:
+        if kind is _HOST:
             return self._host(name, name_span, body, signature, params)
-        caps = {k: sorted(v, key=_start) for k, v in captures(query(_BODY_QUERY), body).items()}
+        caps = {k: sorted(v, key=_START) for k, v in captures(query(_BODY_QUERY), body).items()}
         if fn.has_error:
             nested = [
                 (n.start_byte, n.end_byte) for n in captures(query("(function_definition) @fn"), body).get("fn", [])
             ]
             if nested:
                 caps = {k: [n for n in v if not any(a <= n.start_byte < b for a, b in nested)] for k, v in caps.items()}
-        decls = caps.get("decl", [])
-        loops_nodes = caps.get("loop", [])
-        for d in decls:
+        t = self.t
+        define = self._define
+        for d in caps.get("decl", ()):
             self._declaration(d)
-        for a in caps.get("assign", []):
-            left = a.child_by_field_name("left")
-            op = a.child_by_field_name("operator")
+        for a in caps.get("assign", ()):
+            left = a.child_by_field_id(_F_LEFT)
             if left is not None and left.type == "identifier":
-                self._define(
-                    self.text(left),
-                    op.type if op is not None else "=",
-                    a.child_by_field_name("right"),
-                    a.start_byte,
-                )
-                if left is not None and op is not None and op.type == "=":
-                    self._maybe_alias(self.text(left), a.child_by_field_name("right"), None)
-        for u in caps.get("update", []):
-            arg = u.child_by_field_name("argument")
-            op = u.child_by_field_name("operator")
+                op = a.child_by_field_id(_F_OPERATOR)
+                op_t = op.type if op is not None else "="
+                right = a.child_by_field_id(_F_RIGHT)
+                lname = t(left)
+                define(lname, op_t, right, a.start_byte)
+                if op is not None and op_t == "=":
+                    self._maybe_alias(lname, right, None)
+        for u in caps.get("update", ()):
+            arg = u.child_by_field_id(_F_ARGUMENT)
             if arg is not None and arg.type == "identifier":
-                self._define(self.text(arg), op.type if op is not None else "++", None, u.start_byte)
-        for sname, stype, dims, is_extern, decl_node, name_node in self._pending_shared:
+                op = u.child_by_field_id(_F_OPERATOR)
+                define(t(arg), op.type if op is not None else "++", None, u.start_byte)
+        self.ev.seal(self.visiting)
+        const_int = self.ev.const_int
+        for sname, stype, dims, is_extern, decl_node, sname_node in self._pending_shared:
             stype = self.type_binding.get(stype, stype)
             self.shared[sname] = SharedArray(
                 sname,
                 stype,
                 type_size(stype),
-                tuple(self.text(x) if x is not None else "" for x in dims),
-                tuple(self.ev.const_int(x) if x is not None else None for x in dims),
+                tuple(t(x) if x is not None else "" for x in dims),
+                tuple(const_int(x) if x is not None else None for x in dims),
                 is_extern or any(x is None for x in dims),
                 self.rel(decl_node),
-                self.rel(name_node),
+                self.rel(sname_node),
             )
-        loops = self._loops(loops_nodes)
+        loops = self._loops(caps.get("loop", []))
         branches = self._branches(caps.get("if", []), caps.get("return", []))
         thread_guards = [(b.span, b.condition) for b in branches if b.thread_dependent] + [
             (lp.span, lp.condition or lp.var or "loop condition") for lp in loops if lp.thread_dependent
         ]
+        call_nodes = caps.get("call", [])
+        self._ldg_marked = self._under_ldg(call_nodes)
         accesses = self._accesses(caps.get("sub", []), caps.get("ptr", []), loops, branches)
-        calls, launches = self._calls(caps.get("call", []), loops, thread_guards, name)
+        calls, launches = self._calls(call_nodes, loops, thread_guards, name)
         return Function(
             name=name,
             kind=kind,
@@ -623,29 +720,60 @@ class _FunctionBuilder:
             pointer_aliases={k: v[0] for k, v in self.aliases.items()},
         )
 
+    def _launch_nodes(self, body: Node) -> list[Node]:
+        """Return the launch expressions `k<<<...>>>(...)` in a host body, in document order.
+
+        In a body without syntax errors every launch configuration starts with a real `<<<` token, so the
+        launches are found from the occurrences of `<<<` in the text (a few tree look-ups) rather than by a
+        query over the whole body; a body with errors is queried.
+        """
+        if self.fn.has_error:
+            return sorted(captures(query(_LAUNCH_QUERY), body).get("launch", []), key=_START)
+        src = self.src
+        end = body.end_byte
+        out: list[Node] = []
+        seen: set[int] = set()
+        pos = src.find(b"<<<", body.start_byte, end)
+        while pos >= 0:
+            tok = body.descendant_for_byte_range(pos, pos + 3)
+            if tok is not None and tok.type == "<<<" and tok.start_byte == pos:
+                config = tok.parent
+                if config is not None and config.type == "kernel_call_syntax":
+                    call = config.parent
+                    if call is not None and call.type == "call_expression" and call.id not in seen:
+                        seen.add(call.id)
+                        out.append(call)
+            pos = src.find(b"<<<", pos + 1, end)
+        out.sort(key=_START)
+        return out
+
     def _host(self, name: str, name_span: Span, body: Node, signature: str, params: tuple[Param, ...]) -> Function:
         """Analyse host code for its launch sites only (and the local constants their geometry reads)."""
-        launch_nodes = (
-            sorted(captures(query(_LAUNCH_QUERY), body).get("launch", []), key=_start) if self.has_launch else []
-        )
+        launch_nodes = self._launch_nodes(body) if self.has_launch else []
         launches: list[Launch] = []
         if launch_nodes:
-            caps = {k: sorted(v, key=_start) for k, v in captures(query(_HOST_QUERY), body).items()}
-            for d in caps.get("decl", []):
+            caps = {k: sorted(v, key=_START) for k, v in captures(query(_HOST_QUERY), body).items()}
+            for d in caps.get("decl", ()):
                 self._declaration(d)
-            for a in caps.get("assign", []):
-                left = a.child_by_field_name("left")
-                op = a.child_by_field_name("operator")
+            t = self.t
+            for a in caps.get("assign", ()):
+                left = a.child_by_field_id(_F_LEFT)
                 if left is not None and left.type == "identifier":
+                    op = a.child_by_field_id(_F_OPERATOR)
                     self._define(
-                        self.text(left),
+                        t(left),
                         op.type if op is not None else "=",
-                        a.child_by_field_name("right"),
+                        a.child_by_field_id(_F_RIGHT),
                         a.start_byte,
                     )
+            self.ev.seal(self.visiting)
             for node in launch_nodes:
-                fn = node.child_by_field_name("function")
-                config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+                fn = node.child_by_field_id(_F_FUNCTION)
+                config = None
+                for c in node.children:
+                    if c.type == "kernel_call_syntax":
+                        config = c
+                        break
                 if fn is not None and config is not None:
                     launch = self._launch(node, fn, config, name)
                     if launch is not None:
@@ -672,61 +800,78 @@ class _FunctionBuilder:
         )
 
     def _declaration(self, d: Node) -> None:
-        is_shared = _has_token(d, ("__shared__",))
-        is_extern = any(c.type == "storage_class_specifier" and self.text(c) == "extern" for c in d.children)
-        type_node = d.child_by_field_name("type")
-        type_text = self.text(type_node)
-        for decl in d.children_by_field_name("declarator"):
+        t = self.t
+        is_shared = False
+        is_extern = False
+        for c in d.children:
+            ct = c.type
+            if ct == "__shared__":
+                is_shared = True
+            elif ct in _QUALIFIER_TYPES:
+                for g in c.children:
+                    if g.type == "__shared__":
+                        is_shared = True
+                        break
+                if ct == "storage_class_specifier" and t(c) == "extern":
+                    is_extern = True
+        type_node = d.child_by_field_id(_F_TYPE)
+        type_text = t(type_node) if type_node is not None else ""
+        for decl in d.children_by_field_id(_F_DECLARATOR):
             node = decl
             value: Node | None = None
             if node.type == "init_declarator":
-                value = node.child_by_field_name("value")
-                node = node.child_by_field_name("declarator")
+                value = node.child_by_field_id(_F_VALUE)
+                node = node.child_by_field_id(_F_DECLARATOR)
             dims: list[Node | None] = []
             depth = 0
-            while node is not None and node.type in (
-                "array_declarator",
-                "pointer_declarator",
-                "reference_declarator",
-                "parenthesized_declarator",
-            ):
-                if node.type == "array_declarator":
-                    dims.append(node.child_by_field_name("size"))
-                elif node.type == "pointer_declarator":
+            while node is not None:
+                nt = node.type
+                if nt not in _DECLARATOR_WRAPPERS:
+                    break
+                if nt == "array_declarator":
+                    dims.append(node.child_by_field_id(_F_SIZE))
+                elif nt == "pointer_declarator":
                     depth += 1
-                node = node.child_by_field_name("declarator") or (_named(node)[-1] if _named(node) else None)
-            if node is not None and node.type == "function_declarator" and type_text in ("dim3", "uint3"):
+                nxt = node.child_by_field_id(_F_DECLARATOR)
+                if nxt is None:
+                    named = _named(node)
+                    nxt = named[-1] if named else None
+                node = nxt
+            if node is None:
+                continue
+            nt = node.type
+            if nt == "function_declarator" and (type_text == "dim3" or type_text == "uint3"):
                 # `dim3 block(TILE, ROWS);` parses as a function declaration; read it as the constructor call.
-                inner = node.child_by_field_name("declarator")
-                plist = node.child_by_field_name("parameters")
+                inner = node.child_by_field_id(_F_DECLARATOR)
+                plist = node.child_by_field_id(_F_PARAMETERS)
                 if inner is not None and plist is not None:
-                    self.dim3[self.text(inner)] = _named(plist)
-                    self.locals[self.text(inner)] = type_text
+                    self.dim3[t(inner)] = _named(plist)
+                    self.locals[t(inner)] = type_text
                 continue
-            if node is None or node.type != "identifier":
+            if nt != "identifier":
                 continue
-            name = self.text(node)
-            dims.reverse()
+            name = t(node)
+            if dims:
+                dims.reverse()
             if is_shared:
                 self._pending_shared.append((name, type_text, dims, is_extern, d, node))
                 continue
-            self.locals[name] = type_text + "*" * depth + "".join(f"[{self.text(x)}]" for x in dims if x is not None)
             if dims:
+                self.locals[name] = type_text + "*" * depth + "".join(f"[{t(x)}]" for x in dims if x is not None)
                 self.local_arrays[name] = type_text
                 continue
-            if value is not None and value.type == "argument_list" and type_text in ("dim3", "uint3"):
-                self.dim3[name] = _named(value)
-                continue
-            if value is not None and value.type == "initializer_list" and type_text in ("dim3", "uint3"):
-                self.dim3[name] = _named(value)
-                continue
+            self.locals[name] = type_text + "*" * depth if depth else type_text
             if value is not None:
-                if value.type == "argument_list":
+                vt = value.type
+                if vt == "argument_list" or vt == "initializer_list":
+                    if type_text == "dim3" or type_text == "uint3":
+                        self.dim3[name] = _named(value)
+                        continue
                     args = _named(value)
                     value = args[0] if len(args) == 1 else None
-                if value is not None and value.type == "initializer_list":
-                    args = _named(value)
-                    value = args[0] if len(args) == 1 else None
+                    if vt == "argument_list" and value is not None and value.type == "initializer_list":
+                        args = _named(value)
+                        value = args[0] if len(args) == 1 else None
                 self._define(name, "=", value, d.start_byte)
                 if depth:
                     self._maybe_alias(name, value, type_text)
@@ -742,42 +887,8 @@ class _FunctionBuilder:
             if node is None:
                 return
             t = node.type
-            if t == "parenthesized_expression":
-                inner = _named(node)
-                node = inner[0] if inner else None
-            elif t == "cast_expression":
-                cast_type = self.text(node.child_by_field_name("type")).replace("*", "").replace("const", "").strip()
-                node = node.child_by_field_name("value")
-            elif t == "call_expression":
-                fn = node.child_by_field_name("function")
-                if (
-                    fn is not None
-                    and fn.type == "template_function"
-                    and self.text(fn.child_by_field_name("name")) in ("reinterpret_cast", "static_cast", "const_cast")
-                ):
-                    targs = fn.child_by_field_name("arguments")
-                    cast_type = self.text(targs).strip("<>").replace("*", "").replace("const", "").strip()
-                    args = _named(node.child_by_field_name("arguments"))
-                    node = args[0] if args else None
-                else:
-                    return
-            elif (
-                t == "binary_expression"
-                and node.child_by_field_name("operator") is not None
-                and node.child_by_field_name("operator").type in ("+", "-")
-            ):
-                offset = node.child_by_field_name("right")
-                node = node.child_by_field_name("left")
-            elif t == "pointer_expression" and node.child_by_field_name("operator").type == "&":
-                arg = node.child_by_field_name("argument")
-                if arg is not None and arg.type == "subscript_expression":
-                    idx = _named(arg.child_by_field_name("indices"))
-                    offset = idx[0] if len(idx) == 1 else None
-                    node = arg.child_by_field_name("argument")
-                else:
-                    return
-            elif t == "identifier":
-                base = self.text(node)
+            if t == "identifier":
+                base = self.t(node)
                 if base == name:
                     return
                 ptype = elem_type or cast_type
@@ -789,135 +900,186 @@ class _FunctionBuilder:
                     " ".join(ptype.replace("const", " ").split()) if ptype else None,
                 )
                 return
+            if t == "parenthesized_expression":
+                inner = _named(node)
+                node = inner[0] if inner else None
+            elif t == "cast_expression":
+                cast_type = self.text(node.child_by_field_id(_F_TYPE)).replace("*", "").replace("const", "").strip()
+                node = node.child_by_field_id(_F_VALUE)
+            elif t == "call_expression":
+                fn = node.child_by_field_id(_F_FUNCTION)
+                if (
+                    fn is not None
+                    and fn.type == "template_function"
+                    and self.text(fn.child_by_field_id(_F_NAME)) in _CAST_NAMES
+                ):
+                    targs = fn.child_by_field_id(_F_ARGUMENTS)
+                    cast_type = self.text(targs).strip("<>").replace("*", "").replace("const", "").strip()
+                    args = _named(node.child_by_field_id(_F_ARGUMENTS))
+                    node = args[0] if args else None
+                else:
+                    return
+            elif t == "binary_expression":
+                op = node.child_by_field_id(_F_OPERATOR)
+                if op is None or op.type not in ("+", "-"):
+                    return
+                offset = node.child_by_field_id(_F_RIGHT)
+                node = node.child_by_field_id(_F_LEFT)
+            elif t == "pointer_expression" and node.child_by_field_id(_F_OPERATOR).type == "&":
+                arg = node.child_by_field_id(_F_ARGUMENT)
+                if arg is not None and arg.type == "subscript_expression":
+                    idx = _named(arg.child_by_field_id(_F_INDICES))
+                    offset = idx[0] if len(idx) == 1 else None
+                    node = arg.child_by_field_id(_F_ARGUMENT)
+                else:
+                    return
             else:
                 return
 
     def _loops(self, nodes: list[Node]) -> list[Loop]:
-        nodes = sorted(nodes, key=lambda n: n.start_byte)
         out: list[Loop] = []
+        if not nodes:
+            return out
+        nodes = sorted(nodes, key=_START)
         stack: list[int] = []
-        sites = [(name, d.pos) for name, ds in self.defs.items() for d in ds]
+        ends: list[int] = []
+        sites = [(name, d[2]) for name, ds in self.defs.items() for d in ds]
         for node in nodes:
-            while stack and not (out[stack[-1]].span[1] + self.base >= node.end_byte):
+            end = node.end_byte
+            while stack and not (ends[stack[-1]] >= end):
                 stack.pop()
             parent = stack[-1] if stack else None
             lid = len(out)
-            loop = self._loop(node, lid, parent, len(stack), sites)
-            out.append(loop)
+            out.append(self._loop(node, lid, parent, len(stack), sites))
+            ends.append(end)
             stack.append(lid)
         return out
 
     def _loop(self, node: Node, lid: int, parent: int | None, depth: int, sites: list[tuple[str, int]]) -> Loop:
         t = node.type
-        kind = {"for_statement": "for", "while_statement": "while", "do_statement": "do"}.get(t, "range_for")
+        text = self.t
+        const_int = self.ev.const_int
+        kind = _LOOP_KINDS.get(t, "range_for")
         var = init_text = bound_text = compare = step_text = None
         init_v = bound_v = step_v = None
-        body = node.child_by_field_name("body")
-        cond = node.child_by_field_name("condition")
+        body = node.child_by_field_id(_F_BODY)
+        cond = node.child_by_field_id(_F_CONDITION)
         header_end = body.start_byte if body is not None else node.end_byte
         step_op = None
         if t == "for_statement":
-            init = node.child_by_field_name("initializer")
+            init = node.child_by_field_id(_F_INITIALIZER)
             if init is not None:
-                if init.type == "declaration":
-                    for decl in init.children_by_field_name("declarator"):
+                it = init.type
+                if it == "declaration":
+                    for decl in init.children_by_field_id(_F_DECLARATOR):
                         if decl.type == "init_declarator":
-                            var = self.text(decl.child_by_field_name("declarator"))
-                            val = decl.child_by_field_name("value")
+                            var = self.text(decl.child_by_field_id(_F_DECLARATOR))
+                            val = decl.child_by_field_id(_F_VALUE)
                             init_text = self.text(val)
-                            init_v = self.ev.const_int(val)
+                            init_v = const_int(val)
                             break
-                elif init.type == "assignment_expression":
-                    var = self.text(init.child_by_field_name("left"))
-                    val = init.child_by_field_name("right")
+                elif it == "assignment_expression":
+                    var = self.text(init.child_by_field_id(_F_LEFT))
+                    val = init.child_by_field_id(_F_RIGHT)
                     init_text = self.text(val)
-                    init_v = self.ev.const_int(val)
+                    init_v = const_int(val)
             if cond is not None and cond.type == "binary_expression":
-                left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-                op = cond.child_by_field_name("operator")
+                left = cond.child_by_field_id(_F_LEFT)
+                right = cond.child_by_field_id(_F_RIGHT)
+                op = cond.child_by_field_id(_F_OPERATOR)
                 if left is not None and right is not None and op is not None:
-                    if var is not None and self.text(left) == var:
+                    if var is not None and text(left) == var:
                         compare, bound_node = op.type, right
-                    elif var is not None and self.text(right) == var:
-                        flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-                        compare, bound_node = flip.get(op.type, op.type), left
+                    elif var is not None and text(right) == var:
+                        compare, bound_node = _FLIP.get(op.type, op.type), left
                     else:
                         compare, bound_node = op.type, right
-                    bound_text = self.text(bound_node)
-                    bound_v = self.ev.const_int(bound_node)
-            upd = node.child_by_field_name("update")
+                    bound_text = text(bound_node)
+                    bound_v = const_int(bound_node)
+            upd = node.child_by_field_id(_F_UPDATE)
             if upd is not None:
-                if upd.type == "update_expression":
-                    op = upd.child_by_field_name("operator")
+                ut = upd.type
+                if ut == "update_expression":
+                    op = upd.child_by_field_id(_F_OPERATOR)
                     step_op = "+=" if op is not None and op.type == "++" else "-="
                     step_text, step_v = "1", 1
-                    var = var or self.text(upd.child_by_field_name("argument"))
-                elif upd.type == "assignment_expression":
-                    op = upd.child_by_field_name("operator")
+                    var = var or self.text(upd.child_by_field_id(_F_ARGUMENT))
+                elif ut == "assignment_expression":
+                    op = upd.child_by_field_id(_F_OPERATOR)
                     step_op = op.type if op is not None else None
-                    right = upd.child_by_field_name("right")
+                    right = upd.child_by_field_id(_F_RIGHT)
                     step_text = self.text(right)
-                    step_v = self.ev.const_int(right)
-                    var = var or self.text(upd.child_by_field_name("left"))
+                    step_v = const_int(right)
+                    var = var or self.text(upd.child_by_field_id(_F_LEFT))
         elif cond is not None:
-            bound_text = self.text(cond).strip("()")
+            bound_text = text(cond).strip("()")
         trip = _trip_count(init_v, bound_v, compare, step_op, step_v)
         if var is not None:
             self.loop_var_of[lid] = var
-        cond_val = self.ev.eval(cond) if cond is not None else Value(Kind.CONST, const=1)
+        cond_val = self.ev.eval(cond) if cond is not None else _ONE_VALUE
         unroll = None
         prev = node.prev_named_sibling
         while prev is not None and prev.type == "comment":
             prev = prev.prev_named_sibling
         if prev is not None and prev.type == "preproc_call":
-            directive = prev.child_by_field_name("directive")
-            arg = prev.child_by_field_name("argument")
-            if directive is not None and self.text(directive) == "#pragma" and arg is not None:
-                arg_text = self.text(arg).strip()
+            directive = prev.child_by_field_id(_F_DIRECTIVE)
+            arg = prev.child_by_field_id(_F_ARGUMENT)
+            if directive is not None and text(directive) == "#pragma" and arg is not None:
+                arg_text = text(arg).strip()
                 if arg_text.startswith(("unroll", "nounroll")):
                     unroll = arg_text
         start, end = node.start_byte, node.end_byte
-        assigned = frozenset(name for name, pos in sites if start <= pos < end)
+        assigned = frozenset([name for name, pos in sites if start <= pos < end])
         if var:
             assigned |= {var}
+        base = self.base
+        thread_dependent = cond_val.thread_dependent
         return Loop(
-            id=lid,
-            kind=kind,
-            var=var,
-            init=init_text,
-            init_value=init_v,
-            bound=bound_text,
-            bound_value=bound_v,
-            compare=compare,
-            condition=" ".join(self.text(cond).strip().removeprefix("(").removesuffix(")").split()) if cond else None,
-            step=step_text if step_op in (None, "+=", "-=") else f"{step_op} {step_text}",
-            step_value=step_v if step_op in ("+=", None) else (-step_v if step_op == "-=" and step_v else None),
-            trip_count=trip,
-            unroll=unroll,
-            span=self.rel(node),
-            header_span=(node.start_byte - self.base, header_end - self.base),
-            body_span=self.rel(body) if body is not None else self.rel(node),
-            parent=parent,
-            depth=depth,
-            assigned=assigned,
-            bound_uniform=not cond_val.thread_dependent and cond_val.kind is not Kind.UNKNOWN,
-            thread_dependent=cond_val.thread_dependent,
+            lid,
+            kind,
+            var,
+            init_text,
+            init_v,
+            bound_text,
+            bound_v,
+            compare,
+            " ".join(text(cond).strip().removeprefix("(").removesuffix(")").split()) if cond else None,
+            step_text if step_op in (None, "+=", "-=") else f"{step_op} {step_text}",
+            step_v if step_op in ("+=", None) else (-step_v if step_op == "-=" and step_v else None),
+            trip,
+            unroll,
+            (start - base, end - base),
+            (start - base, header_end - base),
+            (body.start_byte - base, body.end_byte - base) if body is not None else (start - base, end - base),
+            parent,
+            depth,
+            assigned,
+            not thread_dependent and cond_val.kind is not _UNKNOWN,
+            thread_dependent,
         )
 
     def _branches(self, ifs: list[Node], returns: list[Node]) -> list[Branch]:
         out: list[Branch] = []
+        if not ifs:
+            return out
+        ev = self.ev
+        base = self.base
+        return_starts = [r.start_byte for r in returns]
+        nret = len(return_starts)
         for node in ifs:
-            cond = node.child_by_field_name("condition")
-            val = self.ev.eval(cond)
-            has_return = any(node.start_byte <= r.start_byte < node.end_byte for r in returns)
+            cond = node.child_by_field_id(_F_CONDITION)
+            val = ev.eval(cond)
+            start, end = node.start_byte, node.end_byte
+            i = bisect_left(return_starts, start)
+            has_return = i < nret and return_starts[i] < end
             out.append(
                 Branch(
-                    condition=" ".join(self.text(cond).strip().removeprefix("(").removesuffix(")").split()),
-                    thread_dependent=val.thread_dependent,
-                    lane_pattern=self._lane_pattern(cond) if val.lane_dependent else None,
-                    span=self.rel(node),
-                    condition_span=self.rel(cond) if cond is not None else self.rel(node),
-                    has_return=has_return,
+                    " ".join(self.text(cond).strip().removeprefix("(").removesuffix(")").split()),
+                    val.thread_dependent,
+                    self._lane_pattern(cond) if val.lane_dependent else None,
+                    (start - base, end - base),
+                    (cond.start_byte - base, cond.end_byte - base) if cond is not None else (start - base, end - base),
+                    has_return,
                 )
             )
         return out
@@ -930,12 +1092,12 @@ class _FunctionBuilder:
         while stack:
             n = stack.pop()
             if n.type == "binary_expression":
-                op = n.child_by_field_name("operator")
+                op = n.child_by_field_id(_F_OPERATOR)
                 if op is not None and op.type in ("%", "&"):
-                    left = self.ev.eval(n.child_by_field_name("left"))
-                    right = self.ev.const_int(n.child_by_field_name("right"))
+                    left = self.ev.eval(n.child_by_field_id(_F_LEFT))
+                    right = self.ev.const_int(n.child_by_field_id(_F_RIGHT))
                     period = (right if op.type == "%" else right + 1) if right is not None else 0
-                    if left.kind is Kind.AFFINE and 1 < period < 32:
+                    if left.kind is _AFFINE and 1 < period < 32:
                         return f"lanes alternate with period {period}"
             stack.extend(n.named_children)
         return None
@@ -944,243 +1106,307 @@ class _FunctionBuilder:
         """Return (array text, base name, space, element type, vector cast, alias offset) of an array expression."""
         cast_type: str | None = None
         offset: Node | None = None
-        array_text = self.text(node)
-        for _ in range(8):
-            t = node.type
-            if t == "parenthesized_expression":
-                inner = _named(node)
-                if not inner:
-                    break
-                node = inner[0]
-            elif t == "cast_expression":
-                cast_type = self.text(node.child_by_field_name("type")).replace("*", "").replace("const", "").strip()
-                node = node.child_by_field_name("value")
-            elif t == "call_expression":
-                fn = node.child_by_field_name("function")
-                if (
-                    fn is not None
-                    and fn.type == "template_function"
-                    and self.text(fn.child_by_field_name("name")) in ("reinterpret_cast", "static_cast", "const_cast")
-                ):
-                    targs = self.text(fn.child_by_field_name("arguments"))
-                    cast_type = targs.strip("<>").replace("*", "").replace("const", "").strip()
-                    args = _named(node.child_by_field_name("arguments"))
-                    if not args:
+        array_text = self.t(node)
+        if node.type == "identifier":
+            name = array_text
+        else:
+            for _ in range(8):
+                t = node.type
+                if t == "parenthesized_expression":
+                    inner = _named(node)
+                    if not inner:
                         break
-                    node = args[0]
+                    node = inner[0]
+                elif t == "cast_expression":
+                    cast_type = self.text(node.child_by_field_id(_F_TYPE)).replace("*", "").replace("const", "").strip()
+                    node = node.child_by_field_id(_F_VALUE)
+                elif t == "call_expression":
+                    fn = node.child_by_field_id(_F_FUNCTION)
+                    if (
+                        fn is not None
+                        and fn.type == "template_function"
+                        and self.text(fn.child_by_field_id(_F_NAME)) in _CAST_NAMES
+                    ):
+                        targs = self.text(fn.child_by_field_id(_F_ARGUMENTS))
+                        cast_type = targs.strip("<>").replace("*", "").replace("const", "").strip()
+                        args = _named(node.child_by_field_id(_F_ARGUMENTS))
+                        if not args:
+                            break
+                        node = args[0]
+                    else:
+                        break
+                elif t == "binary_expression" and node.child_by_field_id(_F_OPERATOR).type in ("+", "-"):
+                    offset = node.child_by_field_id(_F_RIGHT)
+                    node = node.child_by_field_id(_F_LEFT)
                 else:
                     break
-            elif t == "binary_expression" and node.child_by_field_name("operator").type in ("+", "-"):
-                offset = node.child_by_field_name("right")
-                node = node.child_by_field_name("left")
-            else:
-                break
-            if node is None:
-                return array_text, array_text, MemorySpace.UNKNOWN, cast_type, cast_type is not None, offset
-        if node is None or node.type != "identifier":
-            return array_text, array_text, MemorySpace.UNKNOWN, cast_type, cast_type is not None, offset
-        name = self.text(node)
+                if node is None:
+                    return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset
+            if node is None or node.type != "identifier":
+                return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset
+            name = self.t(node)
         vector = cast_type is not None
-        seen: set[str] = set()
-        while name in self.aliases and name not in seen:
-            seen.add(name)
-            base, alias_off, alias_type = self.aliases[name]
-            if alias_off is not None:
-                offset = alias_off if offset is None else offset
-            if alias_type and cast_type is None:
-                cast_type = alias_type
-            name = base
-        if name in self.shared:
-            elem = cast_type or self.shared[name].element_type
+        aliases = self.aliases
+        if name in aliases:
+            seen: set[str] = set()
+            while name in aliases and name not in seen:
+                seen.add(name)
+                base, alias_off, alias_type = aliases[name]
+                if alias_off is not None:
+                    offset = alias_off if offset is None else offset
+                if alias_type and cast_type is None:
+                    cast_type = alias_type
+                name = base
+        shared = self.shared.get(name)
+        if shared is not None:
+            elem = cast_type or shared.element_type
             return (
                 array_text,
                 name,
-                MemorySpace.SHARED,
+                _SHARED,
                 elem,
-                vector or (cast_type is not None and cast_type != self.shared[name].element_type),
+                vector or (cast_type is not None and cast_type != shared.element_type),
                 offset,
             )
         if name in self.local_arrays:
-            return array_text, name, MemorySpace.LOCAL, self.local_arrays[name], False, offset
+            return array_text, name, _LOCAL, self.local_arrays[name], False, offset
         if name in self.ctx.constant_arrays:
-            return array_text, name, MemorySpace.CONSTANT, cast_type, vector, offset
+            return array_text, name, _CONSTANT, cast_type, vector, offset
         if name in self.ctx.device_arrays:
-            return array_text, name, MemorySpace.GLOBAL, cast_type, vector, offset
-        param = next((p for p in self._params if p.name == name), None)
+            return array_text, name, _GLOBAL, cast_type, vector, offset
+        param = self._param_by_name.get(name)
         if param is not None and param.pointer_depth > 0:
             elem = cast_type or param.base_type
             is_vec = cast_type is not None and type_size(cast_type) != type_size(param.base_type)
             # Pointer parameters of kernels point to global memory; a device helper may be handed shared memory.
-            space = MemorySpace.GLOBAL if self.is_kernel else MemorySpace.UNKNOWN
+            space = _GLOBAL if self.is_kernel else _SPACE_UNKNOWN
             return array_text, name, space, elem, is_vec, offset
-        return array_text, name, MemorySpace.UNKNOWN, cast_type, vector, offset
+        return array_text, name, _SPACE_UNKNOWN, cast_type, vector, offset
+
+    def _under_ldg(self, calls: list[Node]) -> set[int]:
+        """Return the ids of the nodes whose nearest `call_expression` within three parents is an `__ldg`-like load.
+
+        This is the top-down form of walking up from each access (at most three parents, stopping at the first
+        call), which costs a tree-sitter parent look-up per step.
+        """
+        marked: set[int] = set()
+        for call in calls:
+            fn = call.child_by_field_id(_F_FUNCTION)
+            if fn is None or self.t(fn) not in _LDG_NAMES:
+                continue
+            level = call.children
+            for depth in (1, 2, 3):
+                nxt: list[Node] = []
+                for n in level:
+                    marked.add(n.id)
+                    if depth < 3 and n.type != "call_expression":
+                        nxt.extend(n.children)
+                level = nxt
+        return marked
 
     def _accesses(self, subs: list[Node], ptrs: list[Node], loops: list[Loop], branches: list[Branch]) -> list[Access]:
         out: list[Access] = []
-        thread_branches = [b.span for b in branches if b.thread_dependent]
+        if not subs and not ptrs:
+            return out
+        base = self.base
+        loop_ranges = [(lp.span[0] + base, lp.span[1] + base, lp.id) for lp in loops]
+        thread_branches = [(b.span[0] + base, b.span[1] + base) for b in branches if b.thread_dependent]
+        # A subscript that is the array of another (`a[i]` in `a[i][j]`) is part of that access, not its own.
+        parts: dict[int, tuple[Node | None, Node | None]] = {}
+        inner: set[int] = set()
         for node in subs:
-            parent = node.parent
-            if (
-                parent is not None
-                and parent.type == "subscript_expression"
-                and parent.child_by_field_name("argument") == node
-            ):
+            arr = node.child_by_field_id(_F_ARGUMENT)
+            parts[node.id] = (node.child_by_field_id(_F_INDICES), arr)
+            if arr is not None and arr.type == "subscript_expression":
+                inner.add(arr.id)
+        for node in subs:
+            if node.id in inner:
                 continue
-            chain: list[Node] = []
-            root = node
+            chain: list[Node | None] = []
+            root: Node | None = node
             while root is not None and root.type == "subscript_expression":
-                idx = root.child_by_field_name("indices")
-                named = _named(idx) if idx is not None else []
-                chain.append(named[0] if named else idx)
-                root = root.child_by_field_name("argument")
+                got = parts.get(root.id)
+                if got is None:
+                    idx, nxt = root.child_by_field_id(_F_INDICES), root.child_by_field_id(_F_ARGUMENT)
+                else:
+                    idx, nxt = got
+                if idx is None:
+                    chain.append(None)
+                else:
+                    first = None
+                    for c in idx.named_children:
+                        if c.type != "comment":
+                            first = c
+                            break
+                    chain.append(first if first is not None else idx)
+                root = nxt
             if root is None:
                 continue
             chain.reverse()
-            acc = self._access(node, root, chain, loops, thread_branches)
+            acc = self._access(node, root, chain, loop_ranges, thread_branches)
             if acc is not None:
                 out.append(acc)
         for node in ptrs:
-            op = node.child_by_field_name("operator")
+            op = node.child_by_field_id(_F_OPERATOR)
             if op is None or op.type != "*":
                 continue
-            arg = node.child_by_field_name("argument")
+            arg = node.child_by_field_id(_F_ARGUMENT)
             if arg is None:
                 continue
-            inner = arg
-            while inner.type == "parenthesized_expression" and _named(inner):
-                inner = _named(inner)[0]
-            if inner.type == "binary_expression" and inner.child_by_field_name("operator").type == "+":
-                root, index = inner.child_by_field_name("left"), inner.child_by_field_name("right")
-            elif inner.type == "identifier":
-                root, index = inner, None
+            target = arg
+            while target.type == "parenthesized_expression" and _named(target):
+                target = _named(target)[0]
+            if target.type == "binary_expression" and target.child_by_field_id(_F_OPERATOR).type == "+":
+                root, index = target.child_by_field_id(_F_LEFT), target.child_by_field_id(_F_RIGHT)
+            elif target.type == "identifier":
+                root, index = target, None
             else:
                 continue
             if root is None:
                 continue
-            acc = self._access(node, root, [index], loops, thread_branches)
+            acc = self._access(node, root, [index], loop_ranges, thread_branches)
             if acc is not None:
                 out.append(acc)
-        out.sort(key=lambda a: a.span)
+        out.sort(key=_SPAN)
         return out
 
     def _access(
-        self, node: Node, root: Node, chain: list[Node | None], loops: list[Loop], thread_branches: list[Span]
+        self,
+        node: Node,
+        root: Node,
+        chain: list[Node | None],
+        loop_ranges: list[tuple[int, int, int]],
+        thread_branches: list[tuple[int, int]],
     ) -> Access | None:
         array_text, base, space, elem, vector, offset = self._resolve(root)
         if (
-            space is MemorySpace.UNKNOWN
+            space is _SPACE_UNKNOWN
             and base not in self.locals
             and base not in self.scalars
             and root.type != "identifier"
         ):
             return None
-        kind = self._access_kind(node)
-        via_ldg = False
-        p = node.parent
-        hops = 0
-        while p is not None and hops < 3:
-            if p.type == "call_expression":
-                fn = p.child_by_field_name("function")
-                if fn is not None and self.text(fn) in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu"):
-                    via_ldg = True
-                    kind = AccessKind.READ
-                break
-            p = p.parent
-            hops += 1
-        values = [self.ev.eval(c) if c is not None else Value(Kind.CONST, const=0) for c in chain]
+        kind = self._access_kind(node, node.parent)
+        via_ldg = node.id in self._ldg_marked
+        if via_ldg:
+            kind = _READ
+        ev = self.ev
+        values = [ev.eval(c) if c is not None else _ZERO_VALUE for c in chain]
         if offset is not None and values:
-            off = self.ev.eval(offset)
+            off = ev.eval(offset)
             values[-1] = _add_values(values[-1], off)
-        dims: tuple[int | None, ...] = ()
-        dim_texts: tuple[str, ...] = ()
-        if space is MemorySpace.SHARED and base in self.shared:
-            dims = self.shared[base].dim_values
-            dim_texts = self.shared[base].dims
-        combined = _linearize(values, dims, dim_texts)
+        if len(values) == 1:
+            combined = values[0]
+        elif space is _SHARED and base in self.shared:
+            arr = self.shared[base]
+            combined = _linearize(values, arr.dim_values, arr.dims)
+        else:
+            combined = _linearize(values, (), ())
         pattern, stride, stride_text = _classify(combined)
         width = type_size(elem) if elem else None
         start = node.start_byte
-        loop_ids = tuple(lp.id for lp in loops if lp.span[0] + self.base <= start < lp.span[1] + self.base)
-        idx_first = chain[0] if chain and chain[0] is not None else node
-        idx_last = chain[-1] if chain and chain[-1] is not None else node
-        in_branch = any(s[0] + self.base <= start < s[1] + self.base for s in thread_branches)
-        deps = frozenset().union(*(v.deps for v in values)) if values else frozenset()
+        loop_ids = tuple([lid for lo, hi, lid in loop_ranges if lo <= start < hi])
+        in_branch = False
+        for lo, hi in thread_branches:
+            if lo <= start < hi:
+                in_branch = True
+                break
+        if len(values) == 1:
+            deps = values[0].deps
+        else:
+            deps = frozenset().union(*[v.deps for v in values]) if values else frozenset()
+        texts = tuple([self.t(c) if c is not None else "0" for c in chain])
+        first = chain[0] if chain and chain[0] is not None else node
+        last = chain[-1] if chain and chain[-1] is not None else node
+        b = self.base
         return Access(
-            array=array_text,
-            base=base,
-            space=space,
-            kind=kind,
-            index=", ".join(self.text(c) if c is not None else "0" for c in chain),
-            indices=tuple(self.text(c) if c is not None else "0" for c in chain),
-            pattern=pattern,
-            stride=stride,
-            stride_text=stride_text,
-            width=width,
-            element_type=elem,
-            vector_cast=vector,
-            loops=loop_ids,
-            index_names=deps,
-            span=self.rel(node),
-            index_span=(idx_first.start_byte - self.base, idx_last.end_byte - self.base),
-            in_thread_branch=in_branch,
-            via_ldg=via_ldg,
+            array_text,
+            base,
+            space,
+            kind,
+            texts[0] if len(texts) == 1 else ", ".join(texts),
+            texts,
+            pattern,
+            stride,
+            stride_text,
+            width,
+            elem,
+            vector,
+            loop_ids,
+            deps,
+            (start - b, node.end_byte - b),
+            (first.start_byte - b, last.end_byte - b),
+            in_branch,
+            via_ldg,
         )
 
-    def _access_kind(self, node: Node) -> AccessKind:
+    def _access_kind(self, node: Node, parent: Node | None) -> AccessKind:
         child = node
-        parent = node.parent
         while parent is not None and parent.type in ("field_expression", "parenthesized_expression"):
             child, parent = parent, parent.parent
         if parent is None:
-            return AccessKind.READ
+            return _READ
         t = parent.type
-        if t == "assignment_expression" and parent.child_by_field_name("left") == child:
-            op = parent.child_by_field_name("operator")
-            return AccessKind.WRITE if op is not None and op.type == "=" else AccessKind.READ_WRITE
+        if t == "assignment_expression":
+            if parent.child_by_field_id(_F_LEFT) == child:
+                op = parent.child_by_field_id(_F_OPERATOR)
+                return _WRITE if op is not None and op.type == "=" else _READ_WRITE
+            return _READ
         if t == "update_expression":
-            return AccessKind.READ_WRITE
-        if t == "pointer_expression" and parent.child_by_field_name("operator").type == "&":
+            return _READ_WRITE
+        if t == "pointer_expression" and parent.child_by_field_id(_F_OPERATOR).type == "&":
             gp = parent.parent
             if gp is not None and gp.type == "argument_list":
                 call = gp.parent
-                fn = call.child_by_field_name("function") if call is not None else None
-                fname = self.text(fn).rsplit("::", 1)[-1] if fn is not None else ""
+                fn = call.child_by_field_id(_F_FUNCTION) if call is not None else None
+                fname = self.t(fn).rsplit("::", 1)[-1] if fn is not None else ""
                 args = _named(gp)
                 if fname in ATOMIC_CALLS and args and args[0] == parent:
-                    return AccessKind.ATOMIC
-                if fname in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu"):
-                    return AccessKind.READ
-            return AccessKind.ADDRESS
-        return AccessKind.READ
+                    return _ATOMIC
+                if fname in _LDG_NAMES:
+                    return _READ
+            return _ADDRESS
+        return _READ
 
     def _calls(
         self, nodes: list[Node], loops: list[Loop], guards: list[tuple[Span, str]], caller: str
     ) -> tuple[list[Call], list[Launch]]:
         calls: list[Call] = []
         launches: list[Launch] = []
+        if not nodes:
+            return calls, launches
+        t = self.t
+        base = self.base
+        loop_ranges = [(lp.span[0] + base, lp.span[1] + base, lp.id) for lp in loops]
+        abs_guards = [(span[0] + base, span[1] + base, cond) for span, cond in guards]
         for node in nodes:
-            fn = node.child_by_field_name("function")
+            fn = node.child_by_field_id(_F_FUNCTION)
             if fn is None:
                 continue
-            config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+            config = None
+            for c in node.children:
+                if c.type == "kernel_call_syntax":
+                    config = c
+                    break
             if config is not None:
                 launch = self._launch(node, fn, config, caller)
                 if launch is not None:
                     launches.append(launch)
                 continue
-            if fn.type == "field_expression":
-                name = self.text(fn.child_by_field_name("field"))
+            ft = fn.type
+            if ft == "field_expression":
+                name = self.text(fn.child_by_field_id(_F_FIELD))
                 method = True
-            elif fn.type == "template_function":
-                name = self.text(fn.child_by_field_name("name")).rsplit("::", 1)[-1]
+            elif ft == "template_function":
+                name = self.text(fn.child_by_field_id(_F_NAME)).rsplit("::", 1)[-1]
                 method = False
             else:
-                name = self.text(fn).rsplit("::", 1)[-1]
+                name = t(fn).rsplit("::", 1)[-1]
                 method = False
             if (
                 name in SYNC_CALLS
                 or (method and name in CG_SYNC_METHODS)
-                or (name in ("sync", "barrier_sync") and not method)
+                or (not method and (name == "sync" or name == "barrier_sync"))
             ):
                 category = "sync"
             elif name in ATOMIC_CALLS:
@@ -1193,25 +1419,28 @@ class _FunctionBuilder:
                 category = "math"
             else:
                 category = "call"
-            args_node = node.child_by_field_name("arguments")
-            args = tuple(self.text(a) for a in _named(args_node)) if args_node is not None else ()
+            args_node = node.child_by_field_id(_F_ARGUMENTS)
+            if args_node is not None:
+                args = tuple([t(a) for a in args_node.named_children if a.type != "comment"])
+            else:
+                args = ()
             start = node.start_byte
-            loop_ids = tuple(lp.id for lp in loops if lp.span[0] + self.base <= start < lp.span[1] + self.base)
+            loop_ids = tuple([lid for lo, hi, lid in loop_ranges if lo <= start < hi])
             guard = None
-            for span, cond in guards:
-                if span[0] + self.base <= start < span[1] + self.base:
+            for lo, hi, cond in abs_guards:
+                if lo <= start < hi:
                     guard = cond
             if category == "sync" and method:
-                name = f"{self.text(fn.child_by_field_name('argument'))}.{name}"
-            calls.append(Call(name, category, args, self.rel(node), loop_ids, guard))
+                name = f"{self.text(fn.child_by_field_id(_F_ARGUMENT))}.{name}"
+            calls.append(Call(name, category, args, (start - base, node.end_byte - base), loop_ids, guard))
         return calls, launches
 
     def _launch(self, node: Node, fn: Node, config: Node, caller: str) -> Launch | None:
         targs: tuple[str, ...] = ()
         tvals: tuple[str, ...] = ()
         if fn.type == "template_function":
-            name_node = fn.child_by_field_name("name")
-            ta = fn.child_by_field_name("arguments")
+            name_node = fn.child_by_field_id(_F_NAME)
+            ta = fn.child_by_field_id(_F_ARGUMENTS)
             arg_nodes = _named(ta) if ta is not None else []
             targs = tuple(self.text(a) for a in arg_nodes)
             vals = []
@@ -1227,36 +1456,40 @@ class _FunctionBuilder:
         parts = _named(config)
         if len(parts) < 2:
             return None
-        args_node = node.child_by_field_name("arguments")
+        args_node = node.child_by_field_id(_F_ARGUMENTS)
         args = tuple(self.text(a) for a in _named(args_node)) if args_node is not None else ()
         smem = parts[2] if len(parts) > 2 else None
+        grid_value = self._dims(parts[0])
+        block_value = self._dims(parts[1])
         return Launch(
-            kernel=kernel,
-            template_args=targs,
-            template_values=tvals,
-            grid=self.text(parts[0]),
-            block=self.text(parts[1]),
-            smem=self.text(smem) if smem is not None else None,
-            stream=self.text(parts[3]) if len(parts) > 3 else None,
-            grid_value=self._dims(parts[0]),
-            block_value=self._dims(parts[1]),
-            smem_value=self.ev.const_int(smem) if smem is not None else 0,
-            args=args,
-            span=self.rel(node),
-            name_span=self.rel(name_node),
-            caller=caller,
+            kernel,
+            targs,
+            tvals,
+            self.text(parts[0]),
+            self.text(parts[1]),
+            self.text(smem) if smem is not None else None,
+            self.text(parts[3]) if len(parts) > 3 else None,
+            grid_value,
+            block_value,
+            self.ev.const_int(smem) if smem is not None else 0,
+            args,
+            self.rel(node),
+            self.rel(name_node),
+            caller,
         )
 
     def _dims(self, node: Node) -> tuple[int, ...] | None:
         """Return the constant value of a launch dimension (an integer or a `dim3`), or None."""
-        if node.type == "identifier" and self.text(node) in self.dim3:
-            vals = [self.ev.const_int(a) for a in self.dim3[self.text(node)]]
-        elif node.type == "call_expression" and self.text(node.child_by_field_name("function")) == "dim3":
-            vals = [self.ev.const_int(a) for a in _named(node.child_by_field_name("arguments"))]
-        elif node.type in ("initializer_list", "compound_literal_expression"):
-            vals = [self.ev.const_int(a) for a in _named(node)]
+        const_int = self.ev.const_int
+        t = node.type
+        if t == "identifier" and self.t(node) in self.dim3:
+            vals = [const_int(a) for a in self.dim3[self.t(node)]]
+        elif t == "call_expression" and self.text(node.child_by_field_id(_F_FUNCTION)) == "dim3":
+            vals = [const_int(a) for a in _named(node.child_by_field_id(_F_ARGUMENTS))]
+        elif t in ("initializer_list", "compound_literal_expression"):
+            vals = [const_int(a) for a in _named(node)]
         else:
-            vals = [self.ev.const_int(node)]
+            vals = [const_int(node)]
         if not vals or any(v is None for v in vals):
             return None
         out = tuple(v for v in vals if v is not None)
@@ -1317,17 +1550,19 @@ def _linearize(values: list[Value], dims: tuple[int | None, ...], dim_texts: tup
 
 
 def _classify(v: Value) -> tuple[AccessPattern, Fraction | None, str | None]:
-    if v.kind <= Kind.UNIFORM:
-        return AccessPattern.UNIFORM, Fraction(0), None
-    if v.kind is Kind.AFFINE:
-        if isinstance(v.coef, Fraction):
-            if abs(v.coef) <= 1:
-                return AccessPattern.CONTIGUOUS, v.coef, None
-            return AccessPattern.STRIDED, v.coef, None
-        return AccessPattern.STRIDED, None, str(v.coef)
-    if v.kind is Kind.INDIRECT:
-        return AccessPattern.INDIRECT, None, None
-    return AccessPattern.UNKNOWN, None, None
+    kind = v.kind
+    if kind <= _UNIFORM:
+        return _PATTERN_UNIFORM, _FRACTION_ZERO, None
+    if kind is _AFFINE:
+        coef = v.coef
+        if isinstance(coef, Fraction):
+            if abs(coef.numerator) <= coef.denominator:
+                return _PATTERN_CONTIGUOUS, coef, None
+            return _PATTERN_STRIDED, coef, None
+        return _PATTERN_STRIDED, None, str(coef)
+    if kind is _INDIRECT:
+        return _PATTERN_INDIRECT, None, None
+    return _PATTERN_UNKNOWN, None, None
 
 
 def _trip_count(init: int | None, bound: int | None, cmp: str | None, op: str | None, step: int | None) -> int | None:
@@ -1496,12 +1731,29 @@ def _syntax_problems(root: Node, src: bytes) -> list[SyntaxProblem]:
 
 
 def _kind_of(fn: Node) -> FunctionKind:
-    if _has_token(fn, ("__global__",)):
-        return FunctionKind.KERNEL
-    dev, host = _has_token(fn, ("__device__",)), _has_token(fn, ("__host__",))
+    """Return where a function runs, from its `__global__`, `__device__` and `__host__` specifiers."""
+    dev = host = False
+    for c in fn.children:
+        ct = c.type
+        if ct in _EXEC_SPACE_TOKENS:
+            if ct == "__global__":
+                return _KERNEL
+            if ct == "__device__":
+                dev = True
+            else:
+                host = True
+        elif ct in _QUALIFIER_TYPES:
+            for g in c.children:
+                gt = g.type
+                if gt == "__global__":
+                    return _KERNEL
+                if gt == "__device__":
+                    dev = True
+                elif gt == "__host__":
+                    host = True
     if dev:
         return FunctionKind.HOST_DEVICE if host else FunctionKind.DEVICE
-    return FunctionKind.HOST
+    return _HOST
 
 
 def analyze_document(doc: CudaDocument) -> FileModel:
@@ -1519,6 +1771,12 @@ def analyze_document(doc: CudaDocument) -> FileModel:
     new_cache: dict[bytes, Any] = {}
     kinds = [_kind_of(fn) for fn, _ in functions]
     results: list[Function | None] = [None] * len(functions)
+    texter: list[Callable[[Node], str]] = []
+
+    def text_of() -> Callable[[Node], str]:
+        if not texter:
+            texter.append(_texter(src, src.decode("ascii") if src.isascii() else None))
+        return texter[0]
 
     def build(i: int, binding: tuple[str, ...]) -> None:
         fn_node, template = functions[i]
@@ -1532,7 +1790,7 @@ def analyze_document(doc: CudaDocument) -> FileModel:
         cached = old.get(key) or new_cache.get(key)
         if cached is None:
             try:
-                builder = _FunctionBuilder(fn_node, template, src, ctx)
+                builder = _FunctionBuilder(fn_node, template, src, ctx, text_of(), kinds[i])
                 builder.has_launch = src.find(b"<<<", fn_node.start_byte, fn_node.end_byte) >= 0
                 builder.binding = binding
                 cached = builder.build()
