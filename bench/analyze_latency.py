@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import anchor_path, summary_ms, write_result
+
 from warpwise.analyzers.build import analyze_document
 from warpwise.analyzers.findings import check_model
 from warpwise.analyzers.model import Position

@@ -19,11 +19,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import ANCHOR, CUDA_INVALID, CUDA_VALID, EXAMPLES, FIXTURES
 from warpwise.analyzers.build import analyze_document, analyze_text
 from warpwise.analyzers.findings import check_model
 from warpwise.analyzers.model import FileModel, LineIndex
-
-from tests.conftest import ANCHOR, CUDA_INVALID, CUDA_VALID, EXAMPLES, FIXTURES
 
 GOLDEN = FIXTURES / "golden"
 

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from warpwise.analyzers.build import analyze_document, analyze_text
-from warpwise.analyzers.model import Position
-from warpwise.analyzers.parse import CudaDocument, TextEdit
 
 from tests.analyzers.golden import GOLDEN, dump_file, dump_model, dump_reanalysis, sources
 from tests.conftest import ANCHOR
+from warpwise.analyzers.build import analyze_document, analyze_text
+from warpwise.analyzers.model import Position
+from warpwise.analyzers.parse import CudaDocument, TextEdit
 
 SOURCES = sources()
 

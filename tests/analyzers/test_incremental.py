@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from tests.conftest import CUDA_VALID
 from warpwise.analyzers.build import analyze_document, analyze_text
 from warpwise.analyzers.model import Position
 from warpwise.analyzers.parse import CudaDocument, TextEdit
-
-from tests.conftest import CUDA_VALID
 
 
 def _summary(model):  # type: ignore[no-untyped-def]

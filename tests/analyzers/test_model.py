@@ -5,10 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from warpwise.analyzers.build import analyze_text
-from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, FunctionKind, MemorySpace
 
 from tests.conftest import CUDA_VALID
+from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, FunctionKind, MemorySpace
 
 
 def load(name: str) -> FileModel:

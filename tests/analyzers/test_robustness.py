@@ -6,12 +6,12 @@ import string
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.conftest import CUDA_INVALID, CUDA_VALID
 from warpwise.analyzers.build import analyze_document, analyze_text
 from warpwise.analyzers.findings import check_model
 from warpwise.analyzers.model import Position
 from warpwise.analyzers.parse import CudaDocument, TextEdit
-
-from tests.conftest import CUDA_INVALID, CUDA_VALID
 
 SEED_TEXTS = [p.read_text(errors="replace") for p in sorted(CUDA_VALID.glob("*.cu"))]
 
