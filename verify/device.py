@@ -86,7 +86,8 @@ def poison_bits(dtype: str, which: int) -> int:
     """Return the poison of one dtype as a signed integer of the element width (0: original, 1: candidate)."""
     width = DTYPE_BYTES[dtype]
     pattern = _POISON_FLOAT[dtype][which] if dtype in _POISON_FLOAT else _POISON_INT[width][which]
-    return _signed(pattern, width)
+    # One-byte elements are compared as uint8, wider ones as signed integers of their width.
+    return pattern if width == 1 else _signed(pattern, width)
 
 
 _CTYPES: dict[str, Any] = {
@@ -209,7 +210,8 @@ class Device:
         if key in self._modules:
             self._modules.move_to_end(key)
             return self._modules[key]
-        err, module = driver.cuModuleLoadData(cubin)
+        image = ctypes.create_string_buffer(cubin, len(cubin))
+        err, module = driver.cuModuleLoadData(ctypes.addressof(image))
         _check(err, side, "cuModuleLoadData")
         err, fn = driver.cuModuleGetFunction(module, lowered_name.encode())
         _check(err, side, "cuModuleGetFunction")
@@ -449,50 +451,52 @@ def _quantiles(ms: list[float]) -> Timing:
 
 def time_pair(
     device: Device,
-    runs: dict[Side, tuple[Kernel, Geometry, list[Any]]],
+    runs: dict[str, tuple[Kernel, Geometry, list[Any]]],
     warmup_ms: float,
     rep_ms: float,
     min_reps: int,
     max_reps: int,
-) -> dict[Side, Timing]:
-    """Time both kernels interleaved, with the L2 flushed before every run; return median and quartiles."""
-    sides = list(runs)
-    est: dict[Side, float] = {}
-    for side in sides:
-        kernel, geom, values = runs[side]
+) -> dict[str, Timing]:
+    """Time several kernels interleaved (order rotated each round), L2 flushed before every run.
+
+    The runs should share their buffers, so that no kernel is favoured by where its memory happens to lie.
+    """
+    names = list(runs)
+    est: dict[str, float] = {}
+    for name in names:
+        kernel, geom, values = runs[name]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        device.launch(kernel, geom, values, side.value)
-        device.sync_stream(side.value)
+        device.launch(kernel, geom, values, name)
+        device.sync_stream(name)
         start.record()
         for _ in range(5):
             device.flush_l2()
-            device.launch(kernel, geom, values, side.value)
+            device.launch(kernel, geom, values, name)
         end.record()
-        device.sync_stream(side.value)
-        est[side] = max(start.elapsed_time(end) / 5, 1e-3)
-    per_pair = sum(est.values())
-    n_warm = max(1, int(warmup_ms / per_pair))
-    n_rep = max(min_reps, min(max_reps, int(rep_ms / per_pair)))
+        device.sync_stream(name)
+        est[name] = max(start.elapsed_time(end) / 5, 1e-3)
+    per_round = sum(est.values())
+    n_warm = max(1, int(warmup_ms / per_round))
+    n_rep = max(min_reps, min(max_reps, int(rep_ms / per_round)))
     for _ in range(n_warm):
-        for side in sides:
-            kernel, geom, values = runs[side]
+        for name in names:
+            kernel, geom, values = runs[name]
             device.flush_l2()
-            device.launch(kernel, geom, values, side.value)
-    events: dict[Side, list[tuple[Any, Any]]] = {s: [] for s in sides}
+            device.launch(kernel, geom, values, name)
+    events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
     for i in range(n_rep):
-        order = sides if i % 2 == 0 else list(reversed(sides))
-        for side in order:
-            kernel, geom, values = runs[side]
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            kernel, geom, values = runs[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             device.flush_l2()
             start.record()
-            device.launch(kernel, geom, values, side.value)
+            device.launch(kernel, geom, values, name)
             end.record()
-            events[side].append((start, end))
-    for side in sides:
-        device.sync_stream(side.value)
+            events[name].append((start, end))
+    device.sync_stream("timing")
     device.sync_device("timing")
-    return {s: _quantiles([a.elapsed_time(b) for a, b in events[s]]) for s in sides}
+    return {n: _quantiles([a.elapsed_time(b) for a, b in events[n]]) for n in names}
 
 
 def now() -> float:

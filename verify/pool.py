@@ -19,6 +19,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -46,7 +47,9 @@ class WorkerProcess:
 
     def __init__(self, compile_only: bool, build_cache: str | None = None, env: dict[str, str] | None = None) -> None:
         self.compile_only = compile_only
-        cmd = [sys.executable, "-m", "warpwise.verify.worker"]
+        # `-P` and a neutral working folder keep the user's workspace (a stray `torch.py`, a checkout of
+        # warpwise itself) off the worker's import path.
+        cmd = [sys.executable, "-P", "-m", "warpwise.verify.worker"]
         if compile_only:
             cmd.append("--compile-only")
         if build_cache:
@@ -59,6 +62,7 @@ class WorkerProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,
             env=child_env,
+            cwd=tempfile.gettempdir(),
         )
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=200)

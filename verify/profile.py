@@ -48,7 +48,7 @@ _BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e1
 
 def _once_command(job_file: str, side: str) -> list[str]:
     """Return the command that runs a job's kernels once."""
-    return [sys.executable, "-m", "warpwise.verify.worker", "--once", job_file, "--side", side]
+    return [sys.executable, "-P", "-m", "warpwise.verify.worker", "--once", job_file, "--side", side]
 
 
 def _write_job(job: WorkerJob) -> str:
@@ -158,7 +158,12 @@ def profile(job: WorkerJob, result: VerificationResult, peaks: dict[str, float] 
         cmd += ["--metrics", ",".join(METRICS), *_once_command(job_file, "both")]
         try:
             proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=job.options.time_limit_s * 2, check=False
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=job.options.time_limit_s * 2,
+                check=False,
+                cwd=tempfile.gettempdir(),
             )
         except subprocess.TimeoutExpired:
             return result.with_(message=result.message + "; ncu ran past its time limit")
@@ -180,11 +185,19 @@ def sanitize(job: WorkerJob, result: VerificationResult) -> VerificationResult:
     logs: list[str] = []
     try:
         for check in ("memcheck", "racecheck"):
-            cmd = [tool, "--tool", check, "--error-exitcode", "86", "--print-limit", "20"]
+            # API errors of the host program (PyTorch probing the driver) are not the kernel's; only device
+            # errors count.
+            cmd = [tool, "--tool", check, "--report-api-errors", "no", "--error-exitcode", "86"]
+            cmd += ["--print-limit", "20"]
             cmd += _once_command(job_file, Side.CANDIDATE.value)
             try:
                 proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=job.options.time_limit_s * 4, check=False
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    timeout=job.options.time_limit_s * 4,
+                    check=False,
+                    cwd=tempfile.gettempdir(),
                 )
             except subprocess.TimeoutExpired:
                 logs.append(f"{check}: ran past its time limit")

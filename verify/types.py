@@ -327,24 +327,33 @@ class Timing(Plain):
 
 @dataclass(frozen=True, slots=True)
 class Speedup(Plain):
-    """Original over candidate time, with the range the two interquartile ranges allow."""
+    """Original over candidate time, the range the two interquartile ranges allow, and the A/A noise floor.
+
+    `noise` is how far apart two timings of the *same* original kernel came out in the same run (0.01 = 1%).
+    """
 
     median: float
     low: float
     high: float
+    noise: float = 0.0
 
     @property
     def clears_spread(self) -> bool:
-        """Return whether even the least favourable pairing of quartiles shows the candidate faster."""
-        return self.low > 1.0
+        """Return whether the least favourable pairing of quartiles still beats the A/A noise floor."""
+        return self.low > 1.0 + self.noise
 
 
-def speedup_of(original: Timing, candidate: Timing) -> Speedup:
-    """Return the speedup of the candidate over the original with its spread."""
+def speedup_of(original: Timing, candidate: Timing, control: Timing | None = None) -> Speedup:
+    """Return the speedup of the candidate over the original with its spread and noise floor."""
+    noise = 0.0
+    if control is not None:
+        ratio = original.median_ms / control.median_ms
+        noise = max(ratio, 1 / ratio) - 1.0
     return Speedup(
         median=original.median_ms / candidate.median_ms,
         low=original.q1_ms / candidate.q3_ms,
         high=original.q3_ms / candidate.q1_ms,
+        noise=noise,
     )
 
 
@@ -389,6 +398,7 @@ class VerificationResult(Plain):
     seeds_checked: tuple[int, ...] = ()
     original_timing: Timing | None = None
     candidate_timing: Timing | None = None
+    control_timing: Timing | None = None
     speedup: Speedup | None = None
     original_profile: ProfileReport | None = None
     candidate_profile: ProfileReport | None = None
@@ -410,24 +420,20 @@ class VerificationResult(Plain):
         return dataclasses.replace(self, **changes)
 
 
-def decide_status(original: Timing, candidate: Timing, *, min_speedup: float = 1.0) -> tuple[Status, Speedup, str]:
+def decide_status(
+    original: Timing, candidate: Timing, control: Timing | None = None, *, min_speedup: float = 1.0
+) -> tuple[Status, Speedup, str]:
     """Return `verified` when the candidate is faster by more than the measured spread, else `not_faster`.
 
-    Only call this for a pair that compiled and matched the reference on every seed: it is the single place
-    that produces the word "verified".
+    "Faster" means: even the original's first quartile over the candidate's third quartile exceeds 1 plus the
+    noise floor measured by timing the original twice (`control`). Only call this for a pair that compiled and
+    matched the reference on every seed: it is the single place that produces the word "verified".
     """
-    s = speedup_of(original, candidate)
+    s = speedup_of(original, candidate, control)
+    spread = f"spread {s.low:.2f}x..{s.high:.2f}x, A/A noise {100 * s.noise:.1f}%"
     if s.clears_spread and s.median > min_speedup:
-        return (
-            Status.VERIFIED,
-            s,
-            f"correct on every seed and {s.median:.2f}x faster (spread {s.low:.2f}x..{s.high:.2f}x)",
-        )
-    return (
-        Status.NOT_FASTER,
-        s,
-        f"correct, but {s.median:.2f}x (spread {s.low:.2f}x..{s.high:.2f}x) does not clear the measured spread",
-    )
+        return Status.VERIFIED, s, f"correct on every seed and {s.median:.2f}x faster ({spread})"
+    return Status.NOT_FASTER, s, f"correct, but {s.median:.2f}x ({spread}) does not clear the measured spread"
 
 
 def to_json_line(obj: dict[str, Any]) -> bytes:

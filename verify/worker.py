@@ -130,6 +130,17 @@ def _worker_id() -> str:
     return f"{os.uname().nodename}:{os.getpid()}"
 
 
+def _exception_result(exc: Exception, job: WorkerJob, worker: Worker) -> tuple[VerificationResult, bool]:
+    """Turn an exception into a result; say whether this worker must exit afterwards."""
+    if worker.device is not None:
+        from warpwise.verify import gpu_job
+
+        return gpu_job.result_of_exception(exc, job, worker.identity())
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    msg = f"the worker raised {type(exc).__name__}: {exc}\n{tb}"
+    return VerificationResult(status=Status.CRASHED, message=msg, key=job.key, created=time.time()), True
+
+
 def _protocol_out() -> Any:
     """Return a private binary stream for protocol messages and point fd 1 at stderr."""
     fd = os.dup(1)
@@ -175,9 +186,7 @@ def serve(compile_only: bool, build_cache: str | None) -> int:
             result = worker.run(job, emit)
             sticky = False
         except Exception as exc:
-            from warpwise.verify import gpu_job
-
-            result, sticky = gpu_job.result_of_exception(exc, job, worker.identity())
+            result, sticky = _exception_result(exc, job, worker)
         emit({"event": "result", "job_id": job.job_id, "result": result.to_dict()})
         if sticky:
             return EXIT_STICKY

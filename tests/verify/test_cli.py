@@ -1,0 +1,116 @@
+"""`warpwise verify` and `warpwise cache` from the command line (compile-only here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, FIXTURES
+
+
+def run(*args: str, cache: Path) -> tuple[int, str, str]:
+    env = {"WARPWISE_CACHE_DIR": str(cache), "PATH": "/usr/local/cuda/bin:/usr/bin:/bin"}
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "warpwise", *args], capture_output=True, text=True, env={**os.environ, **env}
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def cand(tmp_path: Path) -> Path:
+    p = tmp_path / "saxpy_candidate.cu"
+    p.write_text(
+        "__global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = fmaf(a, x[i], y[i]);\n}\n"
+    )
+    return p
+
+
+def test_verify_compile_only_on_an_example(tmp_path: Path, cand: Path) -> None:
+    code, out, err = run(
+        "verify",
+        str(EXAMPLES / "vector_ops.cu"),
+        "--kernel",
+        "saxpy",
+        "--candidate",
+        str(cand),
+        "--backend",
+        "compile-only",
+        cache=tmp_path,
+    )
+    assert code == 0, out + err
+    assert "status: no_gpu" in out and "registers" in out and "compile-only (sm_90" in out
+    assert "build ..." in err
+    code, out, _ = run(
+        "verify",
+        str(EXAMPLES / "vector_ops.cu"),
+        "--kernel",
+        "saxpy",
+        "--candidate",
+        str(cand),
+        "--backend",
+        "compile-only",
+        "--json",
+        cache=tmp_path,
+    )
+    doc = json.loads(out)
+    assert doc["status"] == "no_gpu" and doc["cached"] is True
+    assert doc["candidate_build"]["lowered_name"] == "_Z5saxpyifPKfPf"
+
+
+def test_verify_reports_compile_errors(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "verify",
+        str(FIXTURES / "verify" / "axpy.cu"),
+        "--kernel",
+        "axpy",
+        "--candidate",
+        str(FIXTURES / "verify" / "broken_axpy.cu"),
+        "--backend",
+        "compile-only",
+        cache=tmp_path,
+    )
+    assert code == 1
+    assert "status: compile_failed" in out and "--- candidate compiler log ---" in out
+
+
+def test_verify_on_gpu_backend_without_spec_offers_an_annotation(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "verify", str(EXAMPLES / "softmax.cu"), "--kernel", "softmax_rows", "--backend", "local", cache=tmp_path
+    )
+    assert code == 1
+    assert "status: spec_missing" in out and "// warpwise: x:in[?] y:out[?]" in out
+
+
+def test_verify_usage_errors(tmp_path: Path) -> None:
+    code, _, err = run("verify", str(tmp_path / "nope.cu"), "--kernel", "k", cache=tmp_path)
+    assert code == 2 and "cannot read" in err
+    code, _, err = run("verify", str(EXAMPLES / "vector_ops.cu"), "--kernel", "saxpy", "--seeds", "1", cache=tmp_path)
+    assert code == 2 and "at least 3" in err
+
+
+def test_cache_commands(tmp_path: Path, cand: Path) -> None:
+    run(
+        "verify",
+        str(EXAMPLES / "vector_ops.cu"),
+        "--kernel",
+        "saxpy",
+        "--candidate",
+        str(cand),
+        "--backend",
+        "compile-only",
+        cache=tmp_path,
+    )
+    code, out, _ = run("cache", "stats", cache=tmp_path)
+    assert code == 0 and "results: 1" in out and "no_gpu" in out
+    export = tmp_path / "shared.jsonl"
+    assert run("cache", "export", str(export), cache=tmp_path)[0] == 0
+    assert run("cache", "clear", cache=tmp_path)[1].startswith("removed 1 results")
+    code, out, _ = run("cache", "import", str(export), cache=tmp_path)
+    assert code == 0 and "imported 1 results" in out
