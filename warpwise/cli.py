@@ -23,6 +23,9 @@ EXIT_ERROR = 2
 COMMAND_MODULES = (
     "warpwise.commands.check",
     "warpwise.commands.cards",
+    "warpwise.commands.verify",
+    "warpwise.commands.cache",
+    "warpwise.commands.worker",
 )
 
 Handler = Callable[[argparse.Namespace], int]
