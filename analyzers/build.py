@@ -48,23 +48,25 @@ _LAUNCH_QUERY = """
 (call_expression (kernel_call_syntax)) @launch
 """
 
+# Assignments and updates matter only where they define a local name, and pointer expressions only where they
+# dereference; the patterns say so, which keeps the other nodes out of Python altogether.
 _HOST_QUERY = """
 (declaration) @decl
-(assignment_expression) @assign
+(assignment_expression left: (identifier)) @assign
 """
 
 _BODY_QUERY = """
 (declaration) @decl
 (subscript_expression) @sub
-(pointer_expression) @ptr
+(pointer_expression operator: "*") @ptr
 (call_expression) @call
 (for_statement) @loop
 (while_statement) @loop
 (do_statement) @loop
 (for_range_loop) @loop
 (if_statement) @if
-(assignment_expression) @assign
-(update_expression) @update
+(assignment_expression left: (identifier)) @assign
+(update_expression argument: (identifier)) @update
 (return_statement) @return
 """
 
@@ -362,6 +364,10 @@ _LOOP_KINDS = {"for_statement": "for", "while_statement": "while", "do_statement
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
+_RELEASED = Evaluator(b"", lambda name: None, {}, set())
+"""The evaluator a builder holds once released (it resolves no name)."""
+
+
 def _texter(src: bytes, ascii_text: str | None) -> Callable[[Node], str]:
     """Return a function giving the source text of a node.
 
@@ -427,6 +433,10 @@ class _FunctionBuilder:
         self.type_binding: dict[str, str] = {}
         self._tparams: tuple[TemplateParam, ...] = ()
         self.ev = Evaluator(src, self._lookup, self.consts, self.scalars, self.t)
+
+    def release(self) -> None:
+        """Drop the evaluator, whose name look-up refers back to this builder, so that no cycle outlives it."""
+        self.ev = _RELEASED
 
     # -- helpers -------------------------------------------------------------------------------------------
     def rel(self, node: Node) -> Span:
@@ -1793,7 +1803,10 @@ def analyze_document(doc: CudaDocument) -> FileModel:
                 builder = _FunctionBuilder(fn_node, template, src, ctx, text_of(), kinds[i])
                 builder.has_launch = src.find(b"<<<", fn_node.start_byte, fn_node.end_byte) >= 0
                 builder.binding = binding
-                cached = builder.build()
+                try:
+                    cached = builder.build()
+                finally:
+                    builder.release()
             except Exception:  # Analysis never raises on source text; one bad function is skipped and logged.
                 log.exception("could not analyse the function at byte %d of %s", fn_node.start_byte, doc.path)
                 return

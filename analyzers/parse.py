@@ -14,6 +14,7 @@ from typing import Any
 
 import tree_sitter as ts
 import tree_sitter_cuda as ts_cuda
+
 from warpwise.analyzers.model import LineIndex, Position
 
 
