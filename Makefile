@@ -39,3 +39,30 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# --- VS Code extension and end-to-end tests (vscode-extension/, tests/e2e/, scripts/e2e/) ---------------------------
+EXT := vscode-extension
+EXT_STAMP := $(EXT)/node_modules/.installed-$(shell cat $(EXT)/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
+
+.PHONY: vsix e2e e2e-nvim
+
+# Install scripts are not run: esbuild works without its postinstall, and vsce needs none of its optional natives.
+$(EXT_STAMP): $(EXT)/package-lock.json
+	cd $(EXT) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@rm -f $(EXT)/node_modules/.installed-*
+	@touch $@
+
+# The extension package: settings drift check against server/settings.schema.json, type-check, unit tests,
+# production bundle, then $(EXT)/warpwise.vsix.
+vsix: $(EXT_STAMP)
+	cd $(EXT) && npm test --silent && npm run --silent package
+
+# The extension in a real VS Code (code-server + headless Chromium); installs into .e2e/ on first use.
+e2e: $(STAMP) vsix
+	scripts/e2e/install.sh vscode
+	scripts/e2e/vscode.sh
+
+# The same scenario through Neovim's built-in LSP client.
+e2e-nvim: $(STAMP)
+	scripts/e2e/install.sh nvim
+	scripts/e2e/nvim.sh

@@ -1,0 +1,422 @@
+/**
+ * End-to-end test of the VS Code extension in a real VS Code: code-server 4.139.1 (VS Code 1.139) in Debian's
+ * Chromium, driven by playwright-core. It installs the packaged `.vsix`, opens an example CUDA file, and asserts
+ * on what the page shows: restricted mode in an untrusted workspace, the finding's squiggle, the hover with the
+ * card's preconditions and their verdicts, the quick fix with its verification state and the text it produces,
+ * and the language status item with the backend's state. Each step saves a screenshot under docs/screenshots/.
+ *
+ * Before the editor starts, the real language server is asked (over a plain LSP session) what it supports; a step
+ * whose server feature is missing is reported as waiting for it, never faked. Every wait is on page state.
+ *
+ * Run it with `make e2e`. WARPWISE_E2E_KEEP=1 keeps the temporary folder; WARPWISE_E2E_STRICT=1 fails on waiting steps.
+ */
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Locator, Page } from "playwright-core";
+import {
+  CodeServer,
+  PYTHON,
+  REPO,
+  Report,
+  SCREENSHOTS,
+  VSIX,
+  launchBrowser,
+  log,
+  removeStale,
+} from "./harness.ts";
+import { type ServerFeatures, serverFeatures } from "./lsp.ts";
+
+/** The finding the scenario follows: one card in one example file, and what its quick fix must produce. */
+const SCENARIO = {
+  file: "vector_ops.cu",
+  /** 1-based line of the finding. */
+  line: 26,
+  card: "double-literal-promotion",
+  message: "`0.5` is a `double`",
+  /** The quick fix's title carries the verification state; without a GPU it is "not yet verified". */
+  fixTitle: /^Write `0\.5f` — (not yet verified|verified [\d.]+x on .+|unverified.*)$/,
+  lineAfterFix: "    x[i] = (x[i] - mean[0]) * 0.5f;",
+};
+
+const TIMEOUT = 60_000;
+
+const report = new Report("VS Code (code-server 4.139.1 + Chromium)");
+
+function shot(n: number, name: string): string {
+  return join(SCREENSHOTS, `vscode-${n}-${name}.png`);
+}
+
+/** Run one step: pass when `body` returns, fail with its error (and a screenshot of the failure). */
+async function step(page: Page, name: string, screenshot: string | undefined, body: () => Promise<string | void>): Promise<boolean> {
+  const started = Date.now();
+  try {
+    const detail = (await body()) ?? "";
+    if (screenshot) {
+      await page.screenshot({ path: screenshot });
+    }
+    report.add({ name, status: "pass", detail, seconds: (Date.now() - started) / 1000, ...(screenshot ? { screenshot } : {}) });
+    return true;
+  } catch (error) {
+    const failure = join(tmpdir(), `warpwise-e2e-failed-${name.replace(/\W+/g, "-")}.png`);
+    await page.screenshot({ path: failure }).catch(() => undefined);
+    const message = error instanceof Error ? error.message.split("\n").slice(0, 6).join(" | ") : String(error);
+    report.add({ name, status: "fail", detail: `${message} (page: ${failure})`, seconds: (Date.now() - started) / 1000 });
+    return false;
+  }
+}
+
+function waiting(name: string, why: string, screenshot?: string): void {
+  if (screenshot) {
+    removeStale(screenshot);
+  }
+  report.add({ name, status: "waiting", detail: why, seconds: 0 });
+}
+
+/** Run a command from the command palette by its label, waiting for the palette to list it. */
+async function runCommand(page: Page, label: string): Promise<void> {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${label}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ state: "visible" });
+  await row.click();
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+}
+
+async function openFile(page: Page, name: string): Promise<void> {
+  await page.keyboard.press("Control+p");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(name);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first();
+  await row.waitFor({ state: "visible" });
+  await page.keyboard.press("Enter");
+  await page.locator(`.tabs-container .tab.active[aria-label^="${name}"]`).waitFor({ state: "visible" });
+  await page.locator(".monaco-editor .view-lines", { hasText: "__global__" }).first().waitFor({ state: "visible" });
+}
+
+async function goToLine(page: Page, line: number): Promise<void> {
+  await page.keyboard.press("Control+g");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`:${line}`);
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+}
+
+const editor = (page: Page): Locator => page.locator(".editor-instance .monaco-editor").first();
+
+/** The vertical position of a line (by its line number in the gutter), for finding what is drawn on it. */
+async function lineTop(page: Page, line: number): Promise<number> {
+  const number = editor(page).locator(".margin-view-overlays .line-numbers", { hasText: new RegExp(`^${line}$`) });
+  await number.waitFor({ state: "visible" });
+  const box = await number.boundingBox();
+  if (!box) {
+    throw new Error(`line ${line} is not on screen`);
+  }
+  return box.y;
+}
+
+/** The text of a line as the editor renders it. */
+async function lineText(page: Page, line: number): Promise<string> {
+  const top = await lineTop(page, line);
+  return editor(page)
+    .locator(".view-lines .view-line")
+    .evaluateAll((els, y) => {
+      const el = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
+      return (el?.textContent ?? "").replace(/\u00a0/g, " ");
+    }, top);
+}
+
+/** The squiggles drawn on a line, as {severity, box}. */
+async function squiggles(page: Page, line: number): Promise<Array<{ severity: string; x: number; y: number; width: number; height: number }>> {
+  const top = await lineTop(page, line);
+  return editor(page)
+    .locator(".view-overlays [class*='squiggly-']")
+    .evaluateAll((els, y) =>
+      els
+        .map((e) => ({ cls: e.className, r: e.getBoundingClientRect() }))
+        .filter(({ r }) => Math.abs(r.top - y) < 3)
+        .map(({ cls, r }) => ({
+          severity: /squiggly-(\w+)/.exec(cls)?.[1] ?? "?",
+          x: r.x,
+          y: r.y,
+          width: r.width,
+          height: r.height,
+        })),
+      top,
+    );
+}
+
+type Box = { x: number; y: number; width: number; height: number };
+
+/** The last squiggle on a line, once the editor has stopped scrolling (the same box on two animation frames). */
+async function settledSquiggle(page: Page, line: number): Promise<Box & { severity: string }> {
+  let previous: string | undefined;
+  return until(`a squiggle on line ${line}, at rest`, async () => {
+    const found = await squiggles(page, line);
+    const last = found[found.length - 1];
+    const key = last ? JSON.stringify(last) : undefined;
+    const settled = key !== undefined && key === previous;
+    previous = key;
+    return settled ? last : undefined;
+  });
+}
+
+/** Wait until `check` returns a value other than undefined, polling page state; fail with `what` after the timeout. */
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = TIMEOUT): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) {
+        return value;
+      }
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? ` (${String(last)})` : ""}`);
+    }
+    // Yield to the page until its next animation frame instead of sleeping a fixed time.
+    await editor(_page as Page).page().evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null))));
+  }
+}
+let _page: Page | undefined;
+
+/** Open the language status hover (the `{}` in the status bar) and return its text. */
+async function languageStatus(page: Page): Promise<string> {
+  const item = page.locator("[id='status.languageStatus']");
+  await item.waitFor({ state: "visible" });
+  await page.mouse.move(10, 10);
+  await item.hover();
+  const hover = page.locator(".hover-language-status").filter({ hasText: /warpwise|GPU|compile-only/ }).first();
+  await hover.waitFor({ state: "visible" });
+  return (await hover.innerText()).replace(/\s+/g, " ");
+}
+
+/** What the CLI's fix for the same card produces on the same file: the editor must produce the same text. */
+function expectedFixedText(): string {
+  const dir = mkdtempSync(join(tmpdir(), "warpwise-e2e-fix-"));
+  const file = join(dir, SCENARIO.file);
+  cpSync(join(REPO, "examples", SCENARIO.file), file);
+  try {
+    execFileSync(PYTHON, ["-m", "warpwise", "check", "--select", SCENARIO.card, "--fix", "--unsafe-fixes", file], { stdio: "pipe" });
+  } catch {
+    // `check` exits 1 when it reports findings; the fixed file is what matters.
+  }
+  return readFileSync(file, "utf8");
+}
+
+function describeFeatures(f: ServerFeatures): string {
+  if (f.error) {
+    return `server did not start: ${f.error}`;
+  }
+  const caps = Object.keys(f.capabilities).filter((k) => f.capabilities[k]).sort();
+  return `${f.serverInfo?.name ?? "server"} ${f.serverInfo?.version ?? ""}: ${caps.join(", ")}; warpwise/status ${f.statusNotification ? "sent" : "not sent"}`;
+}
+
+async function main(): Promise<void> {
+  log(`asking the language server what it supports (${PYTHON} -m warpwise serve)`);
+  const features = await serverFeatures(PYTHON);
+  log(describeFeatures(features));
+  const serverUp = features.error === undefined;
+  const has = (capability: string): boolean => Boolean(features.capabilities[capability]);
+
+  const server = new CodeServer({
+    userSettings: {
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+      "workbench.editor.enablePreview": false,
+      "security.workspace.trust.startupPrompt": "never",
+      "telemetry.telemetryLevel": "off",
+      "update.mode": "none",
+      "extensions.autoUpdate": false,
+      "extensions.autoCheckUpdates": false,
+      "extensions.ignoreRecommendations": true,
+      "chat.disableAIFeatures": true,
+      "git.enabled": false,
+      "editor.minimap.enabled": false,
+      "editor.stickyScroll.enabled": false,
+      "editor.hover.delay": 300,
+      "editor.fontSize": 14,
+    },
+    // The interpreter is a machine-scoped setting: for a remote extension host (code-server) it lives here.
+    machineSettings: { "warpwise.interpreter": PYTHON },
+    workspaceFiles: [join(REPO, "examples", SCENARIO.file)],
+  });
+  const keep = process.env.WARPWISE_E2E_KEEP === "1";
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+  try {
+    log(`installing ${VSIX} into code-server`);
+    await server.installExtension(VSIX);
+    const url = await server.start();
+    log(`code-server at ${url}`);
+    browser = await launchBrowser();
+    const page = browser.page;
+    _page = page;
+    page.setDefaultTimeout(TIMEOUT);
+    await page.goto(url);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible" });
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: SCENARIO.file }).waitFor({ state: "visible" });
+    await openFile(page, SCENARIO.file);
+
+    // 1. Untrusted workspace: the server runs for analysis only, and the extension says so.
+    await step(page, "restricted mode in an untrusted workspace is explained", shot(1, "restricted"), async () => {
+      await page.locator(".notification-toast", { hasText: "warpwise runs in restricted mode" }).waitFor({ state: "visible" });
+      const text = await until("the status item to say restricted", async () => {
+        const t = await languageStatus(page);
+        return /restricted/.test(t) ? t : undefined;
+      });
+      if (!/untrusted workspace: analysis only, nothing is compiled or run/.test(text)) {
+        throw new Error(`status item says: ${text}`);
+      }
+      return text;
+    });
+
+    // 2. Trusting the workspace restarts the server with verification allowed.
+    await step(page, "trusting the workspace restarts the server", undefined, async () => {
+      await page.mouse.move(10, 10);
+      await runCommand(page, "Workspaces: Manage Workspace Trust");
+      await page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust$/ }).click();
+      await page.locator(".workspace-trust-editor", { hasText: "You trust this folder" }).waitFor({ state: "visible" });
+      await page.locator(".modal-editor-header [aria-label^='Close Modal Editor']").click();
+      await page.locator(".modal-editor-part").waitFor({ state: "hidden" });
+      await runCommand(page, "Notifications: Clear All Notifications");
+      await page.locator(`.tabs-container .tab.active[aria-label^="${SCENARIO.file}"]`).waitFor({ state: "visible" });
+      return until("the status item to leave restricted mode", async () => {
+        const t = await languageStatus(page);
+        return /restricted|starting/.test(t) ? undefined : t;
+      });
+    });
+    await page.mouse.move(10, 10);
+
+    // 3. The finding's squiggle.
+    let squiggle: Box | undefined;
+    if (!serverUp) {
+      waiting("the finding's squiggle appears", `the language server does not start: ${features.error ?? ""}`, shot(2, "squiggle"));
+    } else {
+      await step(page, "the finding's squiggle appears", shot(2, "squiggle"), async () => {
+        await goToLine(page, SCENARIO.line);
+        const found = await settledSquiggle(page, SCENARIO.line);
+        squiggle = found;
+        return `${found.severity} squiggle on line ${SCENARIO.line}`;
+      });
+    }
+
+    // 4. The hover: the card's preconditions with their verdicts for this code.
+    if (!serverUp || !has("hoverProvider")) {
+      waiting("the hover shows the card's preconditions with verdicts", "the server does not advertise hoverProvider", shot(3, "hover"));
+    } else if (squiggle) {
+      await step(page, "the hover shows the card's preconditions with verdicts", shot(3, "hover"), async () => {
+        const at = await settledSquiggle(page, SCENARIO.line);
+        await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
+        const hover = editor(page).locator(".monaco-hover", { hasText: "Preconditions for this code" }).first();
+        await hover.waitFor({ state: "visible" });
+        const text = await hover.innerText();
+        const needed = [SCENARIO.message, SCENARIO.card, "Preconditions for this code", "holds —", "Verification."];
+        const missing = needed.filter((n) => !text.includes(n));
+        const verdicts = text.match(/(holds|violated|unknown) —/g) ?? [];
+        if (missing.length > 0 || verdicts.length < 2) {
+          throw new Error(`hover lacks ${missing.join(", ") || "two verdicts"}: ${text.slice(0, 400)}`);
+        }
+        // Scroll the hover to its preconditions for the screenshot (the hover is 250 px tall at most).
+        const heading = hover.getByText("Preconditions for this code");
+        const box = await hover.boundingBox();
+        if (box) {
+          await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+          await until("the preconditions to scroll into the hover", async () => {
+            const h = await heading.boundingBox();
+            if (h && h.y <= box.y + 40) {
+              return true;
+            }
+            await page.mouse.wheel(0, 40);
+            return undefined;
+          });
+        }
+        return `verdicts: ${verdicts.map((v) => v.replace(" —", "")).join(", ")}`;
+      });
+    }
+
+    // 5. The quick fix, titled with its verification state, and the text it produces.
+    if (!serverUp || !has("codeActionProvider")) {
+      waiting("the quick fix is listed with its verification state", "the server does not advertise codeActionProvider", shot(4, "quickfix"));
+      waiting("the applied quick fix changes the text as the card's rewrite does", "the server does not advertise codeActionProvider", shot(5, "fixed"));
+    } else if (squiggle) {
+      const listed = await step(page, "the quick fix is listed with its verification state", shot(4, "quickfix"), async () => {
+        await page.keyboard.press("Escape");
+        const at = await settledSquiggle(page, SCENARIO.line);
+        await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2);
+        await page.keyboard.press("Control+.");
+        const rows = page.locator(".action-widget .monaco-list-row");
+        await rows.first().waitFor({ state: "visible" });
+        const titles = (await rows.allInnerTexts()).map((t) => t.trim());
+        const fix = titles.find((t) => SCENARIO.fixTitle.test(t));
+        if (!fix) {
+          throw new Error(`no quick fix matching ${SCENARIO.fixTitle}; listed: ${titles.join(" | ")}`);
+        }
+        return fix;
+      });
+      if (listed) {
+        await step(page, "the applied quick fix changes the text as the card's rewrite does", shot(5, "fixed"), async () => {
+          await page.locator(".action-widget .monaco-list-row", { hasText: SCENARIO.fixTitle }).first().click();
+          await until(`line ${SCENARIO.line} to read "${SCENARIO.lineAfterFix.trim()}"`, async () =>
+            (await lineText(page, SCENARIO.line)) === SCENARIO.lineAfterFix ? true : undefined,
+          );
+          await page.keyboard.press("Control+s");
+          const expected = expectedFixedText();
+          const saved = join(server.workspace, SCENARIO.file);
+          await until("the saved file to equal the CLI's fix of the same card", async () =>
+            readFileSync(saved, "utf8") === expected ? true : undefined,
+          );
+          await until(`the ${SCENARIO.card} squiggle on line ${SCENARIO.line} to go away`, async () =>
+            (await squiggles(page, SCENARIO.line)).length === 0 ? true : undefined,
+          );
+          await page.locator(".tabs-container .tab.active.dirty").waitFor({ state: "detached" });
+          return `line ${SCENARIO.line}: ${SCENARIO.lineAfterFix.trim()}; saved file equals \`warpwise check --fix\``;
+        });
+      }
+    }
+
+    // 6. The status item shows the backend: the GPU or "no GPU: compile-only", and the queue.
+    if (!serverUp) {
+      waiting("the status item shows the backend state", "the language server does not start", shot(6, "status"));
+    } else {
+      await step(page, "the status item shows the backend state", shot(6, "status"), async () => {
+        await page.keyboard.press("Escape");
+        const text = await until("the status item to show the GPU and the queue", async () => {
+          const t = await languageStatus(page);
+          return /(no GPU: compile-only|GPU verification off|NVIDIA|AMD|GPU)\b.*(idle|verifying \d+ candidates?)/.test(t) ? t : undefined;
+        });
+        if (!features.statusNotification) {
+          throw new Error("the page shows a backend state although the server sent no warpwise/status");
+        }
+        return text;
+      });
+    }
+  } finally {
+    await browser?.context.close().catch(() => undefined);
+    if (report.failed || keep) {
+      log(`code-server log:\n${server.log.split("\n").slice(-20).join("\n")}`);
+    }
+    await server.stop(keep);
+    if (keep) {
+      log(`kept ${server.root}`);
+    }
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  report.add({ name: "harness", status: "fail", detail: error instanceof Error ? error.stack ?? error.message : String(error), seconds: 0 });
+}
+report.write(join(REPO, ".e2e", "results", "vscode.json"));
+console.log(report.summary());
+const strict = process.env.WARPWISE_E2E_STRICT === "1";
+process.exit(report.failed || (strict && report.steps.some((s) => s.status === "waiting")) ? 1 : 0);
