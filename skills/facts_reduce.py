@@ -1,0 +1,912 @@
+"""Facts that the reductions, arithmetic and control cards share, computed from the model and from syntax nodes.
+
+The kernel model knows loops, accesses, calls and launches, but not the exact shape of a statement: which
+operator combines two shared-memory elements, whether an integer expression is signed, or how large a value
+built from `threadIdx`, `blockIdx` and `blockDim` can get. These cards need such facts to decide whether a
+rewrite is exact, so this module reads them from the syntax tree (`facts.tree_of`, parsed once per model) and
+from the model, and never guesses: every question returns None (unknown) when the code is outside what it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from warpwise.analyzers.model import FileModel, Function, FunctionKind, Span
+from warpwise.analyzers.values import parse_int_literal
+from warpwise.skills.facts import nodes, tree_of
+
+Node = Any
+
+INT32_MAX = 2**31 - 1
+
+SIGNED_INTS = {
+    "int": 32,
+    "signed": 32,
+    "signed int": 32,
+    "int32_t": 32,
+    "short": 16,
+    "short int": 16,
+    "int16_t": 16,
+    "signed char": 8,
+    "int8_t": 8,
+    "long": 64,
+    "long int": 64,
+    "long long": 64,
+    "long long int": 64,
+    "int64_t": 64,
+    "ptrdiff_t": 64,
+}
+UNSIGNED_INTS = {
+    "unsigned": 32,
+    "unsigned int": 32,
+    "uint32_t": 32,
+    "uint": 32,
+    "unsigned short": 16,
+    "uint16_t": 16,
+    "unsigned char": 8,
+    "uint8_t": 8,
+    "unsigned long": 64,
+    "unsigned long int": 64,
+    "unsigned long long": 64,
+    "unsigned long long int": 64,
+    "uint64_t": 64,
+    "size_t": 64,
+}
+FLOATS = {"float": 32, "double": 64}
+HALF_TYPES = {"__half": "half", "half": "half", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16"}
+
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|static|register|constexpr)\b")
+
+
+def clean(text: str) -> str:
+    """Return code text with runs of white space collapsed (for comparing expressions)."""
+    return " ".join(text.split())
+
+
+def bare_type(type_text: str) -> str:
+    """Return a type name without qualifiers, pointers, references or array sizes (`const float*` -> `float`)."""
+    t = _QUALIFIERS.sub(" ", type_text)
+    t = re.sub(r"\[.*?\]", " ", t)
+    t = t.replace("*", " ").replace("&", " ")
+    return clean(t).removeprefix("std::")
+
+
+@dataclass(frozen=True, slots=True)
+class CType:
+    """The arithmetic class of a C type: `signed`, `unsigned` or `float`, with its width in bits."""
+
+    kind: str
+    bits: int
+
+    @property
+    def is_int(self) -> bool:
+        """Return whether the type is an integer type."""
+        return self.kind in ("signed", "unsigned")
+
+
+def ctype(type_text: str | None) -> CType | None:
+    """Return the arithmetic class of a scalar type name, or None for other types."""
+    if not type_text:
+        return None
+    t = bare_type(type_text)
+    if t in SIGNED_INTS:
+        return CType("signed", SIGNED_INTS[t])
+    if t in UNSIGNED_INTS:
+        return CType("unsigned", UNSIGNED_INTS[t])
+    if t in FLOATS:
+        return CType("float", FLOATS[t])
+    return None
+
+
+def text_of(model: FileModel, node: Node) -> str:
+    """Return the text of a node."""
+    return model.text[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def node_at(model: FileModel, fn: Function, rel: Span, type_: str | None = None) -> Node:
+    """Return the smallest node covering a span relative to `fn` (or its nearest ancestor of a type)."""
+    start, end = fn.span(rel)
+    node = tree_of(model).root_node.descendant_for_byte_range(start, end)
+    if type_ is None:
+        return node
+    while node is not None and node.type != type_:
+        node = node.parent
+    return node
+
+
+def unparen(node: Node | None) -> Node | None:
+    """Return the expression inside any number of parentheses."""
+    while node is not None and node.type == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        node = inner[0] if len(inner) == 1 else None
+    return node
+
+
+def field(node: Node | None, name: str) -> Node | None:
+    """Return a child by field name (None-safe)."""
+    return node.child_by_field_name(name) if node is not None else None
+
+
+def operator_of(node: Node | None) -> str | None:
+    """Return the operator token of a binary, unary, update or assignment expression."""
+    op = field(node, "operator")
+    return op.type if op is not None else None
+
+
+def statements(block: Node | None) -> list[Node]:
+    """Return the statements of a compound statement, or the single statement itself (comments left out)."""
+    if block is None:
+        return []
+    if block.type == "compound_statement":
+        return [c for c in block.named_children if c.type != "comment"]
+    return [block]
+
+
+def condition_value(node: Node | None) -> Node | None:
+    """Return the expression of an `if`/`while` condition clause."""
+    cond = field(node, "condition")
+    if cond is not None and cond.type == "condition_clause":
+        value = field(cond, "value")
+        if value is None:
+            inner = [c for c in cond.named_children if c.type != "comment"]
+            value = inner[0] if len(inner) == 1 else None
+        return unparen(value)
+    return unparen(cond)
+
+
+def number_value(model: FileModel, node: Node | None) -> int | None:
+    """Return the value of an integer literal or a file-level integer constant."""
+    node = unparen(node)
+    if node is None:
+        return None
+    if node.type == "number_literal":
+        return parse_int_literal(text_of(model, node))
+    if node.type == "identifier":
+        return model.constants.get(text_of(model, node))
+    return None
+
+
+def float_literal_value(text: str) -> float | None:
+    """Return the value of a floating or integer literal (`2.0f`, `2.`, `3`), or None."""
+    t = text.strip().rstrip("fFlL")
+    if t.lower().startswith("0x"):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def identifiers(model: FileModel, node: Node) -> set[str]:
+    """Return the identifiers an expression mentions (field names excluded)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.add(text_of(model, n))
+        elif n.type == "field_expression":
+            arg = field(n, "argument")
+            if arg is not None:
+                stack.append(arg)
+            continue
+        stack.extend(n.named_children)
+    return out
+
+
+def has_side_effects(node: Node) -> bool:
+    """Return whether an expression assigns, increments or calls a function (so it must not be duplicated)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("assignment_expression", "update_expression", "call_expression", "comma_expression"):
+            return True
+        stack.extend(n.named_children)
+    return False
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def fresh_name(model: FileModel, fn: Function, base: str, taken: set[str] | None = None) -> str:
+    """Return `base` (or `base_2`, ...) when no identifier of the function, file macros or `taken` uses it."""
+    words = set(_WORD.findall(model.text[fn.base : fn.base + fn.length].decode("utf-8", "replace")))
+    words |= set(model.macros) | set(model.constants) | (taken or set())
+    name = base
+    n = 2
+    while name in words:
+        name = f"{base}_{n}"
+        n += 1
+    return name
+
+
+def variable_type(fn: Function, name: str) -> str | None:
+    """Return the declared type of a parameter or local variable."""
+    p = fn.param(name)
+    if p is not None:
+        return p.type
+    return fn.locals.get(name)
+
+
+def element_type(fn: Function, name: str) -> str | None:
+    """Return the element type of a pointer parameter, a local array or a shared array."""
+    p = fn.param(name)
+    if p is not None:
+        return bare_type(p.base_type or p.type) if p.is_pointer else None
+    for s in fn.shared:
+        if s.name == name:
+            return bare_type(s.element_type)
+    local = fn.locals.get(name)
+    if local is not None and ("[" in local or "*" in local):
+        return bare_type(local)
+    return None
+
+
+_DECLS = """
+(init_declarator declarator: (identifier) @name value: (_) @value) @init
+(declaration declarator: (identifier) @bare)
+(assignment_expression left: (identifier) @assigned)
+(update_expression argument: (identifier) @updated)
+"""
+
+
+def definitions(model: FileModel, fn: Function, name: str) -> tuple[list[Node], int]:
+    """Return the initializers of `name`'s declarations and how many other writes (assignments, `++`) it has."""
+    values: list[Node] = []
+    others = 0
+    for node in nodes(model, fn, _DECLS, "init"):
+        ident = field(node, "declarator")
+        if ident is not None and text_of(model, ident) == name:
+            value = field(node, "value")
+            if value is not None:
+                values.append(value)
+    for cap in ("bare", "assigned", "updated"):
+        others += sum(1 for n in nodes(model, fn, _DECLS, cap) if text_of(model, n) == name)
+    return values, others
+
+
+def single_definition(model: FileModel, fn: Function, name: str) -> Node | None:
+    """Return the initializer of a local variable that is declared once with a value and never written again."""
+    if fn.param(name) is not None:
+        return None
+    values, others = definitions(model, fn, name)
+    if len(values) == 1 and others == 0:
+        return values[0]
+    return None
+
+
+def is_thread_x(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> bool:
+    """Return whether an expression is `threadIdx.x` (directly or through a variable defined once as it)."""
+    node = unparen(node)
+    if node is None or depth > 3:
+        return False
+    if node.type == "field_expression":
+        return clean(text_of(model, node)) in ("threadIdx.x", "threadIdx . x")
+    if node.type == "cast_expression":
+        return is_thread_x(model, fn, field(node, "value"), depth + 1)
+    if node.type == "identifier":
+        value = single_definition(model, fn, text_of(model, node))
+        return value is not None and is_thread_x(model, fn, value, depth + 1)
+    return False
+
+
+# -- expression types ---------------------------------------------------------------------------------------------
+
+_BUILTIN_VECTORS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
+
+
+def literal_type(text: str) -> CType | None:
+    """Return the type of a numeric literal."""
+    t = text.strip().replace("'", "")
+    low = t.lower()
+    if low.startswith("0x"):
+        suffix = re.sub(r"^0x[0-9a-f]*", "", low)
+        return CType("unsigned" if "u" in suffix else "signed", 64 if "l" in suffix else 32)
+    if "." in t or (("e" in low) and not low.startswith("0x")) or low.endswith("f"):
+        return CType("float", 32 if low.endswith("f") else 64)
+    suffix = re.sub(r"^[0-9]*", "", low)
+    return CType("unsigned" if "u" in suffix else "signed", 64 if "l" in suffix else 32)
+
+
+def _promote(t: CType) -> CType:
+    """Return the type after the integer promotions (narrow integers become `int`)."""
+    return CType("signed", 32) if t.is_int and t.bits < 32 else t
+
+
+def _arith(a: CType | None, b: CType | None) -> CType | None:
+    """Return the type of binary arithmetic under the usual arithmetic conversions."""
+    if a is None or b is None:
+        return None
+    if a.kind == "float" or b.kind == "float":
+        return CType("float", max(x.bits for x in (a, b) if x.kind == "float"))
+    a, b = _promote(a), _promote(b)
+    if a.kind == b.kind:
+        return CType(a.kind, max(a.bits, b.bits))
+    u, s = (a, b) if a.kind == "unsigned" else (b, a)
+    return CType("unsigned", u.bits) if u.bits >= s.bits else CType("signed", s.bits)
+
+
+def expr_type(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> CType | None:
+    """Return the arithmetic type of an expression, or None when it cannot be read."""
+    node = unparen(node)
+    if node is None or depth > 12:
+        return None
+    t = node.type
+    if t == "number_literal":
+        return literal_type(text_of(model, node))
+    if t == "identifier":
+        name = text_of(model, node)
+        declared = variable_type(fn, name)
+        if declared is not None:
+            if "*" in declared or "[" in declared:
+                return None
+            return ctype(declared)
+        if name in model.constants:
+            return CType("signed", 32)
+        return None
+    if t == "field_expression":
+        arg = field(node, "argument")
+        if arg is not None and arg.type == "identifier" and text_of(model, arg) in _BUILTIN_VECTORS:
+            return CType("unsigned", 32)
+        return None
+    if t == "cast_expression":
+        return ctype(text_of(model, field(node, "type")))
+    if t == "subscript_expression":
+        arg = unparen(field(node, "argument"))
+        if arg is not None and arg.type == "identifier":
+            return ctype(element_type(fn, text_of(model, arg)))
+        return None
+    if t == "unary_expression":
+        op = operator_of(node)
+        inner = expr_type(model, fn, field(node, "argument"), depth + 1)
+        if op == "!":
+            return CType("signed", 32)
+        return _promote(inner) if inner is not None else None
+    if t == "binary_expression":
+        op = operator_of(node)
+        if op in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
+            return CType("signed", 32)
+        left = expr_type(model, fn, field(node, "left"), depth + 1)
+        if op in ("<<", ">>"):
+            return _promote(left) if left is not None else None
+        return _arith(left, expr_type(model, fn, field(node, "right"), depth + 1))
+    if t == "conditional_expression":
+        return _arith(
+            expr_type(model, fn, field(node, "consequence"), depth + 1),
+            expr_type(model, fn, field(node, "alternative"), depth + 1),
+        )
+    if t == "call_expression":
+        callee = text_of(model, field(node, "function"))
+        if callee.endswith("f") and callee in _FLOAT_CALLS:
+            return CType("float", 32)
+        return None
+    return None
+
+
+_FLOAT_CALLS = {"sqrtf", "expf", "logf", "fabsf", "fmaxf", "fminf", "rsqrtf", "__expf", "__logf", "powf", "__powf"}
+
+
+# -- integer ranges -----------------------------------------------------------------------------------------------
+
+_THREAD_LIMITS = {
+    "threadIdx.x": (0, 1023),
+    "threadIdx.y": (0, 1023),
+    "threadIdx.z": (0, 63),
+    "blockDim.x": (1, 1024),
+    "blockDim.y": (1, 1024),
+    "blockDim.z": (1, 64),
+    "blockIdx.x": (0, INT32_MAX - 1),
+    "blockIdx.y": (0, 65534),
+    "blockIdx.z": (0, 65534),
+    "gridDim.x": (1, INT32_MAX),
+    "gridDim.y": (1, 65535),
+    "gridDim.z": (1, 65535),
+}
+
+
+def geometry_limits(model: FileModel, fn: Function) -> dict[str, tuple[int, int]]:
+    """Return ranges of the built-in index variables, narrowed by the launches in this file when all are constant."""
+    limits = dict(_THREAD_LIMITS)
+    launches = model.launches_of(fn.name)
+    if not launches:
+        return limits
+    blocks = [launch.block_value for _, launch in launches]
+    grids = [launch.grid_value for _, launch in launches]
+    if all(b is not None for b in blocks):
+        for axis, i in (("x", 0), ("y", 1), ("z", 2)):
+            hi = max(b[i] for b in blocks if b is not None)
+            lo = min(b[i] for b in blocks if b is not None)
+            limits[f"blockDim.{axis}"] = (lo, hi)
+            limits[f"threadIdx.{axis}"] = (0, hi - 1)
+    if all(g is not None for g in grids):
+        for axis, i in (("x", 0), ("y", 1), ("z", 2)):
+            hi = max(g[i] for g in grids if g is not None)
+            lo = min(g[i] for g in grids if g is not None)
+            limits[f"gridDim.{axis}"] = (lo, hi)
+            limits[f"blockIdx.{axis}"] = (0, hi - 1)
+    return limits
+
+
+def int_range(
+    model: FileModel, fn: Function, node: Node | None, limits: dict[str, tuple[int, int]], depth: int = 0
+) -> tuple[int, int] | None:
+    """Return bounds (low, high) that hold for an integer expression in every thread, or None when unknown.
+
+    Built-in index variables have their hardware (or launch) ranges; local variables defined once are followed to
+    their initializer; anything else (parameters, loop variables, loads) is unknown. Arithmetic that could leave
+    the 64-bit range is unknown.
+    """
+    node = unparen(node)
+    if node is None or depth > 10:
+        return None
+    t = node.type
+    if t == "number_literal":
+        v = parse_int_literal(text_of(model, node))
+        return (v, v) if v is not None else None
+    if t == "field_expression":
+        return limits.get(clean(text_of(model, node)).replace(" ", ""))
+    if t == "identifier":
+        name = text_of(model, node)
+        if name in model.constants and variable_type(fn, name) is None:
+            v = model.constants[name]
+            return (v, v)
+        value = single_definition(model, fn, name)
+        declared = ctype(variable_type(fn, name))
+        if value is None or declared is None or not declared.is_int:
+            return None
+        r = int_range(model, fn, value, limits, depth + 1)
+        return _fit(r, declared)
+    if t == "cast_expression":
+        target = ctype(text_of(model, field(node, "type")))
+        if target is None or not target.is_int:
+            return None
+        return _fit(int_range(model, fn, field(node, "value"), limits, depth + 1), target)
+    if t == "binary_expression":
+        op = operator_of(node)
+        a = int_range(model, fn, field(node, "left"), limits, depth + 1)
+        if op in ("%", "&"):
+            c = number_value(model, field(node, "right"))
+            if c is None or c <= 0:
+                return None
+            if op == "&":
+                return (0, c) if a is None or a[0] >= 0 else None
+            if a is None:
+                left = expr_type(model, fn, field(node, "left"))
+                return (0, c - 1) if left is not None and left.kind == "unsigned" else None
+            if a[0] < 0:
+                return None
+            return (0, min(c - 1, a[1]))
+        b = int_range(model, fn, field(node, "right"), limits, depth + 1)
+        if a is None or b is None:
+            return None
+        if op == "+":
+            r = (a[0] + b[0], a[1] + b[1])
+        elif op == "-":
+            r = (a[0] - b[1], a[1] - b[0])
+        elif op == "*":
+            products = [x * y for x in a for y in b]
+            r = (min(products), max(products))
+        elif op == "/":
+            if b[0] <= 0 or a[0] < 0:
+                return None
+            r = (a[0] // b[1], a[1] // b[0])
+        elif op == ">>":
+            if a[0] < 0 or b[0] < 0:
+                return None
+            r = (a[0] >> b[1], a[1] >> b[0])
+        else:
+            return None
+        if abs(r[0]) >= 2**63 or abs(r[1]) >= 2**63:
+            return None
+        return r
+    if t == "subscript_expression":
+        arg = unparen(field(node, "argument"))
+        elem = ctype(element_type(fn, text_of(model, arg))) if arg is not None and arg.type == "identifier" else None
+        if elem is None or not elem.is_int or elem.bits > 16:
+            return None
+        return (0, 2**elem.bits - 1) if elem.kind == "unsigned" else (-(2 ** (elem.bits - 1)), 2 ** (elem.bits - 1) - 1)
+    if t == "conditional_expression":
+        a = int_range(model, fn, field(node, "consequence"), limits, depth + 1)
+        b = int_range(model, fn, field(node, "alternative"), limits, depth + 1)
+        if a is None or b is None:
+            return None
+        return (min(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+def _fit(r: tuple[int, int] | None, ty: CType) -> tuple[int, int] | None:
+    """Return a range when every value fits the type (otherwise conversion could wrap: unknown)."""
+    if r is None:
+        return None
+    lo, hi = (-(2 ** (ty.bits - 1)), 2 ** (ty.bits - 1) - 1) if ty.kind == "signed" else (0, 2**ty.bits - 1)
+    if r[0] < lo or r[1] > hi:
+        return None
+    return r
+
+
+def origin_value(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> int | None:
+    """Return the value an integer expression takes in thread 0 of block 0, when it depends on nothing else."""
+    node = unparen(node)
+    if node is None or depth > 10:
+        return None
+    t = node.type
+    if t == "number_literal":
+        return parse_int_literal(text_of(model, node))
+    if t == "field_expression":
+        text = clean(text_of(model, node)).replace(" ", "")
+        return 0 if text.startswith(("threadIdx.", "blockIdx.")) else None
+    if t == "identifier":
+        name = text_of(model, node)
+        if name in model.constants and variable_type(fn, name) is None:
+            return model.constants[name]
+        value = single_definition(model, fn, name)
+        return origin_value(model, fn, value, depth + 1) if value is not None else None
+    if t == "cast_expression":
+        return origin_value(model, fn, field(node, "value"), depth + 1)
+    if t == "unary_expression" and operator_of(node) == "-":
+        v = origin_value(model, fn, field(node, "argument"), depth + 1)
+        return -v if v is not None else None
+    if t == "binary_expression":
+        op = operator_of(node)
+        a = origin_value(model, fn, field(node, "left"), depth + 1)
+        b = origin_value(model, fn, field(node, "right"), depth + 1)
+        if a is None or b is None:
+            return None
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+    return None
+
+
+# -- launches -----------------------------------------------------------------------------------------------------
+
+
+def launch_blocks(model: FileModel, fn: Function) -> tuple[list[tuple[int, int, int]] | None, str]:
+    """Return the constant block shape of every launch of `fn` in this file (None with a reason when unknown)."""
+    launches = model.launches_of(fn.name)
+    if not launches:
+        return None, f"no launch of `{fn.name}` in this file"
+    out: list[tuple[int, int, int]] = []
+    for host, launch in launches:
+        if launch.block_value is None:
+            return None, f"the launch in `{host.name}` uses block size `{launch.block}`, not a constant"
+        b = launch.block_value
+        out.append((b[0], b[1], b[2]))
+    return out, ""
+
+
+def launch_bound(model: FileModel, fn: Function) -> int | None:
+    """Return the maximum block size named by `__launch_bounds__`, when it is a constant."""
+    if not fn.launch_bounds:
+        return None
+    text = fn.launch_bounds[0].strip()
+    v = parse_int_literal(text)
+    if v is None:
+        v = model.constants.get(text)
+    return v
+
+
+def launches_text(n: int) -> str:
+    """Return `the launch` or `all N launches`."""
+    return "the launch" if n == 1 else f"all {n} launches"
+
+
+def is_kernel(fn: Function) -> bool:
+    """Return whether the function is a `__global__` kernel."""
+    return fn.kind is FunctionKind.KERNEL
+
+
+# -- shared-memory tree reductions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TreeReduction:
+    """A loop that reduces a shared array pairwise with a barrier per step.
+
+    `shape` is `sequential` (`for (s = blockDim.x / 2; s > 0; s >>= 1) if (tid < s) a[tid] += a[tid + s]`) or
+    `interleaved` (`for (s = 1; s < blockDim.x; s *= 2) if (tid % (2 * s) == 0) a[tid] += a[tid + s]`).
+    `combine` is the operator (`+`, `*`, `&`, `|`, `^`, `-`, ...) or the called function (`fmaxf`), and `form`
+    says how it is written: `compound` (`a[t] += a[t + s]`), `binary` (`a[t] = a[t] + a[t + s]`) or `call`
+    (`a[t] = fmaxf(a[t], a[t + s])`). `first` is the first stride when it is a constant (None: `blockDim.x / 2`);
+    `covered` is the number of elements the loop reduces when constant (None: `blockDim.x`).
+    """
+
+    shape: str
+    array: str
+    tid: str
+    var: str
+    combine: str
+    form: str
+    element_type: str
+    first: int | None
+    covered: int | None
+    loop_id: int
+    bound_span: Span
+    statement_span: Span
+
+
+_HALVING = {(">>=", "1"), ("/=", "2")}
+_DOUBLING = {("*=", "2"), ("<<=", "1")}
+
+
+def _step(model: FileModel, update: Node | None, var: str) -> tuple[str, str] | None:
+    """Return (compound operator, amount) of a loop update `s >>= 1` / `s = s / 2` style."""
+    if update is None or update.type != "assignment_expression":
+        return None
+    if clean(text_of(model, field(update, "left"))) != var:
+        return None
+    op = operator_of(update)
+    right = unparen(field(update, "right"))
+    if right is None:
+        return None
+    if op == "=" and right.type == "binary_expression" and clean(text_of(model, field(right, "left"))) == var:
+        return f"{operator_of(right)}=", clean(text_of(model, field(right, "right")))
+    if op is None:
+        return None
+    return op, clean(text_of(model, right))
+
+
+def _combine(model: FileModel, fn: Function, stmt: Node, tid: str, var: str) -> tuple[str, str, str, Span] | None:
+    """Return (array, combine, form, span) of `a[t] op= a[t + s]`, `a[t] = a[t] op a[t + s]` or `a[t] = f(..)`."""
+    if stmt.type != "expression_statement":
+        return None
+    inner = [c for c in stmt.named_children if c.type != "comment"]
+    if len(inner) != 1 or inner[0].type != "assignment_expression":
+        return None
+    assign = inner[0]
+    left = field(assign, "left")
+    if left is None or left.type != "subscript_expression":
+        return None
+    array = text_of(model, field(left, "argument"))
+    if not any(s.name == array for s in fn.shared):
+        return None
+    own = f"{array}[{tid}]"
+    other = {f"{array}[{tid} + {var}]", f"{array}[{var} + {tid}]"}
+    if clean(text_of(model, left)) != own:
+        return None
+    op = operator_of(assign)
+    right = unparen(field(assign, "right"))
+    if right is None or op is None:
+        return None
+    span = (stmt.start_byte - fn.base, stmt.end_byte - fn.base)
+    if op != "=":
+        if clean(text_of(model, right)) in other:
+            return array, op[:-1], "compound", span
+        return None
+    if right.type == "binary_expression":
+        lhs, rhs = field(right, "left"), field(right, "right")
+        if clean(text_of(model, lhs)) == own and clean(text_of(model, rhs)) in other:
+            return array, operator_of(right) or "?", "binary", span
+        return None
+    arg_list = field(right, "arguments")
+    if right.type == "call_expression" and arg_list is not None:
+        args = [a for a in arg_list.named_children if a.type != "comment"]
+        if len(args) == 2 and clean(text_of(model, args[0])) == own and clean(text_of(model, args[1])) in other:
+            return array, clean(text_of(model, field(right, "function"))), "call", span
+    return None
+
+
+def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReduction | None:
+    """Return the tree reduction a `for` loop performs, or None when the loop has another shape."""
+    loop = fn.loops[loop_id]
+    if loop.kind != "for" or loop.var is None:
+        return None
+    node = node_at(model, fn, loop.span, "for_statement")
+    if node is None:
+        return None
+    var = loop.var
+    body = statements(field(node, "body"))
+    if len(body) != 2 or body[0].type != "if_statement" or field(body[0], "alternative") is not None:
+        return None
+    if clean(text_of(model, body[1])) != "__syncthreads();":
+        return None
+    init = field(node, "initializer")
+    if init is None:
+        return None
+    if init.type == "declaration":
+        decls = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
+        init_value = field(decls[0], "value") if len(decls) == 1 else None
+    elif init.type == "assignment_expression":
+        init_value = field(init, "right")
+    else:
+        return None
+    cond = unparen(field(node, "condition"))
+    if init_value is None or cond is None or cond.type != "binary_expression":
+        return None
+    step = _step(model, field(node, "update"), var)
+    guard = condition_value(body[0])
+    if guard is None or guard.type != "binary_expression":
+        return None
+    cond_l, cond_r = clean(text_of(model, field(cond, "left"))), unparen(field(cond, "right"))
+    init_text = clean(text_of(model, unparen(init_value)))
+    if step in _HALVING and cond_l == var and operator_of(cond) == ">" and number_value(model, cond_r) == 0:
+        if init_text in ("blockDim.x / 2", "blockDim.x >> 1"):
+            first = None
+        elif loop.init_value is not None:
+            first = loop.init_value
+        else:
+            return None
+        if operator_of(guard) != "<" or clean(text_of(model, field(guard, "right"))) != var:
+            return None
+        tid_node = field(guard, "left")
+        shape, covered = "sequential", (2 * first if first is not None else None)
+        bound_span = (cond_r.start_byte - fn.base, cond_r.end_byte - fn.base) if cond_r is not None else (0, 0)
+    elif step in _DOUBLING and cond_l == var and operator_of(cond) == "<" and loop.init_value == 1:
+        bound = clean(text_of(model, cond_r)) if cond_r is not None else ""
+        if bound == "blockDim.x":
+            covered = None
+        elif loop.bound_value is not None:
+            covered = loop.bound_value
+        else:
+            return None
+        # The guard is `tid % (2 * s) == 0`.
+        if operator_of(guard) != "==" or number_value(model, field(guard, "right")) != 0:
+            return None
+        mod = unparen(field(guard, "left"))
+        if mod is None or mod.type != "binary_expression" or operator_of(mod) != "%":
+            return None
+        if clean(text_of(model, unparen(field(mod, "right")))) not in (f"2 * {var}", f"{var} * 2"):
+            return None
+        tid_node = field(mod, "left")
+        shape, first, bound_span = "interleaved", None, (0, 0)
+    else:
+        return None
+    if not is_thread_x(model, fn, tid_node):
+        return None
+    tid = clean(text_of(model, unparen(tid_node)))
+    consequence = statements(field(body[0], "consequence"))
+    if len(consequence) != 1:
+        return None
+    found = _combine(model, fn, consequence[0], tid, var)
+    if found is None:
+        return None
+    array, combine, form, span = found
+    elem = next((s.element_type for s in fn.shared if s.name == array), "")
+    return TreeReduction(
+        shape, array, tid, var, combine, form, bare_type(elem), first, covered, loop_id, bound_span, span
+    )
+
+
+# -- atomics ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicTarget:
+    """The address and value of an `atomicAdd(address, value)` call, read from its syntax.
+
+    `form` is `address` (`&a[i]`), `offset` (`a + i`) or `pointer` (`a`); `index_span` is the span of `i`
+    (None for `pointer`). `statement_span` is the expression statement holding the call when its result is
+    unused. `leader_guarded` says the call runs under `if (x == 0)` (one thread per group already).
+    """
+
+    base: str
+    base_span: Span
+    address_span: Span
+    form: str
+    index: str
+    index_span: Span | None
+    value: str
+    value_span: Span
+    call_span: Span
+    statement_span: Span | None
+    leader_guarded: bool
+
+
+def _rel(fn: Function, node: Node) -> Span:
+    return (node.start_byte - fn.base, node.end_byte - fn.base)
+
+
+def atomic_target(model: FileModel, fn: Function, call_span: Span) -> AtomicTarget | None:
+    """Return the target of an `atomicAdd` call through a pointer parameter, or None for other shapes."""
+    call = node_at(model, fn, call_span, "call_expression")
+    args_node = field(call, "arguments")
+    if call is None or args_node is None:
+        return None
+    args = [a for a in args_node.named_children if a.type != "comment"]
+    if len(args) != 2:
+        return None
+    addr = unparen(args[0])
+    if addr is None:
+        return None
+    index: Node | None = None
+    if addr.type == "pointer_expression" and operator_of(addr) == "&":
+        sub = unparen(field(addr, "argument"))
+        if sub is None or sub.type != "subscript_expression":
+            return None
+        base_node = unparen(field(sub, "argument"))
+        indices = field(sub, "indices")
+        idx = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
+        if len(idx) != 1:
+            return None
+        index, form = idx[0], "address"
+    elif addr.type == "binary_expression" and operator_of(addr) == "+":
+        base_node, index = unparen(field(addr, "left")), field(addr, "right")
+        form = "offset"
+    elif addr.type == "identifier":
+        base_node, form = addr, "pointer"
+    else:
+        return None
+    if base_node is None or base_node.type != "identifier":
+        return None
+    base = text_of(model, base_node)
+    param = fn.param(base)
+    if param is None or not param.is_pointer:
+        return None
+    parent = call.parent
+    statement = parent if parent is not None and parent.type == "expression_statement" else None
+    guarded = False
+    node = call.parent
+    while node is not None and node.type != "function_definition":
+        if node.type == "if_statement":
+            cond = condition_value(node)
+            if (
+                cond is not None
+                and cond.type == "binary_expression"
+                and operator_of(cond) == "=="
+                and (number_value(model, field(cond, "right")) == 0 or number_value(model, field(cond, "left")) == 0)
+            ):
+                guarded = True
+        node = node.parent
+    return AtomicTarget(
+        base,
+        _rel(fn, base_node),
+        _rel(fn, args[0]),
+        form,
+        clean(text_of(model, index)) if index is not None else "0",
+        _rel(fn, index) if index is not None else None,
+        clean(text_of(model, args[1])),
+        _rel(fn, args[1]),
+        _rel(fn, call),
+        _rel(fn, statement) if statement is not None else None,
+        guarded,
+    )
+
+
+def is_uniform(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> bool:
+    """Return whether an expression has the same value in every thread of a block (constants, parameters,
+    `blockIdx`, `blockDim`, `gridDim`, and locals defined once from those)."""
+    node = unparen(node)
+    if node is None or depth > 8:
+        return False
+    t = node.type
+    if t == "number_literal":
+        return True
+    if t == "field_expression":
+        text = clean(text_of(model, node)).replace(" ", "")
+        return text.startswith(("blockIdx.", "blockDim.", "gridDim."))
+    if t == "identifier":
+        name = text_of(model, node)
+        p = fn.param(name)
+        if p is not None:
+            return not p.is_pointer
+        if name in model.constants and variable_type(fn, name) is None:
+            return True
+        value = single_definition(model, fn, name)
+        return value is not None and is_uniform(model, fn, value, depth + 1)
+    if t in ("binary_expression", "cast_expression", "unary_expression", "conditional_expression"):
+        children = [c for c in node.named_children if c.type not in ("comment", "type_descriptor")]
+        return all(is_uniform(model, fn, c, depth + 1) for c in children)
+    return False
+
+
+def reads_memory(node: Node) -> bool:
+    """Return whether an expression loads through a subscript or a dereference."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "subscript_expression" or (n.type == "pointer_expression" and n.child(0).type == "*"):
+            return True
+        stack.extend(n.named_children)
+    return False
+
+
+def top_level_item(node: Node) -> Node:
+    """Return the child of the translation unit that holds a node (a function, template or namespace)."""
+    while node.parent is not None and node.parent.type != "translation_unit":
+        node = node.parent
+    return node

@@ -1,0 +1,273 @@
+"""Rewrites of the reductions, arithmetic and control cards.
+
+Each function returns text edits that keep the user's names and formatting, or None when the code, as written,
+is outside what the rewrite handles exactly. Generated helper variables get names that nothing in the function
+uses yet.
+"""
+
+from __future__ import annotations
+
+import re
+
+from warpwise.analyzers.model import Span
+from warpwise.analyzers.values import parse_int_literal
+from warpwise.skills.facts import identifier_uses, nodes
+from warpwise.skills.facts_reduce import (
+    AtomicTarget,
+    TreeReduction,
+    bare_type,
+    ctype,
+    expr_type,
+    fresh_name,
+    launch_blocks,
+)
+from warpwise.skills.rewrite import Edit, RewriteContext
+
+FULL_MASK = "0xffffffffu"
+
+
+def _step(red: TreeReduction, acc: str, other: str) -> str:
+    """Return the statement that combines `other` into `acc` the way the user's loop combines two elements."""
+    if red.form == "call":
+        return f"{acc} = {red.combine}({acc}, {other});"
+    return f"{acc} {red.combine}= {other};"
+
+
+def _first(red: TreeReduction, a: str, b: str) -> str:
+    """Return the expression that combines two elements the way the user's loop does."""
+    if red.form == "call":
+        return f"{red.combine}({a}, {b})"
+    return f"{a} {red.combine} {b}"
+
+
+def _own_line(ctx: RewriteContext, start: int) -> bool:
+    """Return whether only white space precedes `start` on its line."""
+    return not ctx.data[ctx.line_start(start) : start].strip()
+
+
+def tree_reduction_last_warp(ctx: RewriteContext) -> list[Edit] | None:
+    """Stop the shared-memory tree at stride 64 and finish the last 32 -> 1 steps with `__shfl_down_sync`.
+
+    The warp computes the same pairs in the same order as the loop did (lane `t` combines its value with lane
+    `t + offset`), so the total is bitwise identical; only `a[0]` is written back, followed by a barrier.
+    """
+    red: TreeReduction = ctx.fact("reduction")
+    if red.shape != "sequential":
+        return None
+    loop = ctx.function.loops[red.loop_id]
+    start, end = ctx.abs(loop.span)
+    b0, b1 = ctx.abs(red.bound_span)
+    if not _own_line(ctx, start) or ctx.text((b0, b1)).strip() != "0":
+        return None
+    ind, unit = ctx.indent_at(start), ctx.indent_unit()
+    a, t = red.array, red.tid
+    acc = fresh_name(ctx.model, ctx.function, "warp_value")
+    off = fresh_name(ctx.model, ctx.function, "offset", {acc})
+    shfl = f"__shfl_down_sync({FULL_MASK}, {acc}, {off})"
+    lines = [
+        f"if ({t} < 32) {{",
+        f"{unit}{red.element_type} {acc} = {_first(red, f'{a}[{t}]', f'{a}[{t} + 32]')};",
+        f"{unit}for (int {off} = 16; {off} > 0; {off} >>= 1) {_step(red, acc, shfl)}",
+        f"{unit}if ({t} == 0) {a}[0] = {acc};",
+        "}",
+        "__syncthreads();",
+    ]
+    tail = "".join(f"\n{ind}{line}" for line in lines)
+    return [Edit(b0, b1, "32"), Edit(end, end, tail)]
+
+
+def shared_block_reduction_to_shuffles(ctx: RewriteContext) -> list[Edit] | None:
+    """Replace the shared-memory tree by a shuffle reduction per warp, one shared slot per warp, and a shuffle
+    reduction of the warp results by the first warp; the total lands in `a[0]` as before."""
+    red: TreeReduction = ctx.fact("reduction")
+    loop = ctx.function.loops[red.loop_id]
+    start, end = ctx.abs(loop.span)
+    if not _own_line(ctx, start):
+        return None
+    ind, u = ctx.indent_at(start), ctx.indent_unit()
+    a, t = red.array, red.tid
+    acc = fresh_name(ctx.model, ctx.function, "warp_value")
+    off = fresh_name(ctx.model, ctx.function, "offset", {acc})
+    peer = fresh_name(ctx.model, ctx.function, "peer", {acc, off})
+    shfl = f"__shfl_down_sync({FULL_MASK}, {acc}, {off})"
+    lines = [
+        "{",
+        f"{u}{red.element_type} {acc} = {a}[{t}];",
+        f"{u}__syncthreads();",
+        f"{u}for (int {off} = 16; {off} > 0; {off} >>= 1) {_step(red, acc, shfl)}",
+        f"{u}if ({t} % 32 == 0) {a}[{t} / 32] = {acc};",
+        f"{u}__syncthreads();",
+        f"{u}if ({t} < 32) {{",
+        f"{u}{u}{acc} = {a}[{t}];",
+        f"{u}{u}for (int {off} = 16; {off} > 0; {off} >>= 1) {{",
+        f"{u}{u}{u}const {red.element_type} {peer} = {shfl};",
+        f"{u}{u}{u}if ({t} + {off} < blockDim.x / 32) {_step(red, acc, peer)}",
+        f"{u}{u}}}",
+        f"{u}{u}if ({t} == 0) {a}[0] = {acc};",
+        f"{u}}}",
+        f"{u}__syncthreads();",
+        "}",
+    ]
+    text = lines[0] + "".join(f"\n{ind}{line}" for line in lines[1:])
+    return [Edit(start, end, text)]
+
+
+_CG_HEADERS = ("#include <cooperative_groups.h>", "#include <cooperative_groups/reduce.h>")
+_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[^\n]*\n", re.M)
+
+
+def _cg_includes(ctx: RewriteContext) -> list[Edit]:
+    """Return the edit that includes the cooperative groups headers (after the includes above the function)."""
+    data = ctx.data
+    need = [h for h in _CG_HEADERS if h.split()[-1].encode() not in data]
+    if not need:
+        return []
+    at = 0
+    for m in _INCLUDE.finditer(data, 0, ctx.function.base):
+        at = m.end()
+    return [Edit(at, at, "".join(f"{h}\n" for h in need) + ("" if at else "\n"))]
+
+
+_ATOMIC_TYPES = {"int", "unsigned int", "unsigned", "unsigned long long", "unsigned long long int"}
+_INT_KEY = {("signed", 32): "int", ("unsigned", 32): "unsigned int", ("signed", 64): "long long"}
+
+
+def _replace_in(ctx: RewriteContext, span: Span, inner: Span, text: str) -> str:
+    """Return the text of `span` with the sub-span `inner` replaced by `text` (absolute spans)."""
+    return ctx.text((span[0], inner[0])) + text + ctx.text((inner[1], span[1]))
+
+
+def _statement_block(ctx: RewriteContext, stmt: Span, lines: list[str]) -> Edit:
+    """Return the edit that replaces a statement by a braced block of lines, indented like the statement's line."""
+    ind, u = ctx.indent_at(stmt[0]), ctx.indent_unit()
+    body = "".join(f"\n{ind}{u}{line}" for line in lines)
+    return Edit(stmt[0], stmt[1], "{" + body + f"\n{ind}}}")
+
+
+def _value_as(ctx: RewriteContext, value: str, value_span: Span, elem: str) -> str:
+    """Return the atomic's value converted to the counter type the way `atomicAdd` converts it."""
+    node = ctx.node(ctx.abs(value_span))
+    ty = expr_type(ctx.model, ctx.function, node)
+    if ty is not None and ty == ctype(elem):
+        return value
+    return f"static_cast<{elem}>({value})"
+
+
+def privatize_or_aggregate_atomic(ctx: RewriteContext) -> list[Edit] | None:
+    """Count in a block-private shared copy (few known bins) or aggregate equal addresses per warp (otherwise).
+
+    Privatization: zero a `__shared__` copy, count into it, and add each non-zero count to the global array once
+    per block. It needs every thread to reach the two barriers, so kernels with a `return` get warp aggregation
+    instead: threads with the same index form a group (`labeled_partition`) whose leader adds the group's sum.
+    Both are exact for integer counters.
+    """
+    tgt: AtomicTarget = ctx.fact("target")
+    elem = bare_type(ctx.fact("element") or "")
+    ty = ctype(elem)
+    if tgt.statement_span is None or tgt.index_span is None or ty is None or not ty.is_int or elem not in _ATOMIC_TYPES:
+        return None
+    fn = ctx.function
+    bins = ctx.fact("bins")
+    static = [s.size_bytes for s in fn.shared]
+    fits = (
+        bins is not None
+        and all(b is not None for b in static)
+        and sum(b or 0 for b in static) + bins * (ty.bits // 8) <= 32 * 1024
+    )
+    returns = nodes(ctx.model, fn, "(return_statement) @r", "r")
+    if fits and not returns and fn.is_kernel and identifier_uses(ctx.model, fn, tgt.base) == 2:
+        return _privatize(ctx, tgt, elem, bins)
+    return _aggregate_by_index(ctx, tgt, elem)
+
+
+def _privatize(ctx: RewriteContext, tgt: AtomicTarget, elem: str, bins: int) -> list[Edit] | None:
+    fn = ctx.function
+    if fn.body_span is None:
+        return None
+    open_at, close_at = ctx.abs(fn.body_span)
+    first_nl = ctx.data.find(b"\n", open_at, close_at)
+    close = close_at - 1
+    if first_nl < 0 or ctx.data[ctx.line_start(close) : close].strip():
+        return None
+    ind, u = ctx.indent_at(first_nl + 1), ctx.indent_unit()
+    if not ind:
+        ind = ctx.indent_at(fn.base) + u
+    local = fresh_name(ctx.model, fn, f"{tgt.base}_block")
+    k = fresh_name(ctx.model, fn, "bin", {local})
+    blocks, _ = launch_blocks(ctx.model, fn)
+    head = [f"__shared__ {elem} {local}[{bins}];"]
+    if blocks is not None and all(b[1:] == (1, 1) for b in blocks):
+        first, step = "threadIdx.x", "blockDim.x"
+    else:
+        # Without 1-D launches in view, count the block's threads in all three dimensions.
+        first = fresh_name(ctx.model, fn, "block_thread", {local, k})
+        step = fresh_name(ctx.model, fn, "block_threads", {local, k, first})
+        head += [
+            f"const int {first} = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
+            f"const int {step} = blockDim.x * blockDim.y * blockDim.z;",
+        ]
+    loop = f"for (int {k} = {first}; {k} < {bins}; {k} += {step})"
+    head += [f"{loop} {local}[{k}] = 0;", "__syncthreads();"]
+    tail = [
+        "__syncthreads();",
+        f"{loop} {{",
+        f"{u}if ({local}[{k}] != 0) atomicAdd(&{tgt.base}[{k}], {local}[{k}]);",
+        "}",
+    ]
+    b0, b1 = ctx.abs(tgt.base_span)
+    line = ctx.line_start(close)
+    return [
+        Edit(first_nl + 1, first_nl + 1, "".join(f"{ind}{t}\n" for t in head)),
+        Edit(b0, b1, local),
+        Edit(line, line, "".join(f"{ind}{t}\n" for t in tail)),
+    ]
+
+
+def _aggregate_by_index(ctx: RewriteContext, tgt: AtomicTarget, elem: str) -> list[Edit] | None:
+    fn = ctx.function
+    assert tgt.index_span is not None and tgt.statement_span is not None
+    key_ty = expr_type(ctx.model, fn, ctx.node(ctx.abs(tgt.index_span)))
+    if key_ty is None or not key_ty.is_int:
+        return None
+    key_type = _INT_KEY.get((key_ty.kind, max(key_ty.bits, 32)), "unsigned long long")
+    active = fresh_name(ctx.model, fn, "active")
+    key = fresh_name(ctx.model, fn, "key", {active})
+    same = fresh_name(ctx.model, fn, "same", {active, key})
+    total = fresh_name(ctx.model, fn, "total", {active, key, same})
+    address = _replace_in(ctx, ctx.abs(tgt.address_span), ctx.abs(tgt.index_span), key)
+    literal = parse_int_literal(tgt.value)
+    if literal == 1:
+        amount = f"static_cast<{elem}>({same}.size())"
+    elif literal is not None:
+        amount = f"static_cast<{elem}>({same}.size() * {tgt.value})"
+    else:
+        value = _value_as(ctx, tgt.value, tgt.value_span, elem)
+        amount = f"cooperative_groups::reduce({same}, {value}, cooperative_groups::plus<{elem}>())"
+    lines = [
+        f"cooperative_groups::coalesced_group {active} = cooperative_groups::coalesced_threads();",
+        f"const {key_type} {key} = {tgt.index};",
+        f"cooperative_groups::coalesced_group {same} = cooperative_groups::labeled_partition({active}, {key});",
+        f"const {elem} {total} = {amount};",
+        f"if ({same}.thread_rank() == 0) atomicAdd({address}, {total});",
+    ]
+    return [_statement_block(ctx, ctx.abs(tgt.statement_span), lines), *_cg_includes(ctx)]
+
+
+def aggregate_uniform_atomic(ctx: RewriteContext) -> list[Edit] | None:
+    """Sum the values of the threads that reach the atomic together (a coalesced group, at most a warp) and let
+    one of them add the group's sum."""
+    tgt: AtomicTarget = ctx.fact("target")
+    elem = bare_type(ctx.fact("element") or "")
+    if tgt.statement_span is None or ctype(elem) is None:
+        return None
+    fn = ctx.function
+    active = fresh_name(ctx.model, fn, "active")
+    total = fresh_name(ctx.model, fn, "total", {active})
+    value = _value_as(ctx, tgt.value, tgt.value_span, elem)
+    address = ctx.text(ctx.abs(tgt.address_span))
+    lines = [
+        f"cooperative_groups::coalesced_group {active} = cooperative_groups::coalesced_threads();",
+        f"const {elem} {total} = cooperative_groups::reduce({active}, {value}, cooperative_groups::plus<{elem}>());",
+        f"if ({active}.thread_rank() == 0) atomicAdd({address}, {total});",
+    ]
+    return [_statement_block(ctx, ctx.abs(tgt.statement_span), lines), *_cg_includes(ctx)]

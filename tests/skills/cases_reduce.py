@@ -1,0 +1,189 @@
+"""Verdict cases of the reductions, arithmetic and control cards' checks (see test_checks.py for the format)."""
+
+from __future__ import annotations
+
+from warpwise.skills.regions import VerdictStatus
+
+H, V, U = VerdictStatus.HOLDS, VerdictStatus.VIOLATED, VerdictStatus.UNKNOWN
+
+# Verdicts a check cannot give on the regions its card's matcher yields, and why.
+EXEMPT: dict[str, dict[VerdictStatus, str]] = {
+    "atomic_add_exact": {
+        VerdictStatus.VIOLATED: "every atomicAdd type either adds exactly (integers) or rounds (floating point); "
+        "neither rules the aggregation out, so the check answers holds or unknown",
+    },
+    "atomic_result_unused": {
+        VerdictStatus.UNKNOWN: "whether the call is a statement of its own is read from the syntax, always decidable",
+    },
+}
+
+TREE = """
+{decl}
+__global__ void {attrs}k(const {elem}* in, {elem}* out) {{
+  __shared__ {elem} sdata[256];
+  unsigned int tid = threadIdx.x;
+  {before}
+  sdata[tid] = in[blockIdx.x * blockDim.x + tid];
+  {barrier}
+  for (unsigned int s = {first}; s > 0; s >>= 1) {{
+    if (tid < s) {combine};
+    __syncthreads();
+  }}
+  {after}
+}}
+{host}
+"""
+LAUNCH = "void h(const float* a, float* b) {{ k<<<64, {block}>>>(a, b); }}"
+
+
+def tree(
+    elem: str = "float",
+    combine: str = "sdata[tid] += sdata[tid + s]",
+    first: str = "blockDim.x / 2",
+    block: str | None = "256",
+    before: str = "",
+    barrier: str = "__syncthreads();",
+    after: str = "if (tid == 0) out[blockIdx.x] = sdata[0];",
+    decl: str = "",
+    attrs: str = "",
+    host: str | None = None,
+) -> str:
+    """Return a kernel with a shared-memory tree reduction, with the parts a case varies."""
+    if host is None:
+        host = LAUNCH.format(block=block).replace("float", elem) if block is not None else ""
+    return TREE.format(
+        elem=elem,
+        combine=combine,
+        first=first,
+        before=before,
+        barrier=barrier,
+        after=after,
+        decl=decl,
+        attrs=attrs,
+        host=host,
+    )
+
+
+DEVICE_TREE = """
+__device__ void reduce_block(float* sdata, unsigned int tid) {}
+__global__ void k(const float* in, float* out) {
+  __shared__ float sdata[256];
+  unsigned int tid = threadIdx.x;
+  sdata[tid] = in[blockIdx.x * blockDim.x + tid];
+  __syncthreads();
+  for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s) sdata[tid] += sdata[tid + s];
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+"""
+
+DEVICE_ONLY = """
+__device__ float block_sum(float* sdata) {
+  unsigned int tid = threadIdx.x;
+  __shared__ float scratch[256];
+  scratch[tid] = sdata[tid];
+  __syncthreads();
+  for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s) scratch[tid] += scratch[tid + s];
+    __syncthreads();
+  }
+  return scratch[0];
+}
+"""
+
+ATOMIC = """
+__global__ void k(const {src}* data, {elem}* bins, int n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {{
+    {stmt}
+  }}
+}}
+"""
+
+
+def atomic(stmt: str, elem: str = "unsigned int", src: str = "unsigned char") -> str:
+    """Return a kernel with one atomic statement on `bins`."""
+    return ATOMIC.format(stmt=stmt, elem=elem, src=src)
+
+
+UNIFORM = """
+__global__ void k(const {elem}* x, {elem}* total, {elem}* seen, int n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {{
+    {stmt}
+  }}
+}}
+"""
+
+
+def uniform(stmt: str, elem: str = "float") -> str:
+    """Return a kernel whose threads add to one accumulator `total`."""
+    return UNIFORM.format(stmt=stmt, elem=elem)
+
+
+LAST = "shared-tree-reduction-last-warp"
+BLOCK = "shared-memory-block-reduction"
+HIST = "per-thread-global-atomics"
+SINGLE = "atomic-accumulate-single-address"
+
+# (card, precondition, expected verdict, source)
+CASES: list[tuple[str, str, VerdictStatus, str]] = [
+    # Tree reductions.
+    (LAST, "associative-operator", H, tree()),
+    (LAST, "associative-operator", V, tree(combine="sdata[tid] -= sdata[tid + s]")),
+    (
+        LAST,
+        "associative-operator",
+        U,
+        tree(
+            decl="__device__ float combine(float a, float b) { return a + b; }",
+            combine="sdata[tid] = combine(sdata[tid], sdata[tid + s])",
+        ),
+    ),
+    (LAST, "shuffle-element", H, tree(elem="double")),
+    (LAST, "shuffle-element", V, tree(elem="short")),
+    (LAST, "shuffle-element", U, tree(elem="T", decl="template <typename T>")),
+    (LAST, "block-size", H, tree(block="512")),
+    (LAST, "block-size", V, tree(block="32")),
+    (LAST, "block-size", V, tree(block="dim3(16, 16)")),
+    (LAST, "block-size", V, tree(block=None, attrs="__launch_bounds__(32) ")),
+    (LAST, "block-size", U, tree(block=None)),
+    (LAST, "block-size", U, tree(block=None, attrs="__launch_bounds__(256) ")),
+    (LAST, "block-size", H, tree(first="128", block="256")),
+    (LAST, "block-size", V, tree(first="16", block=None)),
+    (LAST, "all-threads-reach", H, tree()),
+    (LAST, "all-threads-reach", V, tree(before="if (blockIdx.x * blockDim.x + tid >= 1000) return;")),
+    (LAST, "all-threads-reach", U, DEVICE_ONLY),
+    (LAST, "barrier-before-loop", H, tree()),
+    (LAST, "barrier-before-loop", V, tree(barrier="")),
+    (LAST, "barrier-before-loop", U, DEVICE_ONLY.replace("scratch[tid] = sdata[tid];", "")),
+    (LAST, "only-total-read", H, tree()),
+    (LAST, "only-total-read", V, tree(after="out[blockIdx.x * blockDim.x + tid] = sdata[tid];")),
+    (LAST, "only-total-read", U, tree(after="sdata[tid] = 0.0f; __syncthreads(); out[tid] = sdata[tid];")),
+    (BLOCK, "exact-regrouping", H, tree(elem="int", combine="sdata[tid] = max(sdata[tid], sdata[tid + s])")),
+    (BLOCK, "exact-regrouping", V, tree(elem="int", combine="sdata[tid] -= sdata[tid + s]")),
+    (BLOCK, "exact-regrouping", U, tree()),
+    (BLOCK, "block-size", H, tree(block="1024")),
+    (BLOCK, "block-size", V, tree(first="64", block="256")),
+    (BLOCK, "block-size", U, tree(block="threads", host="void h(const float* a, float* b, int threads) { k<<<8, threads>>>(a, b); }")),
+    # Contended atomics.
+    (HIST, "integer-counters", H, atomic("atomicAdd(&bins[data[i]], 1u);")),
+    (HIST, "integer-counters", U, atomic("atomicAdd(&bins[data[i]], 1.0f);", elem="float")),
+    (HIST, "result-unused", H, atomic("atomicAdd(&bins[data[i]], 1u);")),
+    (HIST, "result-unused", V, atomic("unsigned int old = atomicAdd(&bins[data[i]], 1u); (void)old;")),
+    (HIST, "counters-only-updated", H, atomic("atomicAdd(&bins[data[i]], 1u);")),
+    (HIST, "counters-only-updated", V, atomic("atomicAdd(&bins[data[i]], 1u); bins[0] = 0;")),
+    (HIST, "counters-only-updated", U, atomic("atomicAdd(&bins[data[i]], 1u); atomicAdd(&bins[data[i] / 2], 1u);")),
+    (HIST, "few-addresses", H, atomic("atomicAdd(&bins[data[i]], 1u);")),
+    (HIST, "few-addresses", V, atomic("atomicAdd(&bins[data[i] % 100000u], 1u);", src="unsigned int")),
+    (HIST, "few-addresses", U, atomic("atomicAdd(&bins[data[i]], 1u);", src="int")),
+    (SINGLE, "exact-regrouping", H, uniform("atomicAdd(total, x[i]);", elem="int")),
+    (SINGLE, "exact-regrouping", U, uniform("atomicAdd(total, x[i]);")),
+    (SINGLE, "result-unused", H, uniform("atomicAdd(&total[0], x[i]);")),
+    (SINGLE, "result-unused", V, uniform("seen[i] = atomicAdd(&total[0], x[i]);")),
+    (SINGLE, "accumulator-only-updated", H, uniform("atomicAdd(total, x[i]);")),
+    (SINGLE, "accumulator-only-updated", V, uniform("atomicAdd(total, x[i]); seen[i] = total[0];")),
+    (SINGLE, "accumulator-only-updated", U, uniform("atomicAdd(total, x[i]); atomicAdd(total + 1, 1.0f);")),
+]
