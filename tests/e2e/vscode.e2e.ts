@@ -34,6 +34,7 @@ const SCENARIO = {
   /** 1-based line of the finding. */
   line: 26,
   card: "double-literal-promotion",
+  kernel: "center",
   message: "`0.5` is a `double`",
   /** The quick fix's title carries the verification state; without a GPU it is "not yet verified". */
   fixTitle: /^Write `0\.5f` — (not yet verified|verified [\d.]+x on .+|unverified.*)$/,
@@ -343,12 +344,46 @@ async function main(): Promise<void> {
       });
     }
 
-    // 5. The quick fix, titled with its verification state, and the text it produces.
-    if (!serverUp || !has("codeActionProvider")) {
-      waiting("the quick fix is listed with its verification state", "the server does not advertise codeActionProvider", shot(4, "quickfix"));
-      waiting("the applied quick fix changes the text as the card's rewrite does", "the server does not advertise codeActionProvider", shot(5, "fixed"));
+    // 5. The editor's context menu lists the server's commands; Show Lineage opens the card's record.
+    if (!serverUp || !has("executeCommandProvider")) {
+      waiting("the context menu lists the warpwise commands", "the server does not advertise executeCommandProvider", shot(4, "context-menu"));
+      waiting("Show Lineage opens the card's lineage", "the server does not advertise executeCommandProvider", shot(5, "lineage"));
     } else if (squiggle) {
-      const listed = await step(page, "the quick fix is listed with its verification state", shot(4, "quickfix"), async () => {
+      const menuOk = await step(page, "the context menu lists the warpwise commands", shot(4, "context-menu"), async () => {
+        await page.keyboard.press("Escape");
+        await page.mouse.move(10, 10);
+        const at = await settledSquiggle(page, SCENARIO.line);
+        await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2, { button: "right" });
+        const entries = ["Verify Kernel Under Cursor", "Optimize Kernel Under Cursor", "Profile Kernels in This File", "Show Lineage of Skill Card Under Cursor"];
+        for (const entry of entries) {
+          await page.locator(".monaco-menu .action-label", { hasText: entry }).first().waitFor({ state: "visible" });
+        }
+        return entries.join(", ");
+      });
+      if (menuOk) {
+        await step(page, "Show Lineage opens the card's lineage", shot(5, "lineage"), async () => {
+          await page.locator(".monaco-menu .action-label", { hasText: "Show Lineage of Skill Card Under Cursor" }).first().click();
+          await page.locator(".tabs-container .tab.active", { hasText: "Lineage of" }).waitFor({ state: "visible" });
+          const doc = page.locator(".editor-group-container.active .view-lines");
+          await doc.filter({ hasText: `Lineage of ${SCENARIO.card}` }).or(doc.filter({ hasText: `Lineage of \`${SCENARIO.card}\`` })).first().waitFor({ state: "visible" });
+          const text = (await doc.first().innerText()).replace(/\u00a0/g, " ");
+          if (!text.includes("Evidence")) {
+            throw new Error(`the lineage document lacks its evidence section: ${text.slice(0, 300)}`);
+          }
+          return text.split("\n")[0] ?? "";
+        });
+        await runCommand(page, "View: Close Editor");
+        await page.locator(".tabs-container .tab", { hasText: "Lineage of" }).waitFor({ state: "detached" });
+        await page.locator(`.tabs-container .tab[aria-label^="${SCENARIO.file}"]`).first().click();
+      }
+    }
+
+    // 6. The quick fix, titled with its verification state, and the text it produces.
+    if (!serverUp || !has("codeActionProvider")) {
+      waiting("the quick fix is listed with its verification state", "the server does not advertise codeActionProvider", shot(6, "quickfix"));
+      waiting("the applied quick fix changes the text as the card's rewrite does", "the server does not advertise codeActionProvider", shot(7, "fixed"));
+    } else if (squiggle) {
+      const listed = await step(page, "the quick fix is listed with its verification state", shot(6, "quickfix"), async () => {
         await page.keyboard.press("Escape");
         const at = await settledSquiggle(page, SCENARIO.line);
         await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2);
@@ -363,7 +398,7 @@ async function main(): Promise<void> {
         return fix;
       });
       if (listed) {
-        await step(page, "the applied quick fix changes the text as the card's rewrite does", shot(5, "fixed"), async () => {
+        await step(page, "the applied quick fix changes the text as the card's rewrite does", shot(7, "fixed"), async () => {
           await page.locator(".action-widget .monaco-list-row", { hasText: SCENARIO.fixTitle }).first().click();
           await until(`line ${SCENARIO.line} to read "${SCENARIO.lineAfterFix.trim()}"`, async () =>
             (await lineText(page, SCENARIO.line)) === SCENARIO.lineAfterFix ? true : undefined,
@@ -383,11 +418,26 @@ async function main(): Promise<void> {
       }
     }
 
-    // 6. The status item shows the backend: the GPU or "no GPU: compile-only", and the queue.
-    if (!serverUp) {
-      waiting("the status item shows the backend state", "the language server does not start", shot(6, "status"));
+    // 7. A palette command reaches the server and its answer is shown: verify the kernel under the cursor.
+    if (!serverUp || !has("executeCommandProvider")) {
+      waiting("Verify Kernel from the palette reports its result", "the server does not advertise executeCommandProvider", shot(8, "verify"));
     } else {
-      await step(page, "the status item shows the backend state", shot(6, "status"), async () => {
+      await step(page, "Verify Kernel from the palette reports its result", shot(8, "verify"), async () => {
+        await page.keyboard.press("Escape");
+        await goToLine(page, SCENARIO.line);
+        await runCommand(page, "warpwise: Verify Kernel Under Cursor");
+        const toast = page.locator(".notification-toast", { hasText: `\`${SCENARIO.kernel}\`` }).first();
+        await toast.waitFor({ state: "visible", timeout: 10 * TIMEOUT });
+        return (await toast.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
+      });
+      await runCommand(page, "Notifications: Clear All Notifications");
+    }
+
+    // 8. The status item shows the backend: the GPU or "no GPU: compile-only", and the queue.
+    if (!serverUp) {
+      waiting("the status item shows the backend state", "the language server does not start", shot(9, "status"));
+    } else {
+      await step(page, "the status item shows the backend state", shot(9, "status"), async () => {
         await page.keyboard.press("Escape");
         const text = await until("the status item to show the GPU and the queue", async () => {
           const t = await languageStatus(page);

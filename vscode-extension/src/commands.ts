@@ -54,14 +54,16 @@ export function serverCommandId(command: ServerCommand, advertised: readonly str
 
 /** What to do with a command's result: show a line, open a document, or nothing. */
 export type CommandOutcome =
-  | { kind: "message"; text: string; error: boolean }
+  | { kind: "message"; text: string; severity: "information" | "warning" | "error" }
   | { kind: "document"; content: string; language: string }
   | { kind: "none" };
 
 /** Read a server command's result, which may be a string, Markdown, or an object with a message. */
 export function commandOutcome(result: unknown): CommandOutcome {
   if (typeof result === "string") {
-    return result.includes("\n") ? { kind: "document", content: result, language: "markdown" } : { kind: "message", text: result, error: false };
+    return result.includes("\n")
+      ? { kind: "document", content: result, language: "markdown" }
+      : { kind: "message", text: result, severity: "information" };
   }
   if (result && typeof result === "object") {
     const r = result as Record<string, unknown>;
@@ -71,8 +73,10 @@ export function commandOutcome(result: unknown): CommandOutcome {
     }
     const message = r.message ?? r.summary;
     if (typeof message === "string" && message.trim() !== "") {
-      const error = r.ok === false || r.error === true || (typeof r.status === "string" && /fail|error|crash/.test(r.status));
-      return { kind: "message", text: message, error };
+      // A failure is an error; a command that could not run here (no GPU, untrusted, no kernel) is a warning.
+      const failed = r.error === true || (typeof r.status === "string" && /fail|error|crash|incorrect/.test(r.status));
+      const severity = failed ? "error" : r.ok === false ? "warning" : "information";
+      return { kind: "message", text: message, severity };
     }
   }
   return { kind: "none" };

@@ -11,6 +11,11 @@ import { WarpwiseServer } from "./server";
 
 let server: WarpwiseServer | undefined;
 
+/** Read-only documents the server answers with (a card's lineage), shown without a save prompt on close. */
+const DOCUMENT_SCHEME = "warpwise";
+const documents = new Map<string, string>();
+const documentsChanged = new vscode.EventEmitter<vscode.Uri>();
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   server = new WarpwiseServer();
   const s = server;
@@ -20,6 +25,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("warpwise.showOutput", () => s.output.show(true)),
     vscode.commands.registerCommand("warpwise.installServer", () => s.install()),
     vscode.commands.registerCommand("warpwise.selectInterpreter", () => selectInterpreter()),
+    documentsChanged,
+    vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, {
+      onDidChange: documentsChanged.event,
+      provideTextDocumentContent: (uri) => documents.get(uri.path) ?? "",
+    }),
     ...SERVER_COMMANDS.map((command) =>
       vscode.commands.registerCommand(command.id, (...args: unknown[]) => runServerCommand(s, command, args)),
     ),
@@ -107,13 +117,21 @@ async function runServerCommand(s: WarpwiseServer, command: ServerCommand, args:
   const result: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command: id, arguments: serverArgs });
   const outcome = commandOutcome(result);
   if (outcome.kind === "message") {
-    if (outcome.error) {
-      void vscode.window.showErrorMessage(`warpwise: ${outcome.text}`);
+    const text = `warpwise: ${outcome.text}`;
+    if (outcome.severity === "error") {
+      void vscode.window.showErrorMessage(text);
+    } else if (outcome.severity === "warning") {
+      void vscode.window.showWarningMessage(text);
     } else {
-      void vscode.window.showInformationMessage(`warpwise: ${outcome.text}`);
+      void vscode.window.showInformationMessage(text);
     }
   } else if (outcome.kind === "document") {
-    const doc = await vscode.workspace.openTextDocument({ content: outcome.content, language: outcome.language });
+    const title = /^#\s+(.+)$/m.exec(outcome.content)?.[1]?.replace(/[`/\\]/g, "") ?? command.id;
+    const uri = vscode.Uri.from({ scheme: DOCUMENT_SCHEME, path: `/${title}.md` });
+    documents.set(uri.path, outcome.content);
+    documentsChanged.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(doc, outcome.language);
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
   }
   return result;

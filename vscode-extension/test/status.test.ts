@@ -81,9 +81,11 @@ test("server command ids are matched whatever their spelling", () => {
 });
 
 test("command results become messages or documents", () => {
-  assert.deepEqual(commandOutcome("cache cleared (12 results)"), { kind: "message", text: "cache cleared (12 results)", error: false });
+  assert.deepEqual(commandOutcome("cache cleared (12 results)"), { kind: "message", text: "cache cleared (12 results)", severity: "information" });
   assert.deepEqual(commandOutcome({ markdown: "# lineage" }), { kind: "document", content: "# lineage", language: "markdown" });
-  assert.deepEqual(commandOutcome({ status: "compile_failed", message: "nvcc failed" }), { kind: "message", text: "nvcc failed", error: true });
+  assert.deepEqual(commandOutcome({ ok: false, status: "compile_failed", message: "nvcc failed" }), { kind: "message", text: "nvcc failed", severity: "error" });
+  assert.deepEqual(commandOutcome({ ok: false, status: "unavailable", message: "no GPU" }), { kind: "message", text: "no GPU", severity: "warning" });
+  assert.deepEqual(commandOutcome({ ok: true, status: "verified", message: "1.7x" }), { kind: "message", text: "1.7x", severity: "information" });
   assert.deepEqual(commandOutcome(null), { kind: "none" });
 });
 
