@@ -267,35 +267,49 @@ async function main(): Promise<void> {
     await page.locator(".explorer-folders-view .monaco-list-row", { hasText: SCENARIO.file }).waitFor({ state: "visible" });
     await openFile(page, SCENARIO.file);
 
-    // 1. Untrusted workspace: the server runs for analysis only, and the extension says so.
-    await step(page, "restricted mode in an untrusted workspace is explained", shot(1, "restricted"), async () => {
-      await page.locator(".notification-toast", { hasText: "warpwise runs in restricted mode" }).waitFor({ state: "visible" });
-      const text = await until("the status item to say restricted", async () => {
-        const t = await languageStatus(page);
-        return /restricted/.test(t) ? t : undefined;
+    if (!serverUp) {
+      // Without a server, what the extension can still show is why: the status item names the failure.
+      await step(page, "the status item says why the server does not start", shot(0, "no-server"), async () => {
+        const text = await until("the status item to report the failure", async () => {
+          const t = await languageStatus(page);
+          return /warpwise: (stopped|no server)/.test(t) ? t : undefined;
+        });
+        return text;
       });
-      if (!/untrusted workspace: analysis only, nothing is compiled or run/.test(text)) {
-        throw new Error(`status item says: ${text}`);
-      }
-      return text;
-    });
+      waiting("restricted mode in an untrusted workspace is explained", `the language server does not start: ${features.error ?? ""}`, shot(1, "restricted"));
+      waiting("trusting the workspace restarts the server", "the language server does not start");
+    } else {
+      removeStale(shot(0, "no-server"));
+      // 1. Untrusted workspace: the server runs for analysis only, and the extension says so.
+      await step(page, "restricted mode in an untrusted workspace is explained", shot(1, "restricted"), async () => {
+        await page.locator(".notification-toast", { hasText: "warpwise runs in restricted mode" }).waitFor({ state: "visible" });
+        const text = await until("the status item to say restricted", async () => {
+          const t = await languageStatus(page);
+          return /restricted/.test(t) ? t : undefined;
+        });
+        if (!/untrusted workspace: analysis only, nothing is compiled or run/.test(text)) {
+          throw new Error(`status item says: ${text}`);
+        }
+        return text;
+      });
 
-    // 2. Trusting the workspace restarts the server with verification allowed.
-    await step(page, "trusting the workspace restarts the server", undefined, async () => {
-      await page.mouse.move(10, 10);
-      await runCommand(page, "Workspaces: Manage Workspace Trust");
-      await page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust$/ }).click();
-      await page.locator(".workspace-trust-editor", { hasText: "You trust this folder" }).waitFor({ state: "visible" });
-      await page.locator(".modal-editor-header [aria-label^='Close Modal Editor']").click();
-      await page.locator(".modal-editor-part").waitFor({ state: "hidden" });
-      await runCommand(page, "Notifications: Clear All Notifications");
-      await page.locator(`.tabs-container .tab.active[aria-label^="${SCENARIO.file}"]`).waitFor({ state: "visible" });
-      return until("the status item to leave restricted mode", async () => {
-        const t = await languageStatus(page);
-        return /restricted|starting/.test(t) ? undefined : t;
+      // 2. Trusting the workspace restarts the server with verification allowed.
+      await step(page, "trusting the workspace restarts the server", undefined, async () => {
+        await page.mouse.move(10, 10);
+        await runCommand(page, "Workspaces: Manage Workspace Trust");
+        await page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust$/ }).click();
+        await page.locator(".workspace-trust-editor", { hasText: "You trust this folder" }).waitFor({ state: "visible" });
+        await page.locator(".modal-editor-header [aria-label^='Close Modal Editor']").click();
+        await page.locator(".modal-editor-part").waitFor({ state: "hidden" });
+        await runCommand(page, "Notifications: Clear All Notifications");
+        await page.locator(`.tabs-container .tab.active[aria-label^="${SCENARIO.file}"]`).waitFor({ state: "visible" });
+        return until("the status item to leave restricted mode", async () => {
+          const t = await languageStatus(page);
+          return /restricted|starting/.test(t) ? undefined : t;
+        });
       });
-    });
-    await page.mouse.move(10, 10);
+      await page.mouse.move(10, 10);
+    }
 
     // 3. The finding's squiggle.
     let squiggle: Box | undefined;

