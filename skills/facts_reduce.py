@@ -910,3 +910,154 @@ def top_level_item(node: Node) -> Node:
     while node.parent is not None and node.parent.type != "translation_unit":
         node = node.parent
     return node
+
+
+# -- two-pass softmax ---------------------------------------------------------------------------------------------
+
+_MAX_CALLS = {"fmaxf", "fmax", "max", "::max", "std::max"}
+_EXP_CALLS = {"expf", "__expf", "exp"}
+
+
+@dataclass(frozen=True, slots=True)
+class TwoPassSoftmax:
+    """A max pass `for (H) m = fmaxf(m, e);` followed by a sum pass `for (H) s += expf(e - m);` over the same
+    elements `e` with the same loop header `H`; only declarations of the sum (and comments) may sit between them, which
+    `between` lists in order."""
+
+    max_var: str
+    sum_var: str
+    element: str
+    element_span: Span
+    max_call: str
+    exp_call: str
+    header: str
+    first_loop: int
+    second_loop: int
+    between: tuple[Span, ...]
+    span: Span
+
+
+def _single_assignment(model: FileModel, loop_node: Node) -> Node | None:
+    body = statements(field(loop_node, "body"))
+    if len(body) != 1 or body[0].type != "expression_statement":
+        return None
+    inner = [c for c in body[0].named_children if c.type != "comment"]
+    return inner[0] if len(inner) == 1 and inner[0].type == "assignment_expression" else None
+
+
+def _header_text(model: FileModel, loop_node: Node) -> str:
+    body = field(loop_node, "body")
+    end = body.start_byte if body is not None else loop_node.end_byte
+    return model.text[loop_node.start_byte : end].decode("utf-8", "replace").rstrip()
+
+
+def two_pass_softmax(model: FileModel, fn: Function, loop_id: int) -> TwoPassSoftmax | None:
+    """Return the max and sum passes starting at a `for` loop, or None when the loops have another shape."""
+    loop = fn.loops[loop_id]
+    if loop.kind != "for":
+        return None
+    first = node_at(model, fn, loop.span, "for_statement")
+    if first is None:
+        return None
+    assign = _single_assignment(model, first)
+    if assign is None or operator_of(assign) != "=":
+        return None
+    m_node, call = field(assign, "left"), unparen(field(assign, "right"))
+    if m_node is None or m_node.type != "identifier" or call is None or call.type != "call_expression":
+        return None
+    max_call = clean(text_of(model, field(call, "function")))
+    args_node = field(call, "arguments")
+    args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+    m = text_of(model, m_node)
+    if max_call not in _MAX_CALLS or len(args) != 2:
+        return None
+    texts = [clean(text_of(model, a)) for a in args]
+    if texts[0] == m:
+        element_node = args[1]
+    elif texts[1] == m:
+        element_node = args[0]
+    else:
+        return None
+    element = clean(text_of(model, element_node))
+    between: list[Span] = []
+    nxt = first.next_named_sibling
+    while nxt is not None and nxt.type in ("declaration", "comment"):
+        between.append((nxt.start_byte - fn.base, nxt.end_byte - fn.base))
+        nxt = nxt.next_named_sibling
+    if (
+        nxt is None
+        or nxt.type != "for_statement"
+        or clean(_header_text(model, nxt)) != clean(_header_text(model, first))
+    ):
+        return None
+    second = nxt
+    acc = _single_assignment(model, second)
+    if acc is None:
+        return None
+    s_node = field(acc, "left")
+    if s_node is None or s_node.type != "identifier":
+        return None
+    s = text_of(model, s_node)
+    right = unparen(field(acc, "right"))
+    if (
+        operator_of(acc) == "="
+        and right is not None
+        and right.type == "binary_expression"
+        and operator_of(right) == "+"
+    ):
+        if clean(text_of(model, field(right, "left"))) != s:
+            return None
+        right = unparen(field(right, "right"))
+    elif operator_of(acc) != "+=":
+        return None
+    if right is None or right.type != "call_expression":
+        return None
+    exp_call = clean(text_of(model, field(right, "function")))
+    exp_args_node = field(right, "arguments")
+    exp_args = [a for a in exp_args_node.named_children if a.type != "comment"] if exp_args_node is not None else []
+    if exp_call not in _EXP_CALLS or len(exp_args) != 1:
+        return None
+    diff = unparen(exp_args[0])
+    if diff is None or diff.type != "binary_expression" or operator_of(diff) != "-":
+        return None
+    if clean(text_of(model, field(diff, "left"))) != element or clean(text_of(model, field(diff, "right"))) != m:
+        return None
+    for span in between:
+        decl = node_at(model, fn, span)
+        if decl is None or decl.type == "comment":
+            continue
+        declared = [d for d in decl.children_by_field_name("declarator")] if decl.type == "declaration" else []
+        if len(declared) != 1 or declared[0].type != "init_declarator":
+            return None
+        if text_of(model, field(declared[0], "declarator")) != s:
+            return None
+    values, _ = definitions(model, fn, s)
+    if len(values) != 1 or float_literal_value(text_of(model, values[0])) != 0.0:
+        return None
+    written = [n for cap in ("assigned", "updated") for n in nodes(model, fn, _DECLS, cap) if text_of(model, n) == s]
+    if any(n.start_byte < second.start_byte for n in written):
+        return None
+    names = identifiers(model, element_node)
+    if (
+        m in names
+        or s in names
+        or (names & (fn.loops[loop_id].assigned - {loop.var}))
+        or has_side_effects(element_node)
+    ):
+        return None
+    second_id = next((lp.id for lp in fn.loops if fn.span(lp.span)[0] == second.start_byte), None)
+    if second_id is None:
+        return None
+    return TwoPassSoftmax(
+        m,
+        s,
+        element,
+        _rel(fn, element_node),
+        text_of(model, call),
+        exp_call,
+        _header_text(model, first),
+        loop_id,
+        second_id,
+        tuple(between),
+        (first.start_byte - fn.base, second.end_byte - fn.base),
+    )

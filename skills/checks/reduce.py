@@ -10,12 +10,14 @@ from warpwise.analyzers.model import AccessKind
 from warpwise.skills.facts import identifier_uses
 from warpwise.skills.facts_reduce import (
     TreeReduction,
+    TwoPassSoftmax,
     bare_type,
     ctype,
     is_kernel,
     launch_blocks,
     launch_bound,
     launches_text,
+    variable_type,
 )
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 
@@ -261,3 +263,38 @@ def atomic_addresses_few(ctx: CheckContext, few: int = 8192, many: int = 65536) 
     if bins > many:
         return violated(f"`{ctx.fact('index')}` spreads over {bins} counters of `{arr}`; collisions are rare")
     return unknown(f"`{ctx.fact('index')}` selects one of {bins} counters; whether threads collide often is not known")
+
+
+@check("softmax_accumulators_floating")
+def softmax_accumulators_floating(ctx: CheckContext) -> Verdict:
+    """Hold when the running maximum and the sum are `float` or `double`."""
+    sm: TwoPassSoftmax = ctx.fact("softmax")
+    fn = ctx.function
+    types = {v: bare_type(variable_type(fn, v) or "") for v in (sm.max_var, sm.sum_var)}
+    kinds = {v: ctype(t) for v, t in types.items()}
+    if any(k is not None and k.kind != "float" for k in kinds.values()):
+        bad = next(v for v, k in kinds.items() if k is not None and k.kind != "float")
+        return violated(f"`{bad}` is `{types[bad]}`; the online rescaling needs floating-point accumulators")
+    if all(k is not None for k in kinds.values()):
+        return holds(f"`{sm.max_var}` and `{sm.sum_var}` are `{types[sm.max_var]}`/`{types[sm.sum_var]}`")
+    missing = next(v for v, k in kinds.items() if k is None)
+    return unknown(f"the type of `{missing}` is not known here")
+
+
+@check("softmax_pass_reads_global")
+def softmax_pass_reads_global(ctx: CheckContext) -> Verdict:
+    """Hold when each pass reads its elements from global memory (so fusing the passes saves a full read)."""
+    sm: TwoPassSoftmax = ctx.fact("softmax")
+    fn = ctx.function
+    lo, hi = sm.element_span
+    reads = [a for a in fn.accesses if lo <= a.span[0] < hi]
+    if not reads:
+        return violated(f"`{sm.element}` reads no memory; both passes work on registers")
+    spaces = {a.space.value for a in reads}
+    if "global" in spaces:
+        return holds(f"`{sm.element}` is read from global memory in both passes")
+    if spaces <= {"shared", "local", "constant"}:
+        return violated(
+            f"`{sm.element}` is read from {'/'.join(sorted(spaces))} memory; a second pass over it costs little"
+        )
+    return unknown(f"where `{sm.element}` lives is not known here")

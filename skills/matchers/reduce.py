@@ -22,6 +22,7 @@ from warpwise.skills.facts_reduce import (
     reads_memory,
     single_definition,
     tree_reduction,
+    two_pass_softmax,
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -137,5 +138,31 @@ def uniform_address_atomics(ctx: MatchContext) -> Iterator[Region]:
                 "address": address,
                 "value": tgt.value,
                 "element": element_type(fn, tgt.base) or "",
+            },
+        )
+
+
+@matcher("two_pass_softmax")
+def two_pass_softmax_loops(ctx: MatchContext) -> Iterator[Region]:
+    """Find a max pass followed by a sum-of-exponentials pass over the same elements."""
+    fn = ctx.function
+    names = {c.name for c in fn.calls if c.category in ("math", "call")}
+    if len(fn.loops) < 2 or not names & {"expf", "__expf", "exp"} or not names & {"fmaxf", "fmax", "max"}:
+        return
+    for loop in fn.loops:
+        found = two_pass_softmax(ctx.model, fn, loop.id)
+        if found is None:
+            continue
+        yield Region(
+            AnchorKind.LOOP,
+            fn,
+            loop.header_span,
+            f"softmax:{found.max_var}:{found.sum_var}:{loop.id}",
+            {
+                "softmax": found,
+                "max": found.max_var,
+                "sum": found.sum_var,
+                "element": found.element,
+                "exp": found.exp_call,
             },
         )

@@ -15,11 +15,13 @@ from warpwise.skills.facts import identifier_uses, nodes
 from warpwise.skills.facts_reduce import (
     AtomicTarget,
     TreeReduction,
+    TwoPassSoftmax,
     bare_type,
     ctype,
     expr_type,
     fresh_name,
     launch_blocks,
+    variable_type,
 )
 from warpwise.skills.rewrite import Edit, RewriteContext
 
@@ -271,3 +273,34 @@ def aggregate_uniform_atomic(ctx: RewriteContext) -> list[Edit] | None:
         f"if ({active}.thread_rank() == 0) atomicAdd({address}, {total});",
     ]
     return [_statement_block(ctx, ctx.abs(tgt.statement_span), lines), *_cg_includes(ctx)]
+
+
+def online_softmax(ctx: RewriteContext) -> list[Edit] | None:
+    """Fuse the max pass and the sum pass into one loop that rescales the sum whenever the maximum grows.
+
+    `s = (m == -INFINITY ? 0 : s * exp(m - m_next)) + exp(e - m_next)`: the guard drops the sum of elements seen
+    while the running maximum was still `-INFINITY` (masked elements), whose true contribution is 0 once a
+    finite maximum appears; `exp(-inf - (-inf))` would otherwise turn the whole sum into NaN.
+    """
+    sm: TwoPassSoftmax = ctx.fact("softmax")
+    fn = ctx.function
+    start, end = ctx.abs(sm.span)
+    if not _own_line(ctx, start):
+        return None
+    m_type = bare_type(variable_type(fn, sm.max_var) or "")
+    s_type = ctype(variable_type(fn, sm.sum_var))
+    if ctype(m_type) is None or s_type is None or s_type.kind != "float":
+        return None
+    zero = "0.0f" if s_type.bits == 32 else "0.0"
+    ind, u = ctx.indent_at(start), ctx.indent_unit()
+    m, s, e, exp = sm.max_var, sm.sum_var, sm.element, sm.exp_call
+    nxt = fresh_name(ctx.model, fn, f"{m}_next")
+    decls = "".join(f"{ctx.text(ctx.abs(span))}\n{ind}" for span in sm.between)
+    lines = [
+        f"{sm.header} {{",
+        f"{u}const {m_type} {nxt} = {sm.max_call};",
+        f"{u}{s} = ({m} == -INFINITY ? {zero} : {s} * {exp}({m} - {nxt})) + {exp}({e} - {nxt});",
+        f"{u}{m} = {nxt};",
+        "}",
+    ]
+    return [Edit(start, end, decls + lines[0] + "".join(f"\n{ind}{line}" for line in lines[1:]))]

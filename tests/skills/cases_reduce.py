@@ -187,3 +187,42 @@ CASES: list[tuple[str, str, VerdictStatus, str]] = [
     (SINGLE, "accumulator-only-updated", V, uniform("atomicAdd(total, x[i]); seen[i] = total[0];")),
     (SINGLE, "accumulator-only-updated", U, uniform("atomicAdd(total, x[i]); atomicAdd(total + 1, 1.0f);")),
 ]
+
+SOFTMAX = """
+{decl}
+__global__ void k(const {elem}* x, float* y, int cols) {{
+  {prelude}
+  {mtype} m = {init};
+  for (int c = 0; c < cols; ++c) m = {maxf}(m, {element});
+  {stype} s = 0;
+  for (int c = 0; c < cols; ++c) s += expf({element} - m);
+  y[0] = s;
+}}
+"""
+
+
+def softmax(
+    elem: str = "float",
+    mtype: str = "float",
+    stype: str = "float",
+    init: str = "-INFINITY",
+    maxf: str = "fmaxf",
+    element: str = "x[c]",
+    prelude: str = "",
+    decl: str = "",
+) -> str:
+    """Return a kernel with a max pass and a sum pass."""
+    return SOFTMAX.format(
+        elem=elem, mtype=mtype, stype=stype, init=init, maxf=maxf, element=element, prelude=prelude, decl=decl
+    )
+
+
+SM = "two-pass-softmax"
+CASES += [
+    (SM, "floating-accumulators", H, softmax()),
+    (SM, "floating-accumulators", V, softmax(elem="int", mtype="int", stype="int", init="-1000", maxf="max")),
+    (SM, "floating-accumulators", U, softmax(mtype="T", decl="template <typename T>")),
+    (SM, "reads-global", H, softmax()),
+    (SM, "reads-global", V, softmax(prelude="__shared__ float row[64]; row[threadIdx.x] = x[threadIdx.x];", element="row[c]")),
+    (SM, "reads-global", U, softmax(decl="__device__ const float* pick(int r);", prelude="const float* p = pick(0);", element="p[c]")),
+]
