@@ -13,10 +13,14 @@ from warpwise.skills.facts_reduce import (
     TwoPassSoftmax,
     bare_type,
     ctype,
+    geometry_limits,
+    int_range,
     is_kernel,
     launch_blocks,
     launch_bound,
     launches_text,
+    node_at,
+    origin_value,
     variable_type,
 )
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
@@ -298,3 +302,38 @@ def softmax_pass_reads_global(ctx: CheckContext) -> Verdict:
             f"`{sm.element}` is read from {'/'.join(sorted(spaces))} memory; a second pass over it costs little"
         )
     return unknown(f"where `{sm.element}` lives is not known here")
+
+
+def _bound_text(v: int) -> str:
+    return f"2^{v.bit_length()}" if v > 4096 and (v + 1) & v == 0 else str(v)
+
+
+@check("dividend_is_signed")
+def dividend_is_signed(ctx: CheckContext) -> Verdict:
+    """Hold when the dividend is a signed integer (for unsigned ones the compiler already shifts and masks)."""
+    ty = ctx.fact("dividend_type")
+    x = ctx.fact("dividend")
+    if ty.kind == "signed":
+        return holds(
+            f"`{x}` is a signed {ty.bits}-bit integer: `{ctx.fact('op')}` by {ctx.fact('divisor')} compiles to a "
+            "shift or mask plus a sign correction"
+        )
+    return violated(f"`{x}` is unsigned: the compiler already turns `{ctx.fact('expression')}` into a shift or mask")
+
+
+@check("dividend_non_negative")
+def dividend_non_negative(ctx: CheckContext) -> Verdict:
+    """Hold when the dividend is provably non-negative in every thread (from thread/block indices and launches)."""
+    fn = ctx.function
+    x = ctx.fact("dividend")
+    node = node_at(ctx.model, fn, ctx.fact("dividend_span"))
+    r = int_range(ctx.model, fn, node, geometry_limits(ctx.model, fn))
+    if r is not None and r[0] >= 0:
+        return holds(f"`{x}` lies in [{r[0]}, {_bound_text(r[1])}] (from the thread and block indices)")
+    at_origin = origin_value(ctx.model, fn, node)
+    if at_origin is not None and at_origin < 0:
+        return violated(
+            f"`{x}` is {at_origin} in thread 0 of block 0; for negative values `/` rounds toward zero and `%` "
+            "keeps the sign, unlike `>>` and `&`"
+        )
+    return unknown(f"`{x}` is not provably non-negative here (it depends on values whose sign is not known)")

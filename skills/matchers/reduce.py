@@ -11,16 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warpwise.skills.facts import nodes
 from warpwise.skills.facts_reduce import (
     atomic_target,
+    clean,
     element_type,
+    expr_type,
+    field,
     geometry_limits,
     identifiers,
     int_range,
     is_uniform,
     node_at,
+    number_value,
+    operator_of,
     reads_memory,
     single_definition,
+    text_of,
     tree_reduction,
     two_pass_softmax,
 )
@@ -164,5 +171,54 @@ def two_pass_softmax_loops(ctx: MatchContext) -> Iterator[Region]:
                 "sum": found.sum_var,
                 "element": found.element,
                 "exp": found.exp_call,
+            },
+        )
+
+
+_DIVISIONS = """
+(binary_expression operator: "/") @d
+(binary_expression operator: "%") @d
+"""
+
+
+@matcher("integer_division_by_power_of_two")
+def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
+    """Find integer `x / 2^k` and `x % 2^k` with a constant power-of-two divisor."""
+    fn = ctx.function
+    for node in nodes(ctx.model, fn, _DIVISIONS, "d"):
+        right = field(node, "right")
+        divisor = number_value(ctx.model, right)
+        if divisor is None or divisor < 2 or divisor & (divisor - 1) or right is None:
+            continue
+        op = operator_of(node) or "/"
+        named = right.type != "number_literal"
+        if named and op == "/":
+            # A shift would hard-code the logarithm of a named constant; leave such divisions alone.
+            continue
+        left = field(node, "left")
+        ty = expr_type(ctx.model, fn, left)
+        if ty is None or not ty.is_int or left is None:
+            continue
+        shift = divisor.bit_length() - 1
+        dividend = text_of(ctx.model, left)
+        mask = f"({text_of(ctx.model, right)} - 1)" if named else str(divisor - 1)
+        replacement = f"{dividend} >> {shift}" if op == "/" else f"{dividend} & {mask}"
+        yield Region(
+            AnchorKind.EXPRESSION,
+            fn,
+            (node.start_byte - fn.base, node.end_byte - fn.base),
+            f"pow2:{op}:{node.start_byte - fn.base}",
+            {
+                "op": op,
+                "divisor": divisor,
+                "divisor_text": text_of(ctx.model, right),
+                "shift": shift,
+                "dividend": dividend,
+                "dividend_span": (left.start_byte - fn.base, left.end_byte - fn.base),
+                "dividend_type": ty,
+                "expression": clean(text_of(ctx.model, node)),
+                "replacement": replacement,
+                "mask": mask,
+                "operation": "division" if op == "/" else "remainder",
             },
         )

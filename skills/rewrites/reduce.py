@@ -19,6 +19,7 @@ from warpwise.skills.facts_reduce import (
     bare_type,
     ctype,
     expr_type,
+    field,
     fresh_name,
     launch_blocks,
     variable_type,
@@ -304,3 +305,47 @@ def online_softmax(ctx: RewriteContext) -> list[Edit] | None:
         "}",
     ]
     return [Edit(start, end, decls + lines[0] + "".join(f"\n{ind}{line}" for line in lines[1:]))]
+
+
+_LOOSE_PARENTS = {
+    "init_declarator",
+    "argument_list",
+    "subscript_argument_list",
+    "parenthesized_expression",
+    "expression_statement",
+    "return_statement",
+    "condition_clause",
+    "initializer_list",
+    "comma_expression",
+}
+
+
+def _needs_parens(node: object, tighter: bool = True) -> bool:
+    """Return whether a rewritten expression binding looser than its original must be parenthesized."""
+    parent = getattr(node, "parent", None)
+    if parent is None:
+        return True
+    if parent.type in _LOOSE_PARENTS:
+        return False
+    if parent.type == "assignment_expression":
+        return field(parent, "right") is None or field(parent, "right").id != getattr(node, "id", None)
+    if parent.type == "conditional_expression":
+        return False
+    return tighter
+
+
+def shift_or_mask(ctx: RewriteContext) -> list[Edit] | None:
+    """Rewrite `x / 2^k` as `x >> k` and `x % 2^k` as `x & (2^k - 1)`, parenthesized where precedence needs it."""
+    start, end = ctx.region.abs_span
+    node = ctx.node((start, end), "binary_expression")
+    if node is None or (node.start_byte, node.end_byte) != (start, end):
+        return None
+    right = field(node, "right")
+    op_node = field(node, "operator")
+    if right is None or op_node is None or (right.type != "number_literal" and ctx.fact("op") == "/"):
+        return None
+    new = f">> {ctx.fact('shift')}" if ctx.fact("op") == "/" else f"& {ctx.fact('mask')}"
+    edits = [Edit(op_node.start_byte, right.end_byte, new)]
+    if _needs_parens(node):
+        edits += [Edit(start, start, "("), Edit(end, end, ")")]
+    return edits

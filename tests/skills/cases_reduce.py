@@ -12,6 +12,9 @@ EXEMPT: dict[str, dict[VerdictStatus, str]] = {
         VerdictStatus.VIOLATED: "every atomicAdd type either adds exactly (integers) or rounds (floating point); "
         "neither rules the aggregation out, so the check answers holds or unknown",
     },
+    "dividend_is_signed": {
+        VerdictStatus.UNKNOWN: "the matcher only yields divisions whose dividend has a known integer type",
+    },
     "atomic_result_unused": {
         VerdictStatus.UNKNOWN: "whether the call is a statement of its own is read from the syntax, always decidable",
     },
@@ -225,4 +228,32 @@ CASES += [
     (SM, "reads-global", H, softmax()),
     (SM, "reads-global", V, softmax(prelude="__shared__ float row[64]; row[threadIdx.x] = x[threadIdx.x];", element="row[c]")),
     (SM, "reads-global", U, softmax(decl="__device__ const float* pick(int r);", prelude="const float* p = pick(0);", element="p[c]")),
+]
+
+DIV = """
+__global__ void k(float* out, int n) {{
+  {decl}
+  out[0] = (float)({expr});
+}}
+{host}
+"""
+
+P2 = "division-by-power-of-two"
+CASES += [
+    (P2, "signed-dividend", H, DIV.format(decl="int t = threadIdx.x;", expr="t / 32", host="")),
+    (P2, "signed-dividend", V, DIV.format(decl="unsigned t = threadIdx.x;", expr="t / 32", host="")),
+    (P2, "non-negative", H, DIV.format(decl="int t = threadIdx.x + 32 * threadIdx.y;", expr="t % 32", host="")),
+    (
+        P2,
+        "non-negative",
+        H,
+        DIV.format(
+            decl="int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            expr="i / 16",
+            host="void h(float* o) { k<<<1024, 128>>>(o, 0); }",
+        ),
+    ),
+    (P2, "non-negative", U, DIV.format(decl="int i = blockIdx.x * blockDim.x + threadIdx.x;", expr="i / 16", host="")),
+    (P2, "non-negative", U, DIV.format(decl="", expr="n % 4", host="")),
+    (P2, "non-negative", V, DIV.format(decl="int t = (int)threadIdx.x - 1;", expr="t / 2", host="")),
 ]
