@@ -1061,3 +1061,41 @@ def two_pass_softmax(model: FileModel, fn: Function, loop_id: int) -> TwoPassSof
         tuple(between),
         (first.start_byte - fn.base, second.end_byte - fn.base),
     )
+
+
+def is_simple_operand(node: Node | None) -> bool:
+    """Return whether an expression reads only variables and constants (no loads, calls or side effects)."""
+    node = unparen(node)
+    if node is None:
+        return False
+    if node.type in ("identifier", "number_literal"):
+        return True
+    if node.type == "field_expression":
+        return is_simple_operand(field(node, "argument"))
+    if node.type in ("binary_expression", "unary_expression", "cast_expression"):
+        return all(
+            is_simple_operand(c) for c in node.named_children if c.type not in ("comment", "type_descriptor")
+        ) and operator_of(node) not in ("&&", "||")
+    return False
+
+
+def enclosing_loops(fn: Function, rel: Span) -> list[int]:
+    """Return the ids of the loops around a span, innermost first."""
+    around = [lp for lp in fn.loops if lp.body_span[0] <= rel[0] and rel[1] <= lp.body_span[1]]
+    return [lp.id for lp in sorted(around, key=lambda lp: -lp.depth)]
+
+
+def division_type(model: FileModel, fn: Function, node: Node) -> CType | None:
+    """Return the type of a binary arithmetic expression; a `double` operand makes it `double` even when the other
+    operand's type is not known."""
+    left = expr_type(model, fn, field(node, "left"))
+    right = expr_type(model, fn, field(node, "right"))
+    if CType("float", 64) in (left, right):
+        return CType("float", 64)
+    return _arith(left, right)
+
+
+def declared_volatile(model: FileModel, fn: Function, name: str) -> bool:
+    """Return whether the function declares `name` (as a local or parameter) `volatile`."""
+    text = model.text[fn.base : fn.base + fn.length].decode("utf-8", "replace")
+    return re.search(rf"\bvolatile\b[^;=(){{}}]*?\b{re.escape(name)}\b", text) is not None

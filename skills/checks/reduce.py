@@ -7,13 +7,16 @@ answers one precondition with holds / violated / unknown and a one-line reason n
 from __future__ import annotations
 
 from warpwise.analyzers.model import AccessKind
-from warpwise.skills.facts import identifier_uses
+from warpwise.skills.facts import identifier_uses, loop_label
 from warpwise.skills.facts_reduce import (
     TreeReduction,
     TwoPassSoftmax,
     bare_type,
     ctype,
+    declared_volatile,
+    field,
     geometry_limits,
+    identifiers,
     int_range,
     is_kernel,
     launch_blocks,
@@ -337,3 +340,35 @@ def dividend_non_negative(ctx: CheckContext) -> Verdict:
             "keeps the sign, unlike `>>` and `&`"
         )
     return unknown(f"`{x}` is not provably non-negative here (it depends on values whose sign is not known)")
+
+
+@check("divisor_fixed_during_loop")
+def divisor_fixed_during_loop(ctx: CheckContext) -> Verdict:
+    """Hold when every variable of the divisor is a by-value parameter or a local the loop does not assign."""
+    fn = ctx.function
+    node = node_at(ctx.model, fn, ctx.region.span, "binary_expression")
+    right = field(node, "right")
+    names = sorted(identifiers(ctx.model, right)) if right is not None else []
+    for name in names:
+        if declared_volatile(ctx.model, fn, name):
+            return violated(
+                f"`{name}` is `volatile`: it may change between iterations even though the loop does not assign it"
+            )
+    others = [n for n in names if variable_type(fn, n) is None]
+    refs = [n for n in names if (p := fn.param(n)) is not None and p.is_reference]
+    if others or refs:
+        which = (others or refs)[0]
+        return unknown(f"`{which}` is not a local or by-value parameter; something the loop calls could change it")
+    shown = ", ".join(f"`{n}`" for n in names)
+    return holds(f"{shown} {'is' if len(names) == 1 else 'are'} not assigned in {loop_label(ctx.fact('loop'))}")
+
+
+@check("loop_repeats")
+def loop_repeats(ctx: CheckContext) -> Verdict:
+    """Hold when the loop runs more than once (the reciprocal is computed once for many divisions)."""
+    loop = ctx.fact("loop")
+    if loop.trip_count is None:
+        return unknown(f"the trip count of {loop_label(loop)} is not a constant")
+    if loop.trip_count >= 2:
+        return holds(f"{loop_label(loop)} runs {loop.trip_count} times")
+    return violated(f"{loop_label(loop)} runs {loop.trip_count} time(s): nothing to amortize")

@@ -9,18 +9,23 @@ shape, so that functions without the pattern cost a few attribute reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from warpwise.skills.facts import nodes
+from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
+    Node,
     atomic_target,
     clean,
+    division_type,
     element_type,
+    enclosing_loops,
     expr_type,
     field,
     geometry_limits,
     identifiers,
     int_range,
+    is_simple_operand,
     is_uniform,
     node_at,
     number_value,
@@ -30,6 +35,7 @@ from warpwise.skills.facts_reduce import (
     text_of,
     tree_reduction,
     two_pass_softmax,
+    unparen,
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -70,7 +76,7 @@ def shared_tree_reductions(
         )
 
 
-def _index_loads(ctx: MatchContext, node: object, depth: int = 0) -> bool:
+def _index_loads(ctx: MatchContext, node: Node, depth: int = 0) -> bool:
     """Return whether an index expression depends on a load (directly or through locals defined once)."""
     if node is None or depth > 4:
         return False
@@ -220,5 +226,67 @@ def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
                 "replacement": replacement,
                 "mask": mask,
                 "operation": "division" if op == "/" else "remainder",
+            },
+        )
+
+
+_FLOAT_DIVISIONS = """
+(binary_expression operator: "/") @d
+"""
+
+
+@matcher("float_division_by_loop_invariant")
+def float_division_by_loop_invariant(ctx: MatchContext) -> Iterator[Region]:
+    """Find floating-point divisions in a loop whose divisor does not change in that loop."""
+    fn = ctx.function
+    if not fn.loops:
+        return
+    groups: dict[tuple[int, str], list[Node]] = {}
+    for node in nodes(ctx.model, fn, _FLOAT_DIVISIONS, "d"):
+        rel = (node.start_byte - fn.base, node.end_byte - fn.base)
+        loops = enclosing_loops(fn, rel)
+        right, left = unparen(field(node, "right")), field(node, "left")
+        if not loops or right is None or left is None or not is_simple_operand(right):
+            continue
+        ty = division_type(ctx.model, fn, node)
+        if ty is None or ty.kind != "float" or right.type == "number_literal":
+            continue
+        names = identifiers(ctx.model, right)
+        if not names or any(n in ctx.model.constants and fn.param(n) is None for n in names):
+            continue
+        target = None
+        for loop_id in loops:
+            if names & fn.loops[loop_id].assigned:
+                break
+            target = loop_id
+        if target is None:
+            continue
+        if not (identifiers(ctx.model, left) & fn.loops[target].assigned) and not reads_memory(left):
+            # The whole quotient is loop-invariant: the compiler hoists it already.
+            continue
+        groups.setdefault((target, clean(text_of(ctx.model, right))), []).append(node)
+    for (loop_id, divisor), found in groups.items():
+        loop = fn.loops[loop_id]
+        first = found[0]
+        ty = division_type(ctx.model, fn, first)
+        right = unparen(field(first, "right"))
+        plain = right is not None and right.type in ("identifier", "field_expression")
+        code = divisor if plain else f"({divisor})"
+        stem = re.sub(r"\W+", "_", divisor).strip("_") if plain else "divisor"
+        yield Region(
+            AnchorKind.EXPRESSION,
+            fn,
+            (first.start_byte - fn.base, first.end_byte - fn.base),
+            f"recip:{divisor}:{loop_id}",
+            {
+                "loop": loop,
+                "divisor": divisor,
+                "divisor_code": code,
+                "reciprocal_name": f"inv_{stem}",
+                "divisions": tuple((n.start_byte - fn.base, n.end_byte - fn.base) for n in found),
+                "count": len(found),
+                "float_type": "float" if ty is not None and ty.bits == 32 else "double",
+                "loop_label": loop_label(loop),
+                "expression": clean(text_of(ctx.model, first)),
             },
         )

@@ -48,6 +48,15 @@ def _own_line(ctx: RewriteContext, start: int) -> bool:
     return not ctx.data[ctx.line_start(start) : start].strip()
 
 
+def _in_block(ctx: RewriteContext, span: Span) -> bool:
+    """Return whether the statement at an absolute span sits directly in a `{ ... }` block, so statements can be
+    added next to it (as the body of an unbraced `if` or loop, they would escape it)."""
+    node = ctx.node(span)
+    while node is not None and (node.start_byte, node.end_byte) != span:
+        node = node.parent
+    return node is not None and node.parent is not None and node.parent.type == "compound_statement"
+
+
 def tree_reduction_last_warp(ctx: RewriteContext) -> list[Edit] | None:
     """Stop the shared-memory tree at stride 64 and finish the last 32 -> 1 steps with `__shfl_down_sync`.
 
@@ -60,7 +69,7 @@ def tree_reduction_last_warp(ctx: RewriteContext) -> list[Edit] | None:
     loop = ctx.function.loops[red.loop_id]
     start, end = ctx.abs(loop.span)
     b0, b1 = ctx.abs(red.bound_span)
-    if not _own_line(ctx, start) or ctx.text((b0, b1)).strip() != "0":
+    if not _own_line(ctx, start) or not _in_block(ctx, (start, end)) or ctx.text((b0, b1)).strip() != "0":
         return None
     ind, unit = ctx.indent_at(start), ctx.indent_unit()
     a, t = red.array, red.tid
@@ -348,4 +357,38 @@ def shift_or_mask(ctx: RewriteContext) -> list[Edit] | None:
     edits = [Edit(op_node.start_byte, right.end_byte, new)]
     if _needs_parens(node):
         edits += [Edit(start, start, "("), Edit(end, end, ")")]
+    return edits
+
+
+def _loop_insertion_point(ctx: RewriteContext, loop_start: int) -> int | None:
+    """Return the start of the line before which a statement can go ahead of a loop (above its pragmas)."""
+    if not _own_line(ctx, loop_start):
+        return None
+    line = ctx.line_start(loop_start)
+    while line > 0:
+        prev = ctx.line_start(line - 1)
+        if not ctx.data[prev:line].lstrip().startswith(b"#pragma"):
+            break
+        line = prev
+    return line
+
+
+def reciprocal_before_loop(ctx: RewriteContext) -> list[Edit] | None:
+    """Compute `1 / d` once before the loop and multiply by it inside (`x / d` -> `x * inv_d`)."""
+    loop = ctx.fact("loop")
+    start = ctx.abs(loop.span)[0]
+    at = _loop_insertion_point(ctx, start)
+    if at is None or not _in_block(ctx, ctx.abs(loop.span)):
+        return None
+    divisor = ctx.fact("divisor_code")
+    name = fresh_name(ctx.model, ctx.function, ctx.fact("reciprocal_name"))
+    ty = ctx.fact("float_type")
+    one = "1.0f" if ty == "float" else "1.0"
+    edits = [Edit(at, at, f"{ctx.indent_at(start)}const {ty} {name} = {one} / {divisor};\n")]
+    for span in ctx.fact("divisions"):
+        node = ctx.node(ctx.abs(span), "binary_expression")
+        op, right = field(node, "operator"), field(node, "right")
+        if op is None or right is None or op.type != "/":
+            return None
+        edits.append(Edit(op.start_byte, right.end_byte, f"* {name}"))
     return edits

@@ -170,7 +170,12 @@ CASES: list[tuple[str, str, VerdictStatus, str]] = [
     (BLOCK, "exact-regrouping", U, tree()),
     (BLOCK, "block-size", H, tree(block="1024")),
     (BLOCK, "block-size", V, tree(first="64", block="256")),
-    (BLOCK, "block-size", U, tree(block="threads", host="void h(const float* a, float* b, int threads) { k<<<8, threads>>>(a, b); }")),
+    (
+        BLOCK,
+        "block-size",
+        U,
+        tree(block="threads", host="void h(const float* a, float* b, int threads) { k<<<8, threads>>>(a, b); }"),
+    ),
     # Contended atomics.
     (HIST, "integer-counters", H, atomic("atomicAdd(&bins[data[i]], 1u);")),
     (HIST, "integer-counters", U, atomic("atomicAdd(&bins[data[i]], 1.0f);", elem="float")),
@@ -226,8 +231,18 @@ CASES += [
     (SM, "floating-accumulators", V, softmax(elem="int", mtype="int", stype="int", init="-1000", maxf="max")),
     (SM, "floating-accumulators", U, softmax(mtype="T", decl="template <typename T>")),
     (SM, "reads-global", H, softmax()),
-    (SM, "reads-global", V, softmax(prelude="__shared__ float row[64]; row[threadIdx.x] = x[threadIdx.x];", element="row[c]")),
-    (SM, "reads-global", U, softmax(decl="__device__ const float* pick(int r);", prelude="const float* p = pick(0);", element="p[c]")),
+    (
+        SM,
+        "reads-global",
+        V,
+        softmax(prelude="__shared__ float row[64]; row[threadIdx.x] = x[threadIdx.x];", element="row[c]"),
+    ),
+    (
+        SM,
+        "reads-global",
+        U,
+        softmax(decl="__device__ const float* pick(int r);", prelude="const float* p = pick(0);", element="p[c]"),
+    ),
 ]
 
 DIV = """
@@ -256,4 +271,29 @@ CASES += [
     (P2, "non-negative", U, DIV.format(decl="int i = blockIdx.x * blockDim.x + threadIdx.x;", expr="i / 16", host="")),
     (P2, "non-negative", U, DIV.format(decl="", expr="n % 4", host="")),
     (P2, "non-negative", V, DIV.format(decl="int t = (int)threadIdx.x - 1;", expr="t / 2", host="")),
+]
+
+RECIP = """
+{decl}
+__global__ void k(const float* in, float* out, float d, int n) {{
+  {local}
+  for (int j = 0; j < {trips}; ++j) out[j] = in[j] / {divisor};
+}}
+"""
+
+
+def recip(decl: str = "", local: str = "", trips: str = "n", divisor: str = "d") -> str:
+    """Return a kernel that divides by a loop-invariant value in a loop."""
+    return RECIP.format(decl=decl, local=local, trips=trips, divisor=divisor)
+
+
+INV = "division-by-loop-invariant"
+CASES += [
+    (INV, "divisor-fixed", H, recip()),
+    (INV, "divisor-fixed", H, recip(local="float s = in[0] * 2.0f;", divisor="s")),
+    (INV, "divisor-fixed", V, recip(local="volatile float s = in[0];", divisor="s")),
+    (INV, "divisor-fixed", U, recip(decl="__device__ float g_scale;", divisor="(double)g_scale")),
+    (INV, "loop-repeats", H, recip(trips="8")),
+    (INV, "loop-repeats", V, recip(trips="1")),
+    (INV, "loop-repeats", U, recip()),
 ]
