@@ -73,6 +73,8 @@ export class WarpwiseServer implements vscode.Disposable {
   private discovery: Discovery | undefined;
   private crashes: number[] = [];
   private stopping = false;
+  /** Whether the current client ever reached Running; a server that dies while starting is not restarted. */
+  private reachedRunning = false;
   private readonly disposables: vscode.Disposable[] = [];
   /** The server's last lines on stderr, quoted when it fails to start. */
   private stderrTail: string[] = [];
@@ -238,6 +240,7 @@ export class WarpwiseServer implements vscode.Disposable {
       }),
       client.onDidChangeState((e) => {
         if (e.newState === State.Running) {
+          this.reachedRunning = true;
           const backend = this.state.kind === "running" ? this.state.backend : undefined;
           this.setState({ kind: "running", backend, restricted: !vscode.workspace.isTrusted });
         } else if (e.newState === State.Starting) {
@@ -246,6 +249,7 @@ export class WarpwiseServer implements vscode.Disposable {
       }),
     );
     this.stderrTail = [];
+    this.reachedRunning = false;
     try {
       await client.start();
     } catch (error) {
@@ -274,10 +278,15 @@ export class WarpwiseServer implements vscode.Disposable {
         if (this.stopping) {
           return { action: CloseAction.DoNotRestart, handled: true };
         }
+        if (!this.reachedRunning) {
+          // It exited before answering `initialize`: restarting would fail the same way. `start()` reports why.
+          return { action: CloseAction.DoNotRestart, handled: true };
+        }
         const now = Date.now();
         this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
         if (this.crashes.length > MAX_CRASHES) {
-          const message = `the server stopped ${this.crashes.length} times in 3 minutes; not restarting it (see the log, then run "warpwise: Restart Language Server")`;
+          const last = this.stderrTail.filter((l) => l.trim() !== "").pop();
+          const message = `the server stopped ${this.crashes.length} times in 3 minutes${last ? ` (last: ${last})` : ""}; not restarting it (see the log, then run "warpwise: Restart Language Server")`;
           this.setState({ kind: "stopped", message });
           void vscode.window.showErrorMessage(`warpwise: ${message}`, "Open Log").then((pick) => {
             if (pick) {
