@@ -1099,3 +1099,180 @@ def declared_volatile(model: FileModel, fn: Function, name: str) -> bool:
     """Return whether the function declares `name` (as a local or parameter) `volatile`."""
     text = model.text[fn.base : fn.base + fn.length].decode("utf-8", "replace")
     return re.search(rf"\bvolatile\b[^;=(){{}}]*?\b{re.escape(name)}\b", text) is not None
+
+
+# -- scalar half arithmetic ---------------------------------------------------------------------------------------
+
+HALF_PAIRS = {
+    "__half": ("__half2", "__half2half2"),
+    "half": ("__half2", "__half2half2"),
+    "__nv_bfloat16": ("__nv_bfloat162", "__bfloat162bfloat162"),
+    "nv_bfloat16": ("__nv_bfloat162", "__bfloat162bfloat162"),
+}
+# Scalar intrinsics whose packed form rounds each lane exactly like the scalar one.
+HALF_PACKED = {
+    "__hadd": "__hadd2",
+    "__hsub": "__hsub2",
+    "__hmul": "__hmul2",
+    "__hadd_rn": "__hadd2_rn",
+    "__hsub_rn": "__hsub2_rn",
+    "__hmul_rn": "__hmul2_rn",
+    "__hfma": "__hfma2",
+    "__hfma_relu": "__hfma2_relu",
+    "__hneg": "__hneg2",
+    "__habs": "__habs2",
+    "__hmax": "__hmax2",
+    "__hmin": "__hmin2",
+    "__hmax_nan": "__hmax2_nan",
+    "__hmin_nan": "__hmin2_nan",
+}
+_GLOBAL_INDEX = {
+    "blockIdx.x * blockDim.x + threadIdx.x",
+    "blockDim.x * blockIdx.x + threadIdx.x",
+    "threadIdx.x + blockIdx.x * blockDim.x",
+    "threadIdx.x + blockDim.x * blockIdx.x",
+}
+
+
+def is_global_index(model: FileModel, fn: Function, name: str) -> bool:
+    """Return whether a local is defined once as `blockIdx.x * blockDim.x + threadIdx.x` (in any operand order)."""
+    value = single_definition(model, fn, name)
+    return value is not None and clean(text_of(model, value)) in _GLOBAL_INDEX
+
+
+@dataclass(frozen=True, slots=True)
+class HalfElementwise:
+    """`if (i < n) out[i] = expr;` where every array is a `__half`/`__nv_bfloat16` pointer indexed `[i]`, scalars are
+    parameters of the same type, and every operation has an exact packed form.
+
+    `arrays` lists the pointer parameters read, `scalars` the broadcast parameters, `contracted` whether a
+    multiply feeds an add or subtract (which nvcc may fuse into an FMA differently in the two versions)."""
+
+    index: str
+    bound: str
+    out: str
+    half: str
+    pair: str
+    broadcast: str
+    arrays: tuple[str, ...]
+    scalars: tuple[str, ...]
+    contracted: bool
+    if_span: Span
+    statement_span: Span
+    value_span: Span
+
+
+def _half_of(fn: Function, name: str, pointer: bool) -> str | None:
+    p = fn.param(name)
+    if p is None or p.is_pointer != pointer or p.is_reference:
+        return None
+    t = bare_type(p.base_type or p.type)
+    return t if t in HALF_PAIRS else None
+
+
+_MUL = {"*", "__hmul"}
+_ADD = {"+", "-", "__hadd", "__hsub"}
+
+
+def _half_expr(
+    model: FileModel, fn: Function, node: Node, index: str, half: str, arrays: set[str], scalars: set[str]
+) -> tuple[bool, bool] | None:
+    """Check that an expression is packable; return (is a multiply, a multiply feeds an add) or None."""
+    node = unparen(node)
+    if node is None:
+        return None
+    t = node.type
+    if t == "subscript_expression":
+        base = unparen(field(node, "argument"))
+        indices = field(node, "indices")
+        idx = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
+        if base is None or base.type != "identifier" or len(idx) != 1 or clean(text_of(model, idx[0])) != index:
+            return None
+        name = text_of(model, base)
+        if _half_of(fn, name, True) != half:
+            return None
+        arrays.add(name)
+        return False, False
+    if t == "identifier":
+        name = text_of(model, node)
+        if _half_of(fn, name, False) != half:
+            return None
+        scalars.add(name)
+        return False, False
+    if t == "call_expression":
+        callee = clean(text_of(model, field(node, "function")))
+        args_node = field(node, "arguments")
+        args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if callee not in HALF_PACKED or not args:
+            return None
+        parts = [_half_expr(model, fn, a, index, half, arrays, scalars) for a in args]
+        if any(p is None for p in parts):
+            return None
+        fused = any(p[1] for p in parts if p is not None)
+        if callee in _ADD and any(p[0] for p in parts if p is not None):
+            fused = True
+        return callee in _MUL, fused
+    if t == "binary_expression" and operator_of(node) in ("+", "-", "*"):
+        parts = [_half_expr(model, fn, field(node, side), index, half, arrays, scalars) for side in ("left", "right")]
+        if any(p is None for p in parts):
+            return None
+        op = operator_of(node) or ""
+        fused = any(p[1] for p in parts if p is not None) or (op in _ADD and any(p[0] for p in parts if p is not None))
+        return op in _MUL, fused
+    if t == "unary_expression" and operator_of(node) == "-":
+        inner = _half_expr(model, fn, field(node, "argument"), index, half, arrays, scalars)
+        return (False, inner[1]) if inner is not None else None
+    return None
+
+
+def half_elementwise(model: FileModel, fn: Function, if_node: Node) -> HalfElementwise | None:
+    """Return the packable elementwise statement an `if (i < n)` guards, or None for other shapes."""
+    if field(if_node, "alternative") is not None:
+        return None
+    cond = condition_value(if_node)
+    if cond is None or cond.type != "binary_expression" or operator_of(cond) != "<":
+        return None
+    left, right = unparen(field(cond, "left")), unparen(field(cond, "right"))
+    if left is None or right is None or left.type != "identifier" or right.type != "identifier":
+        return None
+    index, bound = text_of(model, left), text_of(model, right)
+    bound_type = expr_type(model, fn, right)
+    if not is_global_index(model, fn, index) or bound_type is None or not bound_type.is_int:
+        return None
+    body = statements(field(if_node, "consequence"))
+    if len(body) != 1 or body[0].type != "expression_statement":
+        return None
+    inner = [c for c in body[0].named_children if c.type != "comment"]
+    if len(inner) != 1 or inner[0].type != "assignment_expression" or operator_of(inner[0]) != "=":
+        return None
+    target, value = field(inner[0], "left"), field(inner[0], "right")
+    if target is None or value is None or target.type != "subscript_expression":
+        return None
+    out_node = unparen(field(target, "argument"))
+    out_idx = field(target, "indices")
+    if out_node is None or out_node.type != "identifier" or out_idx is None:
+        return None
+    out = text_of(model, out_node)
+    half = _half_of(fn, out, True)
+    if half is None or clean(text_of(model, out_idx)) != f"[{index}]":
+        return None
+    arrays: set[str] = set()
+    scalars: set[str] = set()
+    shape = _half_expr(model, fn, value, index, half, arrays, scalars)
+    if shape is None or not arrays:
+        return None
+    pair, broadcast = HALF_PAIRS[half]
+    return HalfElementwise(
+        index,
+        bound,
+        out,
+        half,
+        pair,
+        broadcast,
+        tuple(sorted(arrays)),
+        tuple(sorted(scalars)),
+        shape[1],
+        _rel(fn, if_node),
+        _rel(fn, body[0]),
+        _rel(fn, value),
+    )

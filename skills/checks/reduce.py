@@ -6,12 +6,16 @@ answers one precondition with holds / violated / unknown and a one-line reason n
 
 from __future__ import annotations
 
+import re
+
 from warpwise.analyzers.model import AccessKind
 from warpwise.skills.facts import identifier_uses, loop_label
 from warpwise.skills.facts_reduce import (
+    HalfElementwise,
     TreeReduction,
     TwoPassSoftmax,
     bare_type,
+    clean,
     ctype,
     declared_volatile,
     field,
@@ -372,3 +376,81 @@ def loop_repeats(ctx: CheckContext) -> Verdict:
     if loop.trip_count >= 2:
         return holds(f"{loop_label(loop)} runs {loop.trip_count} times")
     return violated(f"{loop_label(loop)} runs {loop.trip_count} time(s): nothing to amortize")
+
+
+_ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMallocHost", "cudaHostAlloc")
+
+
+@check("half_pointers_aligned")
+def half_pointers_aligned(ctx: CheckContext) -> Verdict:
+    """Hold when every launch passes buffers that come straight from a CUDA allocation (256-byte aligned), so
+    they can be read and written as 4-byte `__half2`/`__nv_bfloat162` pairs."""
+    he: HalfElementwise = ctx.fact("half")
+    fn = ctx.function
+    launches = ctx.model.launches_of(fn.name)
+    if not launches:
+        return unknown(f"no launch of `{fn.name}` in this file: whether the buffers are 4-byte aligned is not known")
+    doubts: list[str] = []
+    for host, launch in launches:
+        host_text = ctx.model.text[host.base : host.base + host.length].decode("utf-8", "replace")
+        for name in (he.out, *he.arrays):
+            p = fn.param(name)
+            if p is None or p.index >= len(launch.args):
+                doubts.append(f"the launch in `{host.name}` does not pass `{name}` in a way warpwise can read")
+                continue
+            arg = clean(launch.args[p.index])
+            offset = re.fullmatch(r"([A-Za-z_]\w*)\s*\+\s*(\d+)", arg)
+            if offset is not None and int(offset.group(2)) % 2 == 1:
+                return violated(f"the launch in `{host.name}` passes `{arg}` for `{name}`: 2-byte aligned only")
+            if not re.fullmatch(r"[A-Za-z_]\w*", arg):
+                doubts.append(f"the launch in `{host.name}` passes `{arg}` for `{name}`; its alignment is not known")
+                continue
+            allocated = any(
+                re.search(rf"\b{a}\s*\(\s*(\(\s*void\s*\*\*\s*\)\s*)?&\s*{re.escape(arg)}\b", host_text)
+                for a in _ALLOCATORS
+            )
+            if not allocated:
+                doubts.append(
+                    f"`{arg}` (passed for `{name}`) is not allocated in `{host.name}`; its alignment is not known"
+                )
+    if doubts:
+        return unknown(doubts[0])
+    return holds(
+        f"{launches_text(len(launches))} pass{'es' if len(launches) == 1 else ''} buffers allocated with the CUDA "
+        "allocator (256-byte aligned)"
+    )
+
+
+@check("half_statement_elementwise")
+def half_statement_elementwise(ctx: CheckContext) -> Verdict:
+    """Hold when no other code in the kernel reads the output or writes the inputs (so which thread computes which
+    element does not matter)."""
+    he: HalfElementwise = ctx.fact("half")
+    fn = ctx.function
+    lo, hi = he.statement_span
+    outside = [a for a in fn.accesses if a.base in (he.out, *he.arrays) and not (lo <= a.span[0] < hi)]
+    for a in outside:
+        if a.base == he.out or a.kind is not AccessKind.READ:
+            return violated(
+                f"`{a.array}[{a.index}]` is also accessed in `{fn.name}`; with two elements per thread it would "
+                "meet an element another thread computes"
+            )
+    for name in (he.out, *he.arrays):
+        uses = identifier_uses(ctx.model, fn, name)
+        counted = 1 + len([a for a in fn.accesses if a.base == name])
+        if uses > counted:
+            return unknown(f"`{name}` is used {uses - counted} more time(s) in `{fn.name}` than warpwise can follow")
+    return holds(f"`{fn.name}` writes `{he.out}[{he.index}]` from elements `[{he.index}]` only")
+
+
+@check("half_no_contraction")
+def half_no_contraction(ctx: CheckContext) -> Verdict:
+    """Hold when no multiply feeds an add or subtract (nvcc may contract those into FMAs differently in the scalar
+    and the packed version)."""
+    he: HalfElementwise = ctx.fact("half")
+    if he.contracted:
+        return unknown(
+            f"a multiply feeds an add in `{he.out}[{he.index}]`; with -fmad=true nvcc may fuse it into an FMA in one "
+            "version and not the other, so the last bit can differ (use __hfma or the _rn forms to pin it)"
+        )
+    return holds(f"every operation on `{he.out}[{he.index}]` rounds once per lane, exactly as in the scalar code")

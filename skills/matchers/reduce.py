@@ -14,8 +14,10 @@ from collections.abc import Iterator
 
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
+    HALF_PAIRS,
     Node,
     atomic_target,
+    bare_type,
     clean,
     division_type,
     element_type,
@@ -23,8 +25,10 @@ from warpwise.skills.facts_reduce import (
     expr_type,
     field,
     geometry_limits,
+    half_elementwise,
     identifiers,
     int_range,
+    is_kernel,
     is_simple_operand,
     is_uniform,
     node_at,
@@ -288,5 +292,33 @@ def float_division_by_loop_invariant(ctx: MatchContext) -> Iterator[Region]:
                 "float_type": "float" if ty is not None and ty.bits == 32 else "double",
                 "loop_label": loop_label(loop),
                 "expression": clean(text_of(ctx.model, first)),
+            },
+        )
+
+
+@matcher("scalar_half_elementwise")
+def scalar_half_elementwise(ctx: MatchContext) -> Iterator[Region]:
+    """Find `if (i < n) out[i] = expr;` over `__half`/`__nv_bfloat16` arrays, one element per thread."""
+    fn = ctx.function
+    if not is_kernel(fn) or not fn.branches:
+        return
+    if not any(p.is_pointer and bare_type(p.base_type or p.type) in HALF_PAIRS for p in fn.params):
+        return
+    for node in nodes(ctx.model, fn, "(if_statement) @if", "if"):
+        he = half_elementwise(ctx.model, fn, node)
+        if he is None:
+            continue
+        yield Region(
+            AnchorKind.EXPRESSION,
+            fn,
+            he.statement_span,
+            f"half2:{he.out}:{he.statement_span[0]}",
+            {
+                "half": he,
+                "out": he.out,
+                "index": he.index,
+                "bound": he.bound,
+                "type": he.half,
+                "pair": he.pair,
             },
         )

@@ -13,7 +13,9 @@ from warpwise.analyzers.model import Span
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import identifier_uses, nodes
 from warpwise.skills.facts_reduce import (
+    HALF_PACKED,
     AtomicTarget,
+    HalfElementwise,
     TreeReduction,
     TwoPassSoftmax,
     bare_type,
@@ -392,3 +394,72 @@ def reciprocal_before_loop(ctx: RewriteContext) -> list[Edit] | None:
             return None
         edits.append(Edit(op.start_byte, right.end_byte, f"* {name}"))
     return edits
+
+
+def _substituted(ctx: RewriteContext, span: Span, subs: list[tuple[int, int, str]]) -> str:
+    """Return the text of an absolute span with non-overlapping absolute sub-spans replaced."""
+    out, pos = [], span[0]
+    for a, b, text in sorted(subs):
+        out += [ctx.text((pos, a)), text]
+        pos = b
+    out.append(ctx.text((pos, span[1])))
+    return "".join(out)
+
+
+def packed_half_pairs(ctx: RewriteContext) -> list[Edit] | None:
+    """Let each thread compute two neighbouring elements with `__half2`/`__nv_bfloat162` math, and the thread at
+    `n / 2` the last element when `n` is odd; every lane rounds exactly as the scalar operation did."""
+    he: HalfElementwise = ctx.fact("half")
+    if_start, if_end = ctx.abs(he.if_span)
+    value = ctx.node(ctx.abs(he.value_span))
+    stmt_span = ctx.abs(he.statement_span)
+    if value is None:
+        return None
+    packed: list[tuple[int, int, str]] = []
+    tail: list[tuple[int, int, str]] = []
+    stack = [ctx.node(stmt_span)]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        t = node.type
+        if t == "subscript_expression":
+            base, indices = field(node, "argument"), field(node, "indices")
+            idx = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
+            if base is None or len(idx) != 1:
+                return None
+            tail.append((idx[0].start_byte, idx[0].end_byte, f"{he.bound} - 1"))
+            if value.start_byte <= node.start_byte < value.end_byte:
+                packed.append(
+                    (
+                        base.start_byte,
+                        base.end_byte,
+                        f"reinterpret_cast<const {he.pair}*>({ctx.text((base.start_byte, base.end_byte))})",
+                    )
+                )
+            continue
+        if t == "identifier" and ctx.text((node.start_byte, node.end_byte)) in he.scalars:
+            name = ctx.text((node.start_byte, node.end_byte))
+            packed.append((node.start_byte, node.end_byte, f"{he.broadcast}({name})"))
+            continue
+        if t == "call_expression":
+            callee = field(node, "function")
+            name = ctx.text((callee.start_byte, callee.end_byte)) if callee is not None else ""
+            if callee is None or name not in HALF_PACKED:
+                return None
+            packed.append((callee.start_byte, callee.end_byte, HALF_PACKED[name]))
+            stack.extend(field(node, "arguments").named_children)
+            continue
+        stack.extend(node.named_children)
+    expr = _substituted(ctx, (value.start_byte, value.end_byte), packed)
+    scalar = _substituted(ctx, stmt_span, tail)
+    ind, u = ctx.indent_at(if_start), ctx.indent_unit()
+    i, n = he.index, he.bound
+    text = (
+        f"if ({i} < {n} / 2) {{\n"
+        f"{ind}{u}reinterpret_cast<{he.pair}*>({he.out})[{i}] = {expr};\n"
+        f"{ind}}} else if ({i} == {n} / 2 && {n} % 2 == 1) {{\n"
+        f"{ind}{u}{scalar}\n"
+        f"{ind}}}"
+    )
+    return [Edit(if_start, if_end, text)]

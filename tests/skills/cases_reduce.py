@@ -15,6 +15,10 @@ EXEMPT: dict[str, dict[VerdictStatus, str]] = {
     "dividend_is_signed": {
         VerdictStatus.UNKNOWN: "the matcher only yields divisions whose dividend has a known integer type",
     },
+    "half_no_contraction": {
+        VerdictStatus.VIOLATED: "a multiply feeding an add may or may not be contracted; that is undecidable from "
+        "the source, so the check answers holds or unknown",
+    },
     "atomic_result_unused": {
         VerdictStatus.UNKNOWN: "whether the call is a statement of its own is read from the syntax, always decidable",
     },
@@ -296,4 +300,42 @@ CASES += [
     (INV, "loop-repeats", H, recip(trips="8")),
     (INV, "loop-repeats", V, recip(trips="1")),
     (INV, "loop-repeats", U, recip()),
+]
+
+HALF = """
+#include <cuda_fp16.h>
+__device__ void keep(const __half* p);
+__global__ void k(const __half* a, const __half* b, __half* c, __half s, int n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = {expr};
+  {more}
+}}
+{host}
+"""
+ALLOCATED = """
+void h(int n) {
+  __half *a, *b, *c;
+  cudaMalloc(&a, n * sizeof(__half));
+  cudaMalloc(&b, n * sizeof(__half));
+  cudaMalloc(&c, n * sizeof(__half));
+  k<<<(n + 127) / 128, 128>>>(a, b, c, __float2half(1.0f), n);
+}
+"""
+
+
+def half(expr: str = "__hadd(a[i], b[i])", more: str = "", host: str = "") -> str:
+    """Return a kernel with one scalar half elementwise statement."""
+    return HALF.format(expr=expr, more=more, host=host)
+
+
+H2 = "scalar-half-arithmetic"
+CASES += [
+    (H2, "same-rounding", H, half()),
+    (H2, "same-rounding", U, half(expr="s * a[i] + b[i]")),
+    (H2, "aligned-pairs", H, half(host=ALLOCATED)),
+    (H2, "aligned-pairs", V, half(host=ALLOCATED.replace("(a, b, c,", "(a + 1, b, c,"))),
+    (H2, "aligned-pairs", U, half()),
+    (H2, "elementwise", H, half()),
+    (H2, "elementwise", V, half(more="if (i + 1 < n) c[i + 1] = a[i];")),
+    (H2, "elementwise", U, half(more="keep(a);")),
 ]
