@@ -222,6 +222,20 @@ class Device:
             driver.cuModuleUnload(old.module)
         return kernel
 
+    def attributes(self, kernel: Kernel) -> dict[str, int]:
+        """Return the driver's record of a loaded kernel: registers per thread, static shared and local bytes."""
+        attr = driver.CUfunction_attribute
+        out: dict[str, int] = {}
+        for key, which in (
+            ("registers", attr.CU_FUNC_ATTRIBUTE_NUM_REGS),
+            ("shared_bytes", attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+            ("stack_bytes", attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+        ):
+            err, value = driver.cuFuncGetAttribute(which, kernel.function)
+            if int(err) == 0:
+                out[key] = int(value)
+        return out
+
     def set_smem_limit(self, kernel: Kernel, smem: int, side: str) -> None:
         """Allow more than 48 KiB of dynamic shared memory when a launch asks for it."""
         if smem <= 48 * 1024:

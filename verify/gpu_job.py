@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -265,6 +265,13 @@ def check_and_time(
         Side.ORIGINAL: device.load(ob.cubin, ob.info.lowered_name or "", "original"),
         Side.CANDIDATE: device.load(cb.cubin, cb.info.lowered_name or "", "candidate"),
     }
+    # The driver's figures for the loaded kernels are authoritative (ptxas's log of a file with several kernels
+    # can interleave them).
+    if base.original_build is not None and base.candidate_build is not None:
+        base = base.with_(
+            original_build=replace(base.original_build, **device.attributes(kernels[Side.ORIGINAL])),
+            candidate_build=replace(base.candidate_build, **device.attributes(kernels[Side.CANDIDATE])),
+        )
     emit({"event": "stage", "job_id": job.job_id, "stage": "check"})
     t_check = time.perf_counter()
     try:

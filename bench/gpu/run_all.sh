@@ -26,4 +26,18 @@ if [ "$BENCH" = 1 ]; then
   timeout "${BENCH_TIMEOUT:-400}" python3 bench/verify_throughput.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
     | tee "$OUT/bench.log"
 fi
-grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -3 || true
+
+if [ "${RUN_CLI:-1}" = 1 ]; then
+  {
+    for args in "saxpy saxpy_fma.cu --profile --sanitize" "center center_float.cu --profile" \
+                "scale_rows scale_rows_coalesced.cu"; do
+      set -- $args
+      kernel=$1 cand=$2
+      shift 2
+      (cd /tmp && python3 -P -m warpwise verify "$REPO/examples/vector_ops.cu" --kernel "$kernel" \
+        --candidate "$REPO/tests/fixtures/verify/examples/$cand" "$@")
+      echo "exit code $?"
+    done
+  } 2>&1 | tee "$OUT/cli.log"
+fi
+grep -E "passed|failed" "$OUT/gpu_tests.log" | tail -2 || true

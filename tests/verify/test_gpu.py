@@ -168,8 +168,11 @@ def test_kernelbench_problem_file(backend: LocalBackend) -> None:
 
 def test_inferred_spec_on_example(backend: LocalBackend) -> None:
     example = FIXTURES.parent.parent / "examples" / "vector_ops.cu"
-    res = Gate(backend).verify(Candidate.from_files(str(example), "saxpy", str(example)), FAST)
+    res = Gate(backend).verify(Candidate.from_files(str(example), "center", str(example)), FAST)
     assert res.status is Status.NOT_FASTER, res.message
+    # The file holds three kernels; the resource figures are those of `center` (from the driver).
+    assert res.original_build is not None and res.original_build.registers == res.candidate_build.registers
+    assert res.original_build.registers is not None and res.original_build.registers > 0
 
 
 def test_sanitizer_and_profile(backend: LocalBackend) -> None:
