@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.build import MATH_CALLS
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Span
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import nodes, tree_of
@@ -1276,3 +1277,26 @@ def half_elementwise(model: FileModel, fn: Function, if_node: Node) -> HalfEleme
         _rel(fn, body[0]),
         _rel(fn, value),
     )
+
+
+def is_pure(node: Node) -> bool:
+    """Return whether an expression can be evaluated twice without changing anything (no assignment, increment,
+    or call other than a math library function)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("assignment_expression", "update_expression", "comma_expression"):
+            return False
+        if n.type == "call_expression":
+            callee = field(n, "function")
+            if (
+                callee is None
+                or callee.type != "identifier"
+                or callee.text.decode("utf-8", "replace") not in MATH_CALLS
+            ):
+                return False
+        stack.extend(n.named_children)
+    return True
+
+
+PRIMARY = {"identifier", "subscript_expression", "field_expression", "call_expression", "parenthesized_expression"}

@@ -18,6 +18,7 @@ from warpwise.skills.facts_reduce import (
     clean,
     ctype,
     declared_volatile,
+    expr_type,
     field,
     geometry_limits,
     identifiers,
@@ -454,3 +455,21 @@ def half_no_contraction(ctx: CheckContext) -> Verdict:
             "version and not the other, so the last bit can differ (use __hfma or the _rn forms to pin it)"
         )
     return holds(f"every operation on `{he.out}[{he.index}]` rounds once per lane, exactly as in the scalar code")
+
+
+@check("pow_base_precision")
+def pow_base_precision(ctx: CheckContext) -> Verdict:
+    """Hold when the base already has the call's precision (float for powf, double for pow), so the product is
+    computed in the same type as the call."""
+    name, base = ctx.fact("name"), ctx.fact("base")
+    node = node_at(ctx.model, ctx.function, ctx.fact("base_span"))
+    ty = expr_type(ctx.model, ctx.function, node)
+    want = 32 if name == "powf" else 64
+    if ty is None:
+        return unknown(f"the type of `{base}` is not known here")
+    if ty.kind == "float" and ty.bits == want:
+        return holds(f"`{base}` is {'float' if want == 32 else 'double'}, like `{name}`'s result")
+    shown = ("float" if ty.bits == 32 else "double") if ty.kind == "float" else f"a {ty.bits}-bit {ty.kind} integer"
+    return violated(
+        f"`{base}` is {shown}: `{name}` converts it first, while `{ctx.fact('product')}` would multiply in its own type"
+    )

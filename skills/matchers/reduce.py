@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
     HALF_PAIRS,
+    PRIMARY,
+    CType,
     Node,
     atomic_target,
     bare_type,
@@ -24,11 +26,13 @@ from warpwise.skills.facts_reduce import (
     enclosing_loops,
     expr_type,
     field,
+    float_literal_value,
     geometry_limits,
     half_elementwise,
     identifiers,
     int_range,
     is_kernel,
+    is_pure,
     is_simple_operand,
     is_uniform,
     node_at,
@@ -320,5 +324,86 @@ def scalar_half_elementwise(ctx: MatchContext) -> Iterator[Region]:
                 "bound": he.bound,
                 "type": he.half,
                 "pair": he.pair,
+            },
+        )
+
+
+@matcher("pow_small_integer_exponent")
+def pow_small_integer_exponent(
+    ctx: MatchContext, exponents: tuple[int, ...] | list[int] = (2, 3, 4)
+) -> Iterator[Region]:
+    """Find `powf(x, n)` / `pow(x, n)` with a literal small integer exponent `n`."""
+    fn = ctx.function
+    for call in fn.calls:
+        if call.category != "math" or call.name not in ("powf", "pow") or len(call.args) != 2:
+            continue
+        node = node_at(ctx.model, fn, call.span, "call_expression")
+        args_node = field(node, "arguments")
+        args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if len(args) != 2 or args[1].type != "number_literal":
+            continue
+        value = float_literal_value(text_of(ctx.model, args[1]))
+        if value is None or value not in exponents or not is_pure(args[0]):
+            continue
+        base = unparen(args[0])
+        x = (
+            text_of(ctx.model, base)
+            if base is not None and base.type in PRIMARY
+            else f"({text_of(ctx.model, args[0])})"
+        )
+        n = int(value)
+        product = f"{x} * {x}" if n == 2 else f"{x} * {x} * {x}" if n == 3 else f"({x} * {x}) * ({x} * {x})"
+        yield Region(
+            AnchorKind.CALL,
+            fn,
+            call.span,
+            f"pow:{call.span[0]}",
+            {
+                "name": call.name,
+                "call": clean(text_of(ctx.model, node)),
+                "base": clean(text_of(ctx.model, args[0])),
+                "base_span": (args[0].start_byte - fn.base, args[0].end_byte - fn.base),
+                "exponent": n,
+                "product": product,
+            },
+        )
+
+
+@matcher("division_by_square_root")
+def division_by_square_root(ctx: MatchContext) -> Iterator[Region]:
+    """Find `a / sqrtf(x)` (and `a / sqrt(x)` in double) whose division has the precision of the square root."""
+    fn = ctx.function
+    if not any(c.name in ("sqrtf", "sqrt") for c in fn.calls):
+        return
+    for node in nodes(ctx.model, fn, _FLOAT_DIVISIONS, "d"):
+        right = unparen(field(node, "right"))
+        left = field(node, "left")
+        if right is None or left is None or right.type != "call_expression":
+            continue
+        callee = clean(text_of(ctx.model, field(right, "function")))
+        args_node = field(right, "arguments")
+        args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if callee not in ("sqrtf", "sqrt") or len(args) != 1:
+            continue
+        want = CType("float", 32 if callee == "sqrtf" else 64)
+        if callee == "sqrt" and expr_type(ctx.model, fn, args[0]) != want:
+            continue
+        if division_type(ctx.model, fn, node) != want:
+            continue
+        one = left.type == "number_literal" and float_literal_value(text_of(ctx.model, left)) == 1.0
+        fast = "rsqrtf" if callee == "sqrtf" else "rsqrt"
+        x = clean(text_of(ctx.model, args[0]))
+        yield Region(
+            AnchorKind.EXPRESSION,
+            fn,
+            (node.start_byte - fn.base, node.end_byte - fn.base),
+            f"rsqrt:{node.start_byte - fn.base}",
+            {
+                "expression": clean(text_of(ctx.model, node)),
+                "sqrt": callee,
+                "rsqrt": fast,
+                "operand": x,
+                "reciprocal": one,
+                "replacement": f"{fast}({x})" if one else f"{clean(text_of(ctx.model, left))} * {fast}({x})",
             },
         )

@@ -8,6 +8,7 @@ uses yet.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from warpwise.analyzers.model import Span
 from warpwise.analyzers.values import parse_int_literal
@@ -463,3 +464,47 @@ def packed_half_pairs(ctx: RewriteContext) -> list[Edit] | None:
         f"{ind}}}"
     )
     return [Edit(if_start, if_end, text)]
+
+
+_LOWER_THAN_MUL = {"+", "-", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&", "^", "|", "&&", "||"}
+
+
+def _product_needs_parens(node: Any) -> bool:
+    """Return whether a product replacing `node` (a primary expression) must be parenthesized."""
+    parent = node.parent
+    if parent is not None and parent.type == "binary_expression":
+        op = field(parent, "operator")
+        left = field(parent, "left")
+        if op is not None and op.type in _LOWER_THAN_MUL:
+            return False
+        return not (op is not None and op.type in ("*", "/") and left is not None and left.id == node.id)
+    return _needs_parens(node)
+
+
+def pow_to_products(ctx: RewriteContext) -> list[Edit] | None:
+    """Replace `powf(x, 2)` by `x * x` (3: `x * x * x`; 4: `(x * x) * (x * x)`)."""
+    start, end = ctx.region.abs_span
+    node = ctx.node((start, end), "call_expression")
+    if node is None or (node.start_byte, node.end_byte) != (start, end):
+        return None
+    product = ctx.fact("product")
+    return [Edit(start, end, f"({product})" if _product_needs_parens(node) else product)]
+
+
+def rsqrt_instead_of_division(ctx: RewriteContext) -> list[Edit] | None:
+    """Replace `1.0f / sqrtf(x)` by `rsqrtf(x)` and `a / sqrtf(x)` by `a * rsqrtf(x)`."""
+    start, end = ctx.region.abs_span
+    node = ctx.node((start, end), "binary_expression")
+    if node is None or (node.start_byte, node.end_byte) != (start, end):
+        return None
+    left, op, right = field(node, "left"), field(node, "operator"), field(node, "right")
+    call = right
+    while call is not None and call.type == "parenthesized_expression":
+        call = call.named_children[0] if call.named_children else None
+    callee = field(call, "function")
+    if left is None or op is None or right is None or callee is None:
+        return None
+    rename = Edit(callee.start_byte, callee.end_byte, ctx.fact("rsqrt"))
+    if ctx.fact("reciprocal"):
+        return [Edit(left.start_byte, right.start_byte, ""), rename]
+    return [Edit(op.start_byte, op.end_byte, "*"), rename]

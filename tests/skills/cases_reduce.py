@@ -339,3 +339,19 @@ CASES += [
     (H2, "elementwise", V, half(more="if (i + 1 < n) c[i + 1] = a[i];")),
     (H2, "elementwise", U, half(more="keep(a);")),
 ]
+
+POW = """
+struct Sample {{
+  float v;
+}};
+__global__ void k(const float* x, const double* d, const int* c, Sample s, float* out) {{
+  out[0] = {expr};
+}}
+"""
+PW = "powf-with-small-integer-exponent"
+CASES += [
+    (PW, "base-precision", H, POW.format(expr="powf(x[0], 2.0f)")),
+    (PW, "base-precision", H, POW.format(expr="(float)pow(d[0], 3)")),
+    (PW, "base-precision", V, POW.format(expr="powf(c[0], 2.0f)")),
+    (PW, "base-precision", U, POW.format(expr="powf(s.v, 2.0f)")),
+]
