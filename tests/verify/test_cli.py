@@ -114,3 +114,25 @@ def test_cache_commands(tmp_path: Path, cand: Path) -> None:
     assert run("cache", "clear", cache=tmp_path)[1].startswith("removed 1 results")
     code, out, _ = run("cache", "import", str(export), cache=tmp_path)
     assert code == 0 and "imported 1 results" in out
+
+
+def test_verify_a_skill_rewrite(tmp_path: Path) -> None:
+    code, out, err = run(
+        "verify",
+        str(EXAMPLES / "vector_ops.cu"),
+        "--kernel",
+        "center",
+        "--skill",
+        "double-literal-promotion",
+        "--backend",
+        "compile-only",
+        "--json",
+        cache=tmp_path,
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["status"] == "no_gpu" and doc["candidate_build"]["ok"]
+    code, _, err = run(
+        "verify", str(EXAMPLES / "vector_ops.cu"), "--kernel", "saxpy", "--skill", "no-such-card", cache=tmp_path
+    )
+    assert code == 2 and "unknown skill" in err

@@ -52,22 +52,32 @@ def _backend_name(args: argparse.Namespace) -> str:
     return "local" if gpu_count() > 0 else "compile-only"
 
 
-def _skill_candidate(path: str, kernel: str, skill: str) -> str:
-    """Return the text of the file rewritten by a skill card, or raise ValueError saying why it cannot be."""
+def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> str:
+    """Return the file rewritten by every fix of one skill card in `kernel`, or raise ValueError saying why not.
+
+    Unsafe fixes are included: measuring whether they hold is what verification is for.
+    """
     try:
-        skills = importlib.import_module("warpwise.skills")
+        engine = importlib.import_module("warpwise.skills.engine")
+        rewrite = importlib.import_module("warpwise.skills.rewrite")
+        library = importlib.import_module("warpwise.skills.library")
     except ImportError as exc:
         raise ValueError(f"the skill-card engine cannot be imported: {exc}") from exc
-    rewrite = getattr(skills, "rewrite_file", None)
-    if rewrite is None:
-        raise ValueError(
-            "--skill needs the skill-card engine to produce a rewritten file (warpwise.skills.rewrite_file), "
-            "which it does not provide yet; write the rewrite to a file and pass it with --candidate"
-        )
-    text = rewrite(path, kernel, skill)
-    if not isinstance(text, str):
-        raise ValueError(f"skill `{skill}` did not produce a rewrite of `{kernel}`")
-    return text
+    from warpwise.analyzers.build import analyze_text
+
+    known = {c.skill_id for c in library.builtin_library()}
+    if skill not in known:
+        raise ValueError(f"unknown skill `{skill}` (see `warpwise cards`)")
+    data = text.encode("utf-8", "surrogatepass")
+    model = analyze_text(data, path)
+    matches = [m for m in engine.match_file(model, enabled={skill}) if m.function == kernel]
+    if not matches:
+        raise ValueError(f"skill `{skill}` does not apply to `{kernel}` in {path}")
+    fixes = [f for f in (engine.compute_fix(model, m) for m in matches) if f is not None]
+    edits = engine.merge_fixes(fixes)
+    if not edits:
+        raise ValueError(f"skill `{skill}` applies to `{kernel}` but offers no rewrite there (display-only)")
+    return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape"))
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -79,7 +89,7 @@ def _run_verify(args: argparse.Namespace) -> int:
     try:
         original = Path(args.file).read_text(encoding="utf-8", errors="replace")
         if args.skill:
-            cand_text = _skill_candidate(args.file, args.kernel, args.skill)
+            cand_text = _skill_candidate(args.file, original, args.kernel, args.skill)
             cand_path = args.file
         elif args.candidate:
             cand_text = Path(args.candidate).read_text(encoding="utf-8", errors="replace")
@@ -120,7 +130,8 @@ def _run_verify(args: argparse.Namespace) -> int:
             print(f"  {stage} ...", file=sys.stderr, flush=True)
 
     if not args.json:
-        print(f"verifying `{args.kernel}` of {args.file} against {cand_path} ({backend_name})", file=sys.stderr)
+        against = f"its rewrite by skill `{args.skill}`" if args.skill else cand_path
+        print(f"verifying `{args.kernel}` of {args.file} against {against} ({backend_name})", file=sys.stderr)
     try:
         result = Gate(backend, cache).verify(candidate, options, progress)
     finally:
