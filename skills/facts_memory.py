@@ -1,0 +1,647 @@
+"""Syntax facts of the memory and parallelism cards: thread-index variables, elementwise shapes, linear indices.
+
+The kernel model says how an index varies along `threadIdx.x`; the memory cards also need to know how it varies
+along `threadIdx.y` and along loop counters (to tell a row-major walk from a transposed one, or a re-read tile
+from a streamed one), and the exact statements of the common one-element-per-thread shapes (to rewrite them
+without guessing). These facts come from the syntax tree of one kernel, computed once per (model, function) and
+cached, so matchers stay cheap on every keystroke.
+
+`linear(ks, node)` reads an integer expression as a linear form over *basis symbols* (`tid.x`, `tid.y`, `tid.z`
+and the counters of `for` loops): a mapping from symbol to coefficient, where a coefficient is a `Fraction` or,
+when it is a runtime value such as a row length `N`, its source text. Everything that does not vary with a basis
+symbol (parameters, `blockIdx`, `blockDim`, constants) is dropped; expressions that are not linear in the basis
+(products of two thread-dependent values, divisions, loads through thread-dependent indices) give None.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from warpwise.analyzers.model import FileModel, Function, Launch, Span
+from warpwise.analyzers.values import parse_int_literal
+from warpwise.skills.facts import function_node, tree_of
+
+Node = Any
+Coef = Fraction | str
+Linear = dict[str, Coef]
+
+BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+_ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=")
+_WIDE_INDEX_TYPES = ("size_t", "long", "long long", "int64_t", "uint64_t", "long int", "unsigned long", "ptrdiff_t")
+
+
+def node_text(model: FileModel, node: Node) -> str:
+    """Return a node's source text."""
+    return model.text[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def squash(text: str) -> str:
+    """Return a text with all white space removed (to compare expressions regardless of formatting)."""
+    return re.sub(r"\s+", "", text)
+
+
+def unparen(node: Node) -> Node:
+    """Return the expression inside any number of parentheses."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def builtin_axis(model: FileModel, node: Node, name: str | None = None) -> str | None:
+    """Return the axis of a `threadIdx.x`-style member (optionally of one builtin, possibly cast), else None."""
+    node = unparen(node)
+    while node is not None and node.type == "cast_expression":
+        node = unparen(node.child_by_field_name("value"))
+    if node is None or node.type != "field_expression":
+        return None
+    arg = node.child_by_field_name("argument")
+    fld = node.child_by_field_name("field")
+    if arg is None or fld is None or arg.type != "identifier":
+        return None
+    base = node_text(model, arg)
+    axis = node_text(model, fld)
+    if base not in BUILTINS or axis not in ("x", "y", "z"):
+        return None
+    if name is not None and base != name:
+        return None
+    return axis
+
+
+def const_value(model: FileModel, node: Node) -> int | None:
+    """Return the integer value of a literal or a file-level constant, else None."""
+    node = unparen(node)
+    if node is None:
+        return None
+    if node.type == "number_literal":
+        return parse_int_literal(node_text(model, node))
+    if node.type == "identifier":
+        return model.constants.get(node_text(model, node))
+    return None
+
+
+def binary_parts(node: Node) -> tuple[Node, str, Node] | None:
+    """Return (left, operator, right) of a binary expression."""
+    if node is None or node.type != "binary_expression":
+        return None
+    left = node.child_by_field_name("left")
+    op = node.child_by_field_name("operator")
+    right = node.child_by_field_name("right")
+    if left is None or op is None or right is None:
+        return None
+    return left, op.type, right
+
+
+@dataclass(frozen=True)
+class ThreadIndex:
+    """`blockIdx.a * S + threadIdx.a` (any operand order): the global index of a thread along axis `a`."""
+
+    axis: str
+    scale: str
+    scale_value: int | None
+    product: Node
+    tid: Node
+
+
+def thread_index(model: FileModel, node: Node) -> ThreadIndex | None:
+    """Recognize a global thread index along one axis, with `S` either `blockDim.a` or a constant."""
+    parts = binary_parts(unparen(node))
+    if parts is None or parts[1] != "+":
+        return None
+    left, _, right = parts
+    for prod, tid in ((left, right), (right, left)):
+        axis = builtin_axis(model, tid, "threadIdx")
+        mul = binary_parts(unparen(prod))
+        if axis is None or mul is None or mul[1] != "*":
+            continue
+        a, _, b = mul
+        for bid, scale in ((a, b), (b, a)):
+            if builtin_axis(model, bid, "blockIdx") != axis:
+                continue
+            if builtin_axis(model, scale, "blockDim") == axis:
+                return ThreadIndex(axis, f"blockDim.{axis}", None, unparen(prod), unparen(tid))
+            value = const_value(model, scale)
+            if value is not None:
+                return ThreadIndex(axis, node_text(model, scale), value, unparen(prod), unparen(tid))
+    return None
+
+
+@dataclass(frozen=True)
+class IndexVar:
+    """A top-level local initialized with a global thread index (`int i = blockIdx.x * blockDim.x + threadIdx.x;`)."""
+
+    name: str
+    type: str
+    is_const: bool
+    index: ThreadIndex
+    decl: Node
+    init: Node
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """One element per thread: `if (i < n) body` after the index declaration, or a grid-stride `for` loop."""
+
+    form: str
+    var: str
+    var_type: str
+    var_const: bool
+    index: ThreadIndex
+    decl: Node | None
+    stmt: Node
+    cond: Node
+    bound: Node
+    body: Node
+    last: bool
+
+
+@dataclass
+class KernelSyntax:
+    """The syntax facts of one function, computed once."""
+
+    model: FileModel
+    function: Function
+    node: Node
+    body: Node | None
+    statements: list[Node] = field(default_factory=list)
+    definitions: dict[str, list[Node | None]] = field(default_factory=dict)
+    loop_vars: dict[str, Node | None] = field(default_factory=dict)
+    index_vars: dict[str, IndexVar] = field(default_factory=dict)
+    elementwise: list[Elementwise] = field(default_factory=list)
+    _linear: dict[int, Linear | None] = field(default_factory=dict)
+
+    def text(self, node: Node) -> str:
+        """Return a node's text."""
+        return node_text(self.model, node)
+
+    def abs_span(self, node: Node) -> Span:
+        """Return a node's absolute span."""
+        return (node.start_byte, node.end_byte)
+
+    def rel_span(self, node: Node) -> Span:
+        """Return a node's span relative to the function."""
+        return (node.start_byte - self.function.base, node.end_byte - self.function.base)
+
+    def identifiers(self, node: Node, name: str) -> list[Node]:
+        """Return the identifier nodes called `name` below a node (field names excluded)."""
+        out: list[Node] = []
+        stack = [node]
+        raw = name.encode()
+        while stack:
+            n = stack.pop()
+            if n.type == "identifier":
+                if self.model.text[n.start_byte : n.end_byte] == raw:
+                    out.append(n)
+                continue
+            stack.extend(n.children)
+        return sorted(out, key=lambda n: n.start_byte)
+
+    def is_assigned(self, name: str, within: Node | None = None) -> bool:
+        """Return whether a name is assigned or updated (not counting its declaration)."""
+        scope = within if within is not None else self.node
+        for ident in self.identifiers(scope, name):
+            parent = ident.parent
+            if parent is None:
+                continue
+            if parent.type == "assignment_expression" and parent.child_by_field_name("left") == ident:
+                return True
+            if parent.type == "update_expression":
+                return True
+            if parent.type == "pointer_expression" and parent.child_by_field_name("operator").type == "&":
+                return True
+        return False
+
+
+_CACHE: OrderedDict[tuple[int, int, int], tuple[FileModel, KernelSyntax]] = OrderedDict()
+_KEEP = 128
+_LOCK = threading.Lock()
+
+
+def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
+    """Return the syntax facts of a function (cached per model and function)."""
+    key = (id(model), fn.base, fn.length)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is model:
+            return hit[1]
+    node = function_node(model, fn)
+    if node is None:
+        return None
+    ks = _build(model, fn, node)
+    with _LOCK:
+        _CACHE[key] = (model, ks)
+        while len(_CACHE) > _KEEP:
+            _CACHE.popitem(last=False)
+    return ks
+
+
+def _declared_type(model: FileModel, decl: Node) -> tuple[str, bool]:
+    type_node = decl.child_by_field_name("type")
+    qualifiers = [node_text(model, c) for c in decl.children if c.type == "type_qualifier"]
+    base = node_text(model, type_node) if type_node is not None else "int"
+    return " ".join([*(q for q in qualifiers if q != "const"), base]), "const" in qualifiers
+
+
+def _build(model: FileModel, fn: Function, node: Node) -> KernelSyntax:
+    body = node.child_by_field_name("body")
+    ks = KernelSyntax(model, fn, node, body)
+    if body is None:
+        return ks
+    ks.statements = [c for c in body.named_children if c.type != "comment"]
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t == "init_declarator":
+            name = n.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier":
+                ks.definitions.setdefault(node_text(model, name), []).append(n.child_by_field_name("value"))
+        elif t == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                op = n.child_by_field_name("operator")
+                value = n.child_by_field_name("right") if op is not None and op.type == "=" else None
+                ks.definitions.setdefault(node_text(model, left), []).append(value)
+        elif t == "update_expression":
+            arg = n.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier":
+                ks.definitions.setdefault(node_text(model, arg), []).append(None)
+        elif t == "for_statement":
+            init = n.child_by_field_name("initializer")
+            if init is not None and init.type == "declaration":
+                for d in init.named_children:
+                    if d.type == "init_declarator":
+                        name = d.child_by_field_name("declarator")
+                        if name is not None and name.type == "identifier":
+                            ks.loop_vars[node_text(model, name)] = d.child_by_field_name("value")
+        stack.extend(n.named_children)
+    for stmt in ks.statements:
+        if stmt.type != "declaration":
+            continue
+        decls = [c for c in stmt.named_children if c.type == "init_declarator"]
+        if len(decls) != 1:
+            continue
+        name = decls[0].child_by_field_name("declarator")
+        value = decls[0].child_by_field_name("value")
+        if name is None or name.type != "identifier" or value is None:
+            continue
+        ti = thread_index(model, value)
+        if ti is None:
+            continue
+        vname = node_text(model, name)
+        vtype, vconst = _declared_type(model, stmt)
+        ks.index_vars[vname] = IndexVar(vname, vtype, vconst, ti, stmt, value)
+    ks.elementwise = _elementwise(ks)
+    return ks
+
+
+def _less_than(ks: KernelSyntax, cond: Node, var: str) -> Node | None:
+    """Return `n` when a condition reads `var < n` (or `n > var`) and `n` does not mention `var`."""
+    parts = binary_parts(unparen(cond))
+    if parts is None:
+        return None
+    left, op, right = parts
+    left, right = unparen(left), unparen(right)
+    bound = None
+    if op == "<" and left.type == "identifier" and ks.text(left) == var:
+        bound = right
+    elif op == ">" and right.type == "identifier" and ks.text(right) == var:
+        bound = left
+    if bound is None or ks.identifiers(bound, var):
+        return None
+    return bound
+
+
+def _grid_stride_update(ks: KernelSyntax, update: Node | None, var: str) -> bool:
+    if update is None or update.type != "assignment_expression":
+        return False
+    left = update.child_by_field_name("left")
+    op = update.child_by_field_name("operator")
+    right = update.child_by_field_name("right")
+    if left is None or op is None or right is None or ks.text(left) != var or op.type != "+=":
+        return False
+    mul = binary_parts(unparen(right))
+    if mul is None or mul[1] != "*":
+        return False
+    dims = [builtin_axis(ks.model, m, n) for m in (mul[0], mul[2]) for n in ("blockDim", "gridDim")]
+    return dims.count("x") == 2
+
+
+def _elementwise(ks: KernelSyntax) -> list[Elementwise]:
+    out: list[Elementwise] = []
+    stmts = ks.statements
+    last = stmts[-1] if stmts else None
+    for stmt in stmts:
+        if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
+            clause = stmt.child_by_field_name("condition")
+            cond = clause.child_by_field_name("value") if clause is not None else None
+            body = stmt.child_by_field_name("consequence")
+            if cond is None or body is None:
+                continue
+            for var in ks.index_vars.values():
+                if var.index.axis != "x" or var.index.scale != "blockDim.x" or var.decl.start_byte > stmt.start_byte:
+                    continue
+                bound = _less_than(ks, cond, var.name)
+                if bound is None or ks.is_assigned(var.name):
+                    continue
+                out.append(
+                    Elementwise(
+                        "if",
+                        var.name,
+                        var.type,
+                        var.is_const,
+                        var.index,
+                        var.decl,
+                        stmt,
+                        clause,
+                        bound,
+                        body,
+                        stmt == last,
+                    )
+                )
+        elif stmt.type == "for_statement":
+            init = stmt.child_by_field_name("initializer")
+            cond = stmt.child_by_field_name("condition")
+            body = stmt.child_by_field_name("body")
+            if cond is None or body is None:
+                continue
+            if init is None:
+                shape = _declared_grid_stride(ks, stmt, cond, body, last)
+                if shape is not None:
+                    out.append(shape)
+                continue
+            if init.type != "declaration":
+                continue
+            decls = [c for c in init.named_children if c.type == "init_declarator"]
+            if len(decls) != 1:
+                continue
+            name = decls[0].child_by_field_name("declarator")
+            value = decls[0].child_by_field_name("value")
+            if name is None or value is None or name.type != "identifier":
+                continue
+            loop_var = ks.text(name)
+            ti = thread_index(ks.model, value)
+            if ti is None or ti.axis != "x" or ti.scale != "blockDim.x":
+                continue
+            bound = _less_than(ks, cond, loop_var)
+            if bound is None or not _grid_stride_update(ks, stmt.child_by_field_name("update"), loop_var):
+                continue
+            if ks.is_assigned(loop_var, body):
+                continue
+            vtype, vconst = _declared_type(ks.model, init)
+            out.append(Elementwise("loop", loop_var, vtype, vconst, ti, None, stmt, cond, bound, body, stmt == last))
+    return out
+
+
+def _declared_grid_stride(
+    ks: KernelSyntax, stmt: Node, cond: Node, body: Node, last: Node | None
+) -> Elementwise | None:
+    """Recognize `for (; i < n; i += blockDim.x * gridDim.x)` over an index declared before the loop."""
+    for var in ks.index_vars.values():
+        if var.index.axis != "x" or var.index.scale != "blockDim.x" or var.decl.start_byte > stmt.start_byte:
+            continue
+        bound = _less_than(ks, cond, var.name)
+        if bound is None or not _grid_stride_update(ks, stmt.child_by_field_name("update"), var.name):
+            continue
+        if ks.is_assigned(var.name, body) or len(ks.definitions.get(var.name, [])) != 2:
+            continue
+        return Elementwise(
+            "loop", var.name, var.type, var.is_const, var.index, var.decl, stmt, cond, bound, body, stmt == last
+        )
+    return None
+
+
+def elementwise_at(ks: KernelSyntax, start: int) -> Elementwise | None:
+    """Return the elementwise shape whose statement starts at an absolute offset."""
+    for shape in ks.elementwise:
+        if shape.stmt.start_byte == start:
+            return shape
+    return None
+
+
+def is_wide_type(type_text: str) -> bool:
+    """Return whether an index type is 64 bits wide."""
+    t = " ".join(type_text.replace("const", " ").split())
+    return t in _WIDE_INDEX_TYPES or t.endswith("int64_t") or t in ("unsigned long long", "long long int")
+
+
+# Linear forms over the thread index and loop counters.
+
+
+def _scale(form: Linear, factor: Coef) -> Linear:
+    out: Linear = {}
+    for k, c in form.items():
+        if isinstance(c, Fraction) and isinstance(factor, Fraction):
+            v: Coef = c * factor
+        elif isinstance(c, Fraction) and c == 1:
+            v = factor
+        elif isinstance(factor, Fraction) and factor == 1:
+            v = c
+        else:
+            v = f"{c}*{factor}"
+        if not (isinstance(v, Fraction) and v == 0):
+            out[k] = v
+    return out
+
+
+def _add(a: Linear, b: Linear, sign: int) -> Linear:
+    out = dict(a)
+    for k, c in b.items():
+        c2: Coef = c * sign if isinstance(c, Fraction) else (c if sign > 0 else f"-{c}")
+        if k not in out:
+            out[k] = c2
+            continue
+        prev = out[k]
+        if isinstance(prev, Fraction) and isinstance(c2, Fraction):
+            total = prev + c2
+            if total == 0:
+                del out[k]
+            else:
+                out[k] = total
+        else:
+            out[k] = f"{prev}+{c2}"
+    return out
+
+
+def linear(ks: KernelSyntax, node: Node, _depth: int = 0) -> Linear | None:
+    """Return an expression as a linear form over thread indices and loop counters (None: not linear)."""
+    if node is None or _depth > 24:
+        return None
+    key = node.id
+    if _depth == 0 and key in ks._linear:
+        return ks._linear[key]
+    result = _linear(ks, node, _depth)
+    if _depth == 0:
+        ks._linear[key] = result
+    return result
+
+
+def _linear(ks: KernelSyntax, node: Node, depth: int) -> Linear | None:
+    node = unparen(node)
+    t = node.type
+    model = ks.model
+    if t in ("number_literal", "sizeof_expression", "true", "false", "char_literal"):
+        return {}
+    if t == "field_expression":
+        axis = builtin_axis(model, node)
+        if axis is not None:
+            return {f"tid.{axis}": Fraction(1)} if ks.text(node).startswith("threadIdx") else {}
+        return {}
+    if t == "identifier":
+        name = ks.text(node)
+        if name in ks.loop_vars:
+            start = linear(ks, ks.loop_vars[name], depth + 1)
+            return None if start is None else _add(start, {name: Fraction(1)}, 1)
+        defs = ks.definitions.get(name)
+        if defs is None:
+            return {}
+        if len(defs) != 1 or defs[0] is None:
+            return None
+        return linear(ks, defs[0], depth + 1)
+    if t == "cast_expression":
+        return linear(ks, node.child_by_field_name("value"), depth + 1)
+    if t == "unary_expression":
+        op = node.child_by_field_name("operator")
+        inner = linear(ks, node.child_by_field_name("argument"), depth + 1)
+        if inner is None:
+            return None
+        if op is not None and op.type == "-":
+            return _scale(inner, Fraction(-1))
+        if op is not None and op.type == "+":
+            return inner
+        return {} if not inner else None
+    if t == "binary_expression":
+        parts = binary_parts(node)
+        if parts is None:
+            return None
+        left, op, right = parts
+        a = linear(ks, left, depth + 1)
+        b = linear(ks, right, depth + 1)
+        if a is None or b is None:
+            return None
+        if op in ("+", "-"):
+            return _add(a, b, 1 if op == "+" else -1)
+        if op == "*":
+            if a and b:
+                return None
+            form, other = (a, right) if a else (b, left)
+            if not form:
+                return {}
+            value = const_value(model, other)
+            return _scale(form, Fraction(value) if value is not None else ks.text(unparen(other)))
+        if not a and not b:
+            return {}
+        return None
+    if t == "subscript_expression":
+        idx = node.child_by_field_name("indices")
+        subscripts = list(idx.named_children) if idx is not None else []
+        return {} if all(linear(ks, c, depth + 1) == {} for c in subscripts) else None
+    if t in ("call_expression", "conditional_expression"):
+        args = node.child_by_field_name("arguments") if t == "call_expression" else node
+        kids = list(args.named_children) if args is not None else []
+        return {} if all(linear(ks, c, depth + 1) == {} for c in kids) else None
+    return None
+
+
+def lane_class(form: Linear | None, lane: str = "tid.x") -> str:
+    """Classify a linear index along one thread axis: uniform, contiguous, strided or unknown."""
+    if form is None:
+        return "unknown"
+    c = form.get(lane)
+    if c is None:
+        return "uniform"
+    if isinstance(c, Fraction):
+        return "contiguous" if abs(c) == 1 else "strided"
+    return "strided"
+
+
+# Launch sites: host syntax around `kernel<<<grid, block>>>(...)`.
+
+
+@dataclass(frozen=True)
+class LaunchSyntax:
+    """A launch's grid and block expressions as syntax nodes (absolute offsets)."""
+
+    host: Function
+    launch: Launch
+    grid: Node
+    block: Node
+
+
+def launch_syntax(model: FileModel, host: Function, launch: Launch) -> LaunchSyntax | None:
+    """Return the grid and block nodes of one launch."""
+    start, end = host.span(launch.span)
+    node = tree_of(model).root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    if node is None:
+        return None
+    config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+    if config is None:
+        return None
+    args = [c for c in config.named_children if c.type != "comment"]
+    if len(args) < 2:
+        return None
+    return LaunchSyntax(host, launch, args[0], args[1])
+
+
+@dataclass(frozen=True)
+class CeilDiv:
+    """A grid written `(N + B - 1) / B` (or `(N + C) / B` with C = B - 1): N elements, B per block."""
+
+    node: Node
+    count: str
+    block: str
+    block_value: int | None
+    literal: bool
+
+
+def ceil_div(model: FileModel, ls: LaunchSyntax) -> CeilDiv | None:
+    """Recognize a grid size that covers N elements with blocks of the launch's block size."""
+    parts = binary_parts(unparen(ls.grid))
+    if parts is None or parts[1] != "/":
+        return None
+    num, _, den = parts
+    den = unparen(den)
+    block_text = node_text(model, unparen(ls.block))
+    dims = ls.launch.block_value
+    block_value = dims[0] if dims and all(d == 1 for d in dims[1:]) else None
+    den_text = node_text(model, den)
+    den_value = const_value(model, den)
+    if squash(den_text) != squash(block_text) and (den_value is None or den_value != block_value):
+        return None
+    add = binary_parts(unparen(num))
+    if add is None:
+        return None
+    left, op, right = add
+    if op == "+":
+        right_value = const_value(model, right)
+        if den_value is not None and right_value is not None and right_value == den_value - 1:
+            return CeilDiv(ls.grid, node_text(model, unparen(left)), den_text, den_value, True)
+        return None
+    if op == "-" and const_value(model, right) == 1:
+        inner = binary_parts(unparen(left))
+        if inner is not None and inner[1] == "+" and squash(node_text(model, inner[2])) == squash(den_text):
+            return CeilDiv(ls.grid, node_text(model, unparen(inner[0])), den_text, den_value, False)
+    return None
+
+
+def scaled_ceil_div(cd: CeilDiv, factor: int) -> str:
+    """Return the grid text for `factor` times fewer blocks (`(n + 255) / 256` -> `(n + 1023) / 1024`)."""
+    if cd.literal and cd.block_value is not None and cd.block.isdigit():
+        total = cd.block_value * factor
+        return f"({cd.count} + {total - 1}) / {total}"
+    block = cd.block if re.fullmatch(r"[\w.]+", cd.block) else f"({cd.block})"
+    return f"({cd.count} + {block} * {factor} - 1) / ({block} * {factor})"
+
+
+def launch_arg(launch: Launch, fn: Function, name: str) -> str | None:
+    """Return the argument text a launch passes for a parameter."""
+    param = fn.param(name)
+    if param is None or len(launch.args) != len(fn.params):
+        return None
+    return launch.args[param.index].strip()
