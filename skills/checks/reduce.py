@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from warpwise.analyzers.model import AccessKind
+from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import identifier_uses, loop_label
 from warpwise.skills.facts_reduce import (
     HalfElementwise,
@@ -473,3 +474,53 @@ def pow_base_precision(ctx: CheckContext) -> Verdict:
     return violated(
         f"`{base}` is {shown}: `{name}` converts it first, while `{ctx.fact('product')}` would multiply in its own type"
     )
+
+
+def _dims_value(ctx: CheckContext) -> int | None:
+    total = 1
+    for d in ctx.fact("dims", ()):
+        v = parse_int_literal(d.strip())
+        if v is None:
+            v = ctx.model.constants.get(d.strip())
+        if v is None:
+            return None
+        total *= v
+    return total
+
+
+@check("local_array_small")
+def local_array_small(ctx: CheckContext, limit: int = 64) -> Verdict:
+    """Hold when the per-thread array has at most `limit` elements (few enough to live in registers)."""
+    total = _dims_value(ctx)
+    declared = ctx.fact("declared")
+    if total is None:
+        return unknown(f"the size of `{declared}` is not a known constant")
+    if total <= limit:
+        return holds(f"`{declared}` has {total} elements, few enough for registers")
+    return violated(f"`{declared}` has {total} elements; in registers it would crowd out everything else")
+
+
+@check("local_index_unrollable")
+def local_index_unrollable(ctx: CheckContext) -> Verdict:
+    """Hold when every index of the array becomes a constant once the loops around it are fully unrolled."""
+    runtime = ctx.fact("runtime", ())
+    arr = ctx.fact("array")
+    if not runtime:
+        return holds(f"`{arr}` is indexed only by variables of loops with constant trip counts")
+    return unknown(
+        f"`{ctx.fact('subscript')}` depends on `{', '.join(runtime)}`, known only at run time: unrolling cannot make "
+        "it constant (restructure with a switch or selects, or keep the array in shared memory)"
+    )
+
+
+@check("local_unroll_trips_small")
+def local_unroll_trips_small(ctx: CheckContext, limit: int = 64) -> Verdict:
+    """Hold when every loop to unroll runs at most `limit` times (full unrolling stays small)."""
+    loops = [ctx.function.loops[i] for i in ctx.fact("loops", ())]
+    if not loops:
+        return unknown("no loop with a constant trip count indexes the array; there is nothing to unroll")
+    big = [lp for lp in loops if (lp.trip_count or 0) > limit]
+    if big:
+        return violated(f"{loop_label(big[0])} runs {big[0].trip_count} times; fully unrolled it would bloat the code")
+    trips = ", ".join(f"{loop_label(lp)}: {lp.trip_count}" for lp in loops)
+    return holds(f"full unrolling stays small ({trips} iterations)")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from warpwise.analyzers.model import Loop, MemorySpace
+from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
     HALF_PAIRS,
@@ -407,3 +409,91 @@ def division_by_square_root(ctx: MatchContext) -> Iterator[Region]:
                 "replacement": f"{fast}({x})" if one else f"{clean(text_of(ctx.model, left))} * {fast}({x})",
             },
         )
+
+
+def full_unroll(loop: Loop) -> bool:
+    """Return whether a loop is fully unrolled by its pragma (`#pragma unroll`, or a count covering its trips)."""
+    if loop.unroll is None:
+        return False
+    parts = loop.unroll.split()
+    if parts[0] != "unroll":
+        return False
+    if len(parts) == 1:
+        return True
+    count = parse_int_literal(parts[1])
+    return count is not None and loop.trip_count is not None and count >= loop.trip_count
+
+
+_BUILTIN_WORDS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
+
+
+@matcher("dynamic_local_array_indexing")
+def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
+    """Find per-thread arrays indexed by values that are not compile-time constants after unrolling."""
+    fn = ctx.function
+    arrays = {name: t for name, t in fn.locals.items() if "[" in t}
+    if not arrays:
+        return
+    limits = geometry_limits(ctx.model, fn)
+    for name, type_text in arrays.items():
+        to_unroll: set[int] = set()
+        runtime: list[str] = []
+        first = first_runtime = None
+        seen_runtime = 0
+        for acc in fn.accesses:
+            if acc.base != name or acc.space is not MemorySpace.LOCAL:
+                continue
+            loop_vars = {fn.loops[lid].var: lid for lid in acc.loops}
+            builtins = sorted(set(_BUILTIN_WORDS.findall(acc.index)))
+            runtime.extend(f"{b}" for b in builtins)
+            dynamic = bool(builtins)
+            for ident in sorted(acc.index_names):
+                if ident in loop_vars:
+                    loop = fn.loops[loop_vars[ident]]
+                    if loop.trip_count is None:
+                        runtime.append(ident)
+                        dynamic = True
+                    elif not full_unroll(loop):
+                        to_unroll.add(loop.id)
+                        dynamic = True
+                    continue
+                if ident in ctx.model.constants:
+                    continue
+                value = node_for_name(ctx, ident)
+                r = int_range(ctx.model, fn, value, limits) if value is not None else None
+                if r is None or r[0] != r[1]:
+                    runtime.append(ident)
+                    dynamic = True
+            if dynamic and first is None:
+                first = acc
+            if len(runtime) > seen_runtime and first_runtime is None:
+                first_runtime = acc
+            seen_runtime = len(runtime)
+        if first is None:
+            continue
+        first = first_runtime or first
+        dims = re.findall(r"\[(.*?)\]", type_text)
+        yield Region(
+            AnchorKind.ACCESS,
+            fn,
+            first.span,
+            f"local:{name}",
+            {
+                "array": name,
+                "declared": f"{type_text.split('[', 1)[0].strip()} {name}[{']['.join(dims)}]",
+                "dims": tuple(dims),
+                "subscript": f"{first.array}[{']['.join(first.indices)}]",
+                "loops": tuple(sorted(to_unroll)),
+                "runtime": tuple(dict.fromkeys(runtime)),
+                "why": (
+                    f"`{', '.join(dict.fromkeys(runtime))}` is only known at run time"
+                    if runtime
+                    else "the loop that indexes it is not unrolled"
+                ),
+            },
+        )
+
+
+def node_for_name(ctx: MatchContext, name: str) -> Node | None:
+    """Return the initializer of a local defined once (to read its value), or None."""
+    return single_definition(ctx.model, ctx.function, name)

@@ -508,3 +508,19 @@ def rsqrt_instead_of_division(ctx: RewriteContext) -> list[Edit] | None:
     if ctx.fact("reciprocal"):
         return [Edit(left.start_byte, right.start_byte, ""), rename]
     return [Edit(op.start_byte, op.end_byte, "*"), rename]
+
+
+def unroll_indexing_loops(ctx: RewriteContext) -> list[Edit] | None:
+    """Put `#pragma unroll` before each constant-trip loop whose variable indexes the per-thread array, so every
+    index becomes a constant and the array can live in registers."""
+    if ctx.fact("runtime"):
+        return None
+    edits: list[Edit] = []
+    for loop_id in ctx.fact("loops", ()):
+        loop = ctx.function.loops[loop_id]
+        span = ctx.abs(loop.span)
+        if loop.unroll is not None or not _own_line(ctx, span[0]) or not _in_block(ctx, span):
+            return None
+        line = ctx.line_start(span[0])
+        edits.append(Edit(line, line, f"{ctx.indent_at(span[0])}#pragma unroll\n"))
+    return edits or None

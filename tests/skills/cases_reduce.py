@@ -19,6 +19,10 @@ EXEMPT: dict[str, dict[VerdictStatus, str]] = {
         VerdictStatus.VIOLATED: "a multiply feeding an add may or may not be contracted; that is undecidable from "
         "the source, so the check answers holds or unknown",
     },
+    "local_index_unrollable": {
+        VerdictStatus.VIOLATED: "a run-time index is reported (unknown) rather than suppressed: the array is in local "
+        "memory either way, only the fix is missing",
+    },
     "atomic_result_unused": {
         VerdictStatus.UNKNOWN: "whether the call is a statement of its own is read from the syntax, always decidable",
     },
@@ -354,4 +358,31 @@ CASES += [
     (PW, "base-precision", H, POW.format(expr="(float)pow(d[0], 3)")),
     (PW, "base-precision", V, POW.format(expr="powf(c[0], 2.0f)")),
     (PW, "base-precision", U, POW.format(expr="powf(s.v, 2.0f)")),
+]
+
+LOCAL = """
+#define N 6
+__global__ void k(const float* x, const int* sel, float* y, int n) {{
+  float acc[{size}];
+  for (int j = 0; j < {trips}; ++j) acc[j % {size}] = x[j];
+  y[threadIdx.x] = acc[{read}];
+}}
+"""
+
+
+def local(size: str = "8", trips: str = "8", read: str = "1") -> str:
+    """Return a kernel with a per-thread array filled in a loop."""
+    return LOCAL.format(size=size, trips=trips, read=read)
+
+
+LA = "dynamic-local-array-index"
+CASES += [
+    (LA, "small-array", H, local()),
+    (LA, "small-array", V, local(size="128", trips="128")),
+    (LA, "small-array", U, local(size="M").replace("#define N 6", "#define N 6\ntemplate <int M>")),
+    (LA, "unrollable-index", H, local()),
+    (LA, "unrollable-index", U, local(read="sel[threadIdx.x] & 7")),
+    (LA, "short-loops", H, local()),
+    (LA, "short-loops", V, local(trips="200")),
+    (LA, "short-loops", U, local(trips="n")),
 ]
