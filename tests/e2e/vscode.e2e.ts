@@ -31,8 +31,9 @@ import { type ServerFeatures, serverFeatures } from "./lsp.ts";
 /** The finding the scenario follows: one card in one example file, and what its quick fix must produce. */
 const SCENARIO = {
   file: "vector_ops.cu",
-  /** 1-based line of the finding. */
+  /** 1-based line and column (UTF-16) where the finding starts. */
   line: 26,
+  column: 31,
   card: "double-literal-promotion",
   kernel: "center",
   message: "`0.5` is a `double`",
@@ -154,11 +155,50 @@ async function squiggles(page: Page, line: number): Promise<Array<{ severity: st
 
 type Box = { x: number; y: number; width: number; height: number };
 
-/** The last squiggle on a line, once the editor has stopped scrolling (the same box on two animation frames). */
-async function settledSquiggle(page: Page, line: number): Promise<Box & { severity: string }> {
+/** The horizontal position where a (1-based) column of a line is drawn. */
+async function columnX(page: Page, line: number, column: number): Promise<number> {
+  const top = await lineTop(page, line);
+  const x = await editor(page)
+    .locator(".view-lines .view-line")
+    .evaluateAll(
+      (els, [y, offset]) => {
+        const el = els.find((e) => Math.abs(e.getBoundingClientRect().top - (y as number)) < 3);
+        if (!el) {
+          return undefined;
+        }
+        let left = offset as number;
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const length = node.textContent?.length ?? 0;
+          if (left < length) {
+            const range = document.createRange();
+            range.setStart(node, left);
+            range.setEnd(node, left + 1);
+            return range.getBoundingClientRect().x;
+          }
+          left -= length;
+        }
+        return undefined;
+      },
+      [top, column - 1],
+    );
+  if (x === undefined) {
+    throw new Error(`column ${column} of line ${line} is not rendered`);
+  }
+  return x;
+}
+
+/** The squiggles drawn over a (1-based) column of a line. */
+async function squigglesAt(page: Page, line: number, column: number): Promise<Array<Box & { severity: string }>> {
+  const x = await columnX(page, line, column);
+  return (await squiggles(page, line)).filter((s) => s.x <= x + 1 && x + 1 < s.x + s.width);
+}
+
+/** The squiggle over the finding's column, once the editor has stopped scrolling (the same box on two frames). */
+async function settledSquiggle(page: Page, line: number, column: number): Promise<Box & { severity: string }> {
   let previous: string | undefined;
-  return until(`a squiggle on line ${line}, at rest`, async () => {
-    const found = await squiggles(page, line);
+  return until(`a squiggle at ${line}:${column}, at rest`, async () => {
+    const found = await squigglesAt(page, line, column);
     const last = found[found.length - 1];
     const key = last ? JSON.stringify(last) : undefined;
     const settled = key !== undefined && key === previous;
@@ -303,9 +343,9 @@ async function main(): Promise<void> {
         await page.locator(".modal-editor-part").waitFor({ state: "hidden" });
         await runCommand(page, "Notifications: Clear All Notifications");
         await page.locator(`.tabs-container .tab.active[aria-label^="${SCENARIO.file}"]`).waitFor({ state: "visible" });
-        return until("the status item to leave restricted mode", async () => {
+        return until("the status item to leave restricted mode and report the backend", async () => {
           const t = await languageStatus(page);
-          return /restricted|starting/.test(t) ? undefined : t;
+          return /restricted|starting|looking|not reported/.test(t) ? undefined : t;
         });
       });
       await page.mouse.move(10, 10);
@@ -318,9 +358,9 @@ async function main(): Promise<void> {
     } else {
       await step(page, "the finding's squiggle appears", shot(2, "squiggle"), async () => {
         await goToLine(page, SCENARIO.line);
-        const found = await settledSquiggle(page, SCENARIO.line);
+        const found = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
         squiggle = found;
-        return `${found.severity} squiggle on line ${SCENARIO.line}`;
+        return `${found.severity} squiggle at ${SCENARIO.line}:${SCENARIO.column}`;
       });
     }
 
@@ -329,7 +369,7 @@ async function main(): Promise<void> {
       waiting("the hover shows the card's preconditions with verdicts", "the server does not advertise hoverProvider", shot(3, "hover"));
     } else if (squiggle) {
       await step(page, "the hover shows the card's preconditions with verdicts", shot(3, "hover"), async () => {
-        const at = await settledSquiggle(page, SCENARIO.line);
+        const at = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
         await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
         const hover = editor(page).locator(".monaco-hover", { hasText: "Preconditions for this code" }).first();
         await hover.waitFor({ state: "visible" });
@@ -366,7 +406,7 @@ async function main(): Promise<void> {
       const menuOk = await step(page, "the context menu lists the warpwise commands", shot(4, "context-menu"), async () => {
         await page.keyboard.press("Escape");
         await page.mouse.move(10, 10);
-        const at = await settledSquiggle(page, SCENARIO.line);
+        const at = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
         await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2, { button: "right" });
         const entries = ["Verify Kernel Under Cursor", "Optimize Kernel Under Cursor", "Profile Kernels in This File", "Show Lineage of Skill Card Under Cursor"];
         for (const entry of entries) {
@@ -399,7 +439,7 @@ async function main(): Promise<void> {
     } else if (squiggle) {
       const listed = await step(page, "the quick fix is listed with its verification state", shot(6, "quickfix"), async () => {
         await page.keyboard.press("Escape");
-        const at = await settledSquiggle(page, SCENARIO.line);
+        const at = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
         await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2);
         await page.keyboard.press("Control+.");
         const rows = page.locator(".action-widget .monaco-list-row");
@@ -423,8 +463,8 @@ async function main(): Promise<void> {
           await until("the saved file to equal the CLI's fix of the same card", async () =>
             readFileSync(saved, "utf8") === expected ? true : undefined,
           );
-          await until(`the ${SCENARIO.card} squiggle on line ${SCENARIO.line} to go away`, async () =>
-            (await squiggles(page, SCENARIO.line)).length === 0 ? true : undefined,
+          await until(`the ${SCENARIO.card} squiggle at ${SCENARIO.line}:${SCENARIO.column} to go away`, async () =>
+            (await squigglesAt(page, SCENARIO.line, SCENARIO.column)).length === 0 ? true : undefined,
           );
           await page.locator(".tabs-container .tab.active.dirty").waitFor({ state: "detached" });
           return `line ${SCENARIO.line}: ${SCENARIO.lineAfterFix.trim()}; saved file equals \`warpwise check --fix\``;

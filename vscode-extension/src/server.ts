@@ -25,7 +25,7 @@ import { discoveryHost, PYTHON_EXTENSION_ID } from "./host";
 import { showProgressAsNotifications } from "./progress";
 import { serverSettings } from "./serverSettings";
 import { SingleFlight } from "./singleFlight";
-import { type ClientState, describeState, parseBackendStatus } from "./status";
+import { type BackendStatus, type ClientState, describeState, parseBackendStatus } from "./status";
 
 export const DOCUMENT_SELECTOR = [
   { scheme: "file", language: "cuda-cpp" },
@@ -75,6 +75,8 @@ export class WarpwiseServer implements vscode.Disposable {
   private stopping = false;
   /** Whether the current client ever reached Running; a server that dies while starting is not restarted. */
   private reachedRunning = false;
+  /** The server's latest `warpwise/status`, kept even when it arrives before the client reports Running. */
+  private backend: BackendStatus | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   /** The server's last lines on stderr, quoted when it fails to start. */
   private stderrTail: string[] = [];
@@ -234,15 +236,15 @@ export class WarpwiseServer implements vscode.Disposable {
     this.client = client;
     this.clientDisposables.push(
       client.onNotification(STATUS_NOTIFICATION, (params: unknown) => {
+        this.backend = parseBackendStatus(params);
         if (this.state.kind === "running") {
-          this.setState({ ...this.state, backend: parseBackendStatus(params) });
+          this.setState({ ...this.state, backend: this.backend });
         }
       }),
       client.onDidChangeState((e) => {
         if (e.newState === State.Running) {
           this.reachedRunning = true;
-          const backend = this.state.kind === "running" ? this.state.backend : undefined;
-          this.setState({ kind: "running", backend, restricted: !vscode.workspace.isTrusted });
+          this.setState({ kind: "running", backend: this.backend, restricted: !vscode.workspace.isTrusted });
         } else if (e.newState === State.Starting) {
           this.setState({ kind: "starting", interpreter: python });
         }
@@ -250,6 +252,7 @@ export class WarpwiseServer implements vscode.Disposable {
     );
     this.stderrTail = [];
     this.reachedRunning = false;
+    this.backend = undefined;
     try {
       await client.start();
     } catch (error) {
@@ -266,7 +269,7 @@ export class WarpwiseServer implements vscode.Disposable {
       return;
     }
     this.clientDisposables.push(showProgressAsNotifications(client));
-    this.setState({ kind: "running", backend: undefined, restricted: !trusted });
+    this.setState({ kind: "running", backend: this.backend, restricted: !trusted });
     const info = client.initializeResult?.serverInfo;
     this.log(`server started: ${info?.name ?? "warpwise"} ${info?.version ?? ""} with ${python}${trusted ? "" : " (restricted mode)"}`);
   }

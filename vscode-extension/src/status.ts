@@ -13,6 +13,8 @@ export interface BackendStatus {
   gpu: string | undefined;
   /** The verification backend (`local`, `cluster`, `compile-only`, `off`), when the server names it. */
   backend: string | undefined;
+  /** True while the server is still looking for a GPU (its first report after start). */
+  searching: boolean;
   /** Candidates waiting in the queue (not counting the running one). */
   queued: number;
   /** What runs now, in words, e.g. "saxpy: timing", and its kind (`verify`, `profile`, ...). */
@@ -89,11 +91,13 @@ export function parseBackendStatus(params: unknown): BackendStatus {
     value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   const gpuValue = p.gpu;
   let gpu: string | undefined;
+  let searching = false;
   if (typeof gpuValue === "string") {
     gpu = str(gpuValue);
   } else {
     const g = obj(gpuValue);
     gpu = g.found === false ? undefined : (str(g.name) ?? str(g.device));
+    searching = g.found !== true && g.name == null && /^looking\b/i.test(str(g.detail) ?? "");
   }
   gpu ??= str(p.gpu_name) ?? str(p.gpuName);
   const found = p.gpu_found ?? p.gpuFound ?? p.has_gpu ?? p.hasGpu;
@@ -120,6 +124,7 @@ export function parseBackendStatus(params: unknown): BackendStatus {
   return {
     gpu,
     backend: str(p.backend) ?? str(p.mode),
+    searching,
     queued: count(p.queued ?? p.queue_length ?? p.queueLength ?? p.queue) ?? 0,
     running: running?.text,
     runningKind: running?.kind,
@@ -159,7 +164,15 @@ export function describeState(state: ClientState): StatusView {
       if (!b) {
         return { text: "warpwise", detail: "server running; GPU state not reported yet", severity: "information", busy: false };
       }
-      const text = b.gpu ? `$(chip) ${b.gpu}` : b.backend === "off" ? "GPU verification off" : "no GPU: compile-only";
+      const text = b.gpu
+        ? `$(chip) ${b.gpu}`
+        : b.backend === "off"
+          ? "GPU verification off"
+          : b.backend === "cluster"
+            ? "$(server) GPU cluster"
+            : b.searching
+              ? "looking for a GPU"
+              : "no GPU: compile-only";
       const total = b.queued + (b.running ? 1 : 0);
       let detail: string;
       if (total === 0) {
@@ -175,7 +188,7 @@ export function describeState(state: ClientState): StatusView {
         detail = `${problems.join("; ")}; ${detail}`;
       }
       const severity = b.error ? "error" : b.warnings.length > 0 ? "warning" : "information";
-      return { text, detail, severity, busy: total > 0 };
+      return { text, detail, severity, busy: total > 0 || b.searching };
     }
   }
 }

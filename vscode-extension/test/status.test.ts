@@ -114,3 +114,14 @@ test("the server's own status payload is read: GPU, queue, running job, cards an
   assert.equal(brokenView.severity, "error");
   assert.match(brokenView.detail, /^analysis worker stopped: MemoryError; skill cards unavailable: card x\.md: bad field; /);
 });
+
+test("the first report, while the server still looks for a GPU, does not claim there is none", () => {
+  const looking = parseBackendStatus({ gpu: { found: false, name: null, detail: "looking for a GPU" }, backend: "compile-only", queue: { length: 0 } });
+  const view = describeState({ kind: "running", backend: looking, restricted: false });
+  assert.equal(view.text, "looking for a GPU");
+  assert.equal(view.busy, true);
+  const off = parseBackendStatus({ gpu: { found: false, name: null, detail: "no NVIDIA GPU found" }, backend: "off", queue: { length: 0 } });
+  assert.equal(describeState({ kind: "running", backend: off, restricted: false }).text, "GPU verification off");
+  const none = parseBackendStatus({ gpu: { found: false, name: null, detail: "no NVIDIA GPU found" }, backend: "compile-only", queue: { length: 0 } });
+  assert.equal(describeState({ kind: "running", backend: none, restricted: false }).text, "no GPU: compile-only");
+});
