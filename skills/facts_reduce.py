@@ -1127,7 +1127,7 @@ HALF_PACKED = {
     "__hmax_nan": "__hmax2_nan",
     "__hmin_nan": "__hmin2_nan",
 }
-_GLOBAL_INDEX = {
+GLOBAL_INDEX_FORMS = {
     "blockIdx.x * blockDim.x + threadIdx.x",
     "blockDim.x * blockIdx.x + threadIdx.x",
     "threadIdx.x + blockIdx.x * blockDim.x",
@@ -1138,7 +1138,7 @@ _GLOBAL_INDEX = {
 def is_global_index(model: FileModel, fn: Function, name: str) -> bool:
     """Return whether a local is defined once as `blockIdx.x * blockDim.x + threadIdx.x` (in any operand order)."""
     value = single_definition(model, fn, name)
-    return value is not None and clean(text_of(model, value)) in _GLOBAL_INDEX
+    return value is not None and clean(text_of(model, value)) in GLOBAL_INDEX_FORMS
 
 
 @dataclass(frozen=True, slots=True)

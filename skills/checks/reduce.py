@@ -10,9 +10,11 @@ import re
 
 from warpwise.analyzers.model import AccessKind
 from warpwise.analyzers.values import parse_int_literal
-from warpwise.skills.facts import identifier_uses, loop_label
+from warpwise.skills.facts import identifier_uses, loop_label, nodes
 from warpwise.skills.facts_reduce import (
+    CType,
     HalfElementwise,
+    Node,
     TreeReduction,
     TwoPassSoftmax,
     bare_type,
@@ -29,7 +31,10 @@ from warpwise.skills.facts_reduce import (
     launch_bound,
     launches_text,
     node_at,
+    operator_of,
     origin_value,
+    text_of,
+    unparen,
     variable_type,
 )
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
@@ -524,3 +529,124 @@ def local_unroll_trips_small(ctx: CheckContext, limit: int = 64) -> Verdict:
         return violated(f"{loop_label(big[0])} runs {big[0].trip_count} times; fully unrolled it would bloat the code")
     trips = ", ".join(f"{loop_label(lp)}: {lp.trip_count}" for lp in loops)
     return holds(f"full unrolling stays small ({trips} iterations)")
+
+
+_COMPARE = {"<", "<=", ">", ">=", "==", "!="}
+_ARITH_OPS = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"}
+
+
+def _bound_types(ctx: CheckContext, var: str) -> list[tuple[str, CType | None]]:
+    """Return (text, type) of every value `var` is compared with."""
+    out = []
+    for node in nodes(ctx.model, ctx.function, "(binary_expression) @b", "b"):
+        if operator_of(node) not in _COMPARE:
+            continue
+        left, right = unparen(field(node, "left")), unparen(field(node, "right"))
+        for mine, other in ((left, right), (right, left)):
+            if mine is not None and other is not None and mine.type == "identifier" and text_of(ctx.model, mine) == var:
+                out.append((clean(text_of(ctx.model, other)), expr_type(ctx.model, ctx.function, other)))
+    return out
+
+
+@check("index_may_exceed_int32")
+def index_may_exceed_int32(ctx: CheckContext) -> Verdict:
+    """Hold when the index can pass the 32-bit range: a 64-bit size bound, or launches with more threads."""
+    var, signed = ctx.fact("var"), ctx.fact("signed")
+    limit = 2**31 - 1 if signed else 2**32 - 1
+    limit_text = "2^31 - 1" if signed else "2^32 - 1"
+    fn = ctx.function
+    launches = ctx.model.launches_of(fn.name)
+    geometry = [(lc.grid_value, lc.block_value) for _, lc in launches]
+    if geometry and all(g is not None and b is not None for g, b in geometry) and not ctx.fact("grid_stride"):
+        total = max(g[0] * b[0] for g, b in geometry if g is not None and b is not None)
+        if total - 1 > limit:
+            return holds(f"a launch starts {total} threads along x, so `{var}` passes {limit_text}")
+        return violated(f"the launches start at most {total} threads along x, so `{var}` stays below {limit_text}")
+    bounds = _bound_types(ctx, var)
+    wide = [(t, ty) for t, ty in bounds if ty is not None and ty.is_int and ty.bits == 64]
+    if wide:
+        return holds(f"`{var}` is compared with `{wide[0][0]}`, a 64-bit size: arrays may pass {limit_text} elements")
+    unsigned32 = [(t, ty) for t, ty in bounds if ty is not None and ty.kind == "unsigned" and ty.bits == 32]
+    if signed and unsigned32:
+        return holds(f"`{var}` is compared with `{unsigned32[0][0]}`, an unsigned 32-bit size up to 2^32 - 1")
+    narrow = [(t, ty) for t, ty in bounds if ty is not None and ty.is_int and ty.bits <= 32]
+    if narrow:
+        if ctx.fact("grid_stride"):
+            return unknown(
+                f"`{var}` is bounded by `{narrow[0][0]}` (32-bit), but the stride step can still pass {limit_text} "
+                f"when `{narrow[0][0]}` is within one stride of it"
+            )
+        return violated(f"`{var}` is bounded by `{narrow[0][0]}`, a 32-bit size: it stays within its own type")
+    return unknown(f"neither a size bound on `{var}` nor a constant launch geometry shows how large it gets")
+
+
+def _narrow_target(ctx: CheckContext, type_text: str | None) -> bool:
+    """Return whether a value stored into this type stays 32-bit (or the type is not known)."""
+    target = ctype(type_text)
+    return target is None or (target.is_int and target.bits < 64)
+
+
+def _use_of(ctx: CheckContext, var: str, use: Node) -> tuple[str, str]:
+    """Classify one use of the index: `ok`, `doubt` (with a reason) or `bad` (with a reason)."""
+    cur = use
+    while True:
+        parent = cur.parent
+        t = parent.type if parent is not None else ""
+        if t == "parenthesized_expression" or (t == "binary_expression" and operator_of(parent) in _ARITH_OPS):
+            cur = parent
+            continue
+        if t == "conditional_expression":
+            cond = field(parent, "condition")
+            if cond is not None and cond.id == cur.id:
+                return "ok", ""
+            cur = parent
+            continue
+        if t in ("binary_expression", "subscript_argument_list", "update_expression", "condition_clause"):
+            return "ok", ""
+        if t == "pointer_expression":
+            return "bad", f"`&{var}` takes the address of `{var}` as a pointer to its 32-bit type"
+        if t == "assignment_expression":
+            left = field(parent, "left")
+            if left is not None and left.id == cur.id:
+                return "ok", ""
+            name = text_of(ctx.model, left) if left is not None else "?"
+            if _narrow_target(ctx, variable_type(ctx.function, name)):
+                return "doubt", f"`{var}` is stored in `{name}`, which stays 32-bit"
+            return "ok", ""
+        if t == "init_declarator":
+            declared = parent.parent
+            type_node = field(declared, "type")
+            name = text_of(ctx.model, field(parent, "declarator"))
+            if _narrow_target(ctx, text_of(ctx.model, type_node) if type_node is not None else None):
+                return "doubt", f"`{var}` initializes `{name}`, which stays 32-bit"
+            return "ok", ""
+        if t == "argument_list":
+            callee = clean(text_of(ctx.model, field(parent.parent, "function")))
+            if callee == "printf":
+                return "bad", f"`{var}` is printed with `printf`, whose format expects its 32-bit type"
+            return "doubt", f"`{var}` is passed to `{callee}`; the parameter's type decides whether it still fits"
+        shown = clean(text_of(ctx.model, parent))[:40] if parent is not None else "?"
+        return "doubt", f"`{var}` is used in `{shown}`, which warpwise cannot follow"
+
+
+@check("index_used_only_as_index")
+def index_used_only_as_index(ctx: CheckContext) -> Verdict:
+    """Hold when every use of the index variable is an array index, a comparison, its own update, or arithmetic
+    feeding those (so widening its type changes no result)."""
+    var = ctx.fact("var")
+    fn = ctx.function
+    d0, d1 = ctx.fact("declaration_span")
+    doubts: list[str] = []
+    for use in nodes(ctx.model, fn, "(identifier) @id", "id"):
+        if text_of(ctx.model, use) != var:
+            continue
+        if d0 <= use.start_byte - fn.base < d1 and use.parent is not None and use.parent.type == "init_declarator":
+            continue
+        kind, reason = _use_of(ctx, var, use)
+        if kind == "bad":
+            return violated(reason)
+        if kind == "doubt":
+            doubts.append(reason)
+    if doubts:
+        return unknown(doubts[0])
+    return holds(f"`{var}` is only used to index arrays, in comparisons and in its own updates")

@@ -16,6 +16,7 @@ from warpwise.analyzers.model import Loop, MemorySpace
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
+    GLOBAL_INDEX_FORMS,
     HALF_PAIRS,
     PRIMARY,
     CType,
@@ -23,6 +24,7 @@ from warpwise.skills.facts_reduce import (
     atomic_target,
     bare_type,
     clean,
+    ctype,
     division_type,
     element_type,
     enclosing_loops,
@@ -497,3 +499,55 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
 def node_for_name(ctx: MatchContext, name: str) -> Node | None:
     """Return the initializer of a local defined once (to read its value), or None."""
     return single_definition(ctx.model, ctx.function, name)
+
+
+_INDEX_DECLS = "(init_declarator declarator: (identifier) @name value: (binary_expression) @value) @init"
+
+
+@matcher("int32_global_index")
+def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
+    """Find a 32-bit integer declared as `blockIdx.x * blockDim.x + threadIdx.x` and used to index arrays."""
+    fn = ctx.function
+    if not is_kernel(fn) or not fn.accesses:
+        return
+    indexed = {n for a in fn.accesses for n in a.index_names}
+    for init in nodes(ctx.model, fn, _INDEX_DECLS, "init"):
+        name_node, value = field(init, "declarator"), field(init, "value")
+        decl = init.parent
+        if name_node is None or value is None or decl is None or decl.type != "declaration":
+            continue
+        name = text_of(ctx.model, name_node)
+        if name not in indexed or clean(text_of(ctx.model, value)) not in GLOBAL_INDEX_FORMS:
+            continue
+        type_node = field(decl, "type")
+        ty = ctype(text_of(ctx.model, type_node)) if type_node is not None else None
+        if type_node is None or ty is None or not ty.is_int or ty.bits != 32:
+            continue
+        if len(decl.children_by_field_name("declarator")) != 1:
+            continue
+        product = next(
+            (c for c in (field(value, "left"), field(value, "right")) if c is not None and operator_of(c) == "*"),
+            None,
+        )
+        factor = field(product, "left")
+        if factor is None:
+            continue
+        wide = "long long" if ty.kind == "signed" else "size_t"
+        loop = decl.parent is not None and decl.parent.type == "for_statement"
+        yield Region(
+            AnchorKind.EXPRESSION,
+            fn,
+            (init.start_byte - fn.base, init.end_byte - fn.base),
+            f"int32-index:{name}:{init.start_byte - fn.base}",
+            {
+                "var": name,
+                "type": clean(text_of(ctx.model, type_node)),
+                "type_span": (type_node.start_byte - fn.base, type_node.end_byte - fn.base),
+                "factor_span": (factor.start_byte - fn.base, factor.end_byte - fn.base),
+                "declaration_span": (decl.start_byte - fn.base, decl.end_byte - fn.base),
+                "wide": wide,
+                "value": clean(text_of(ctx.model, value)),
+                "grid_stride": loop,
+                "signed": ty.kind == "signed",
+            },
+        )

@@ -524,3 +524,13 @@ def unroll_indexing_loops(ctx: RewriteContext) -> list[Edit] | None:
         line = ctx.line_start(span[0])
         edits.append(Edit(line, line, f"{ctx.indent_at(span[0])}#pragma unroll\n"))
     return edits or None
+
+
+def widen_global_index(ctx: RewriteContext) -> list[Edit] | None:
+    """Declare the index 64-bit and compute its product in 64 bits (`(long long)blockIdx.x * blockDim.x + ...`)."""
+    t0, t1 = ctx.abs(ctx.fact("type_span"))
+    f0, _ = ctx.abs(ctx.fact("factor_span"))
+    wide = ctx.fact("wide")
+    if ctype(ctx.text((t0, t1))) is None:
+        return None
+    return [Edit(t0, t1, wide), Edit(f0, f0, f"({wide})")]

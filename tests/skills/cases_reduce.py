@@ -386,3 +386,23 @@ CASES += [
     (LA, "short-loops", V, local(trips="200")),
     (LA, "short-loops", U, local(trips="n")),
 ]
+
+WIDE = """
+#include <cstdio>
+__device__ float at(const float* p, int k);
+__global__ void k(float* x, {size} n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  {body}
+}}
+"""
+I32 = "int32-index-overflow"
+CASES += [
+    (I32, "may-exceed-int32", H, WIDE.format(size="size_t", body="if (i < n) x[i] = 0.0f;")),
+    (I32, "may-exceed-int32", V, WIDE.format(size="int", body="if (i < n) x[i] = 0.0f;")),
+    (I32, "may-exceed-int32", U, WIDE.format(size="size_t", body="x[i] = 0.0f;")),
+    (I32, "only-indexes", H, WIDE.format(size="size_t", body="if (i < n) x[i] = x[i + 1] * 2.0f;")),
+    (I32, "only-indexes", V, WIDE.format(size="size_t", body='x[i] = 0.0f; printf("%d", i);')),
+    (I32, "only-indexes", V, WIDE.format(size="size_t", body="x[i] = 0.0f; int* p = &i; *p = 0;")),
+    (I32, "only-indexes", U, WIDE.format(size="size_t", body="x[i] = at(x, i);")),
+    (I32, "only-indexes", U, WIDE.format(size="size_t", body="int j = i / 2; x[j] = 0.0f; x[i] = 1.0f;")),
+]
