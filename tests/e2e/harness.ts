@@ -137,6 +137,11 @@ export class CodeServer {
     writeFileSync(join(this.dataDir, "Machine", "settings.json"), JSON.stringify(options.machineSettings, null, 2));
   }
 
+  /** Rewrite the machine settings while code-server runs (VS Code watches the file and applies the change). */
+  setMachineSettings(settings: Record<string, unknown>): void {
+    writeFileSync(join(this.dataDir, "Machine", "settings.json"), JSON.stringify(settings, null, 2));
+  }
+
   private env(): NodeJS.ProcessEnv {
     const xdg = join(this.root, "xdg");
     return {

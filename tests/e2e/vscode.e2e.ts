@@ -503,6 +503,31 @@ async function main(): Promise<void> {
         return text;
       });
     }
+
+    // 9. An interpreter without warpwise: the extension names it and offers the install command.
+    await step(page, "an interpreter without warpwise is named and the install offered", shot(10, "not-installed"), async () => {
+      await page.keyboard.press("Escape");
+      const bare = join(server.root, "python-without-warpwise");
+      execFileSync(PYTHON, ["-m", "venv", "--without-pip", bare]);
+      const python = join(bare, "bin", "python");
+      server.setMachineSettings({ "warpwise.interpreter": python });
+      const toast = page.locator(".notification-toast", { hasText: "the warpwise package is not installed in" }).first();
+      await toast.waitFor({ state: "visible" });
+      const message = (await toast.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
+      if (!message.includes(python)) {
+        throw new Error(`the message does not name ${python}: ${message}`);
+      }
+      for (const button of ["Install warpwise", "Select Interpreter", "Open Log"]) {
+        await toast.locator(".monaco-button", { hasText: button }).first().waitFor({ state: "visible" });
+      }
+      const status = await until("the status item to report the missing server", async () => {
+        const t = await languageStatus(page);
+        return /no server/.test(t) ? t : undefined;
+      });
+      await page.mouse.move(640, 300);
+      await page.locator(".hover-language-status").first().waitFor({ state: "hidden" });
+      return `${message} [Install warpwise] [Select Interpreter] [Open Log]; status: ${status}`;
+    });
   } finally {
     await browser?.context.close().catch(() => undefined);
     if (report.failed || keep) {

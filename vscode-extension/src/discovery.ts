@@ -211,7 +211,7 @@ export function describeDiscovery(result: Discovery): string {
     case "ready":
       return `warpwise ${result.warpwise} on Python ${result.python} (${result.interpreter.path}, from ${SOURCE_WORDS[result.interpreter.source]})`;
     case "not-installed":
-      return `warpwise is not installed in ${result.interpreter.path} (Python ${result.python}, from ${SOURCE_WORDS[result.interpreter.source]}); install it there or choose another interpreter.`;
+      return `the warpwise package is not installed in ${result.interpreter.path} (Python ${result.python}, from ${SOURCE_WORDS[result.interpreter.source]}); install it there or choose another interpreter.`;
     case "python-too-old":
       return `${result.interpreter.path} is Python ${result.python}; warpwise needs Python ${MIN_PYTHON.join(".")} or newer. Set \`warpwise.interpreter\` to a newer one.`;
     case "bad-setting":

@@ -81,7 +81,7 @@ test("an interpreter without warpwise is skipped for one that has it, and report
   const none = await discover(host({ ...h, probes: { "/ws/.venv/bin/python": NO_WARPWISE, "/usr/bin/python3": NO_WARPWISE } }));
   assert.equal(none.kind, "not-installed");
   assert.equal(none.kind === "not-installed" && none.interpreter.path, "/ws/.venv/bin/python");
-  assert.match(describeDiscovery(none), /warpwise is not installed in \/ws\/\.venv\/bin\/python \(Python 3\.12\.1/);
+  assert.match(describeDiscovery(none), /the warpwise package is not installed in \/ws\/\.venv\/bin\/python \(Python 3\.12\.1/);
 });
 
 test("an old Python is named with the version warpwise needs", async () => {
