@@ -15,14 +15,18 @@ symbol (parameters, `blockIdx`, `blockDim`, constants) is dropped; expressions t
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import tree_sitter as ts
+
 from warpwise.analyzers.model import FileModel, Function, Launch, Span
+from warpwise.analyzers.parse import query
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import function_node, tree_of
 
@@ -159,32 +163,98 @@ class Elementwise:
     last: bool
 
 
-@dataclass
-class KernelSyntax:
-    """The syntax facts of one function, computed once."""
+_DEFINITIONS = """
+(init_declarator declarator: (identifier) @name value: (_) @value)
+(assignment_expression left: (identifier) @assigned) @assignment
+(update_expression argument: (identifier) @updated)
+(pointer_expression operator: "&" argument: (identifier) @addressed)
+(for_statement
+  initializer: (declaration declarator: (init_declarator declarator: (identifier) @loop value: (_) @start)))
+"""
 
-    model: FileModel
-    function: Function
-    node: Node
-    body: Node | None
-    statements: list[Node] = field(default_factory=list)
-    definitions: dict[str, list[Node | None]] = field(default_factory=dict)
-    loop_vars: dict[str, Node | None] = field(default_factory=dict)
-    index_vars: dict[str, IndexVar] = field(default_factory=dict)
-    elementwise: list[Elementwise] = field(default_factory=list)
-    _linear: dict[int, Linear | None] = field(default_factory=dict)
+
+class KernelSyntax:
+    """The syntax facts of one function, each computed on first use and kept."""
+
+    def __init__(self, model: FileModel, function: Function, node: Node) -> None:
+        self.model = model
+        self.function = function
+        self.node = node
+        self.body: Node | None = node.child_by_field_name("body")
+        self._linear: dict[int, Linear | None] = {}
 
     def text(self, node: Node) -> str:
         """Return a node's text."""
         return node_text(self.model, node)
 
-    def abs_span(self, node: Node) -> Span:
-        """Return a node's absolute span."""
-        return (node.start_byte, node.end_byte)
-
     def rel_span(self, node: Node) -> Span:
         """Return a node's span relative to the function."""
         return (node.start_byte - self.function.base, node.end_byte - self.function.base)
+
+    @functools.cached_property
+    def statements(self) -> list[Node]:
+        """Return the top-level statements of the body."""
+        if self.body is None:
+            return []
+        return [c for c in self.body.named_children if c.type != "comment"]
+
+    @functools.cached_property
+    def _defs(self) -> tuple[dict[str, list[Node | None]], dict[str, Node | None]]:
+        definitions: dict[str, list[Node | None]] = {}
+        loops: dict[str, Node | None] = {}
+        if self.body is None:
+            return definitions, loops
+        for _, caps in ts.QueryCursor(query(_DEFINITIONS)).matches(self.body):
+            if "loop" in caps:
+                loops[self.text(caps["loop"][0])] = caps["start"][0]
+            elif "name" in caps:
+                definitions.setdefault(self.text(caps["name"][0]), []).append(caps["value"][0])
+            elif "assigned" in caps:
+                assignment = caps["assignment"][0]
+                op = assignment.child_by_field_name("operator")
+                value = assignment.child_by_field_name("right") if op is not None and op.type == "=" else None
+                definitions.setdefault(self.text(caps["assigned"][0]), []).append(value)
+            else:
+                for ident in caps.get("updated", []) + caps.get("addressed", []):
+                    definitions.setdefault(self.text(ident), []).append(None)
+        return definitions, loops
+
+    @property
+    def definitions(self) -> dict[str, list[Node | None]]:
+        """Return every name's definitions: initializers, assigned values, or None for updates and `&name`."""
+        return self._defs[0]
+
+    @property
+    def loop_vars(self) -> dict[str, Node | None]:
+        """Return the counters declared by `for` loops, with their start values."""
+        return self._defs[1]
+
+    @functools.cached_property
+    def index_vars(self) -> dict[str, IndexVar]:
+        """Return the top-level locals initialized with a global thread index."""
+        out: dict[str, IndexVar] = {}
+        for stmt in self.statements:
+            if stmt.type != "declaration":
+                continue
+            decls = [c for c in stmt.named_children if c.type == "init_declarator"]
+            if len(decls) != 1:
+                continue
+            name = decls[0].child_by_field_name("declarator")
+            value = decls[0].child_by_field_name("value")
+            if name is None or name.type != "identifier" or value is None:
+                continue
+            ti = thread_index(self.model, value)
+            if ti is None:
+                continue
+            vname = self.text(name)
+            vtype, vconst = _declared_type(self.model, stmt)
+            out[vname] = IndexVar(vname, vtype, vconst, ti, stmt, value)
+        return out
+
+    @functools.cached_property
+    def elementwise(self) -> list[Elementwise]:
+        """Return the one-element-per-thread shapes of the body."""
+        return _elementwise(self) if may_be_elementwise(self.model, self.function) else []
 
     def identifiers(self, node: Node, name: str) -> list[Node]:
         """Return the identifier nodes called `name` below a node (field names excluded)."""
@@ -201,9 +271,10 @@ class KernelSyntax:
         return sorted(out, key=lambda n: n.start_byte)
 
     def is_assigned(self, name: str, within: Node | None = None) -> bool:
-        """Return whether a name is assigned or updated (not counting its declaration)."""
-        scope = within if within is not None else self.node
-        for ident in self.identifiers(scope, name):
+        """Return whether a name is defined more than once (in `within`: assigned, updated or addressed there)."""
+        if within is None:
+            return len(self.definitions.get(name, [])) > 1
+        for ident in self.identifiers(within, name):
             parent = ident.parent
             if parent is None:
                 continue
@@ -217,7 +288,7 @@ class KernelSyntax:
 
 
 _CACHE: OrderedDict[tuple[int, int, int], tuple[FileModel, KernelSyntax]] = OrderedDict()
-_KEEP = 128
+_KEEP = 256
 _LOCK = threading.Lock()
 
 
@@ -231,7 +302,7 @@ def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
     node = function_node(model, fn)
     if node is None:
         return None
-    ks = _build(model, fn, node)
+    ks = KernelSyntax(model, fn, node)
     with _LOCK:
         _CACHE[key] = (model, ks)
         while len(_CACHE) > _KEEP:
@@ -246,57 +317,40 @@ def _declared_type(model: FileModel, decl: Node) -> tuple[str, bool]:
     return " ".join([*(q for q in qualifiers if q != "const"), base]), "const" in qualifiers
 
 
-def _build(model: FileModel, fn: Function, node: Node) -> KernelSyntax:
-    body = node.child_by_field_name("body")
-    ks = KernelSyntax(model, fn, node, body)
-    if body is None:
-        return ks
-    ks.statements = [c for c in body.named_children if c.type != "comment"]
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        t = n.type
-        if t == "init_declarator":
-            name = n.child_by_field_name("declarator")
-            if name is not None and name.type == "identifier":
-                ks.definitions.setdefault(node_text(model, name), []).append(n.child_by_field_name("value"))
-        elif t == "assignment_expression":
-            left = n.child_by_field_name("left")
-            if left is not None and left.type == "identifier":
-                op = n.child_by_field_name("operator")
-                value = n.child_by_field_name("right") if op is not None and op.type == "=" else None
-                ks.definitions.setdefault(node_text(model, left), []).append(value)
-        elif t == "update_expression":
-            arg = n.child_by_field_name("argument")
-            if arg is not None and arg.type == "identifier":
-                ks.definitions.setdefault(node_text(model, arg), []).append(None)
-        elif t == "for_statement":
-            init = n.child_by_field_name("initializer")
-            if init is not None and init.type == "declaration":
-                for d in init.named_children:
-                    if d.type == "init_declarator":
-                        name = d.child_by_field_name("declarator")
-                        if name is not None and name.type == "identifier":
-                            ks.loop_vars[node_text(model, name)] = d.child_by_field_name("value")
-        stack.extend(n.named_children)
-    for stmt in ks.statements:
-        if stmt.type != "declaration":
-            continue
-        decls = [c for c in stmt.named_children if c.type == "init_declarator"]
-        if len(decls) != 1:
-            continue
-        name = decls[0].child_by_field_name("declarator")
-        value = decls[0].child_by_field_name("value")
-        if name is None or name.type != "identifier" or value is None:
-            continue
-        ti = thread_index(model, value)
-        if ti is None:
-            continue
-        vname = node_text(model, name)
-        vtype, vconst = _declared_type(model, stmt)
-        ks.index_vars[vname] = IndexVar(vname, vtype, vconst, ti, stmt, value)
-    ks.elementwise = _elementwise(ks)
-    return ks
+_LESS = re.compile(r"^\s*\(?\s*\w+\s*\)?\s*<(?![<=])|>(?![>=])\s*\(?\s*\w+\s*\)?\s*$")
+
+
+def may_be_elementwise(model: FileModel, fn: Function) -> bool:
+    """Return whether the model shows a guard `i < n` or a loop stepping by `gridDim` (a cheap test first)."""
+    if any(_LESS.search(b.condition) for b in fn.branches):
+        return True
+    for loop in fn.loops:
+        if (
+            loop.kind == "for"
+            and b"gridDim" in model.text[fn.base + loop.header_span[0] : fn.base + loop.header_span[1]]
+        ):
+            return True
+    return False
+
+
+_LAUNCHES: OrderedDict[int, tuple[FileModel, dict[str, list[tuple[Function, Launch]]]]] = OrderedDict()
+
+
+def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
+    """Return the launches of a kernel (indexed once per model)."""
+    with _LOCK:
+        hit = _LAUNCHES.get(id(model))
+        if hit is not None and hit[0] is model:
+            return hit[1].get(kernel, [])
+    index: dict[str, list[tuple[Function, Launch]]] = {}
+    for f in model.functions:
+        for launch in f.launches:
+            index.setdefault(launch.kernel, []).append((f, launch))
+    with _LOCK:
+        _LAUNCHES[id(model)] = (model, index)
+        while len(_LAUNCHES) > 16:
+            _LAUNCHES.popitem(last=False)
+    return index.get(kernel, [])
 
 
 def _less_than(ks: KernelSyntax, cond: Node, var: str) -> Node | None:

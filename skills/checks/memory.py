@@ -19,6 +19,7 @@ from warpwise.skills.facts_memory import (
     lane_class,
     launch_arg,
     launch_syntax,
+    launches_of,
     linear,
     node_text,
 )
@@ -140,7 +141,7 @@ def pointers_aligned(ctx: CheckContext, bytes: int = 16) -> Verdict:
     """Hold when every launch in the file passes freshly allocated buffers (256-byte aligned) for the arrays."""
     fn = ctx.function
     model = ctx.model
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file shows where its arrays point")
     for name in ctx.fact("arrays", []):
@@ -363,7 +364,7 @@ def launch_covers_bound(ctx: CheckContext) -> Verdict:
     model = ctx.model
     shape = ctx.fact("shape")
     bound = _bound_param(ctx)
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file shows how many threads run")
     if bound is None:
@@ -400,7 +401,7 @@ def index_range_fits(ctx: CheckContext, factor: int = 1) -> Verdict:
         return holds(f"`{shape.var}` is a 64-bit `{shape.var_type}`")
     limit = 2**32 if shape.var_type.startswith("unsigned") or shape.var_type == "uint32_t" else 2**31
     bound = _bound_param(ctx)
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     values: list[int] = []
     for host, launch in launches:
         arg = launch_arg(launch, fn, bound) if bound is not None else None
@@ -448,7 +449,7 @@ def launches_shrink(ctx: CheckContext, factor: int | None = None) -> Verdict:
         return holds("a grid-stride loop adapts to any grid; the launches need no change")
     k = factor or ctx.fact("lanes", 4)
     bound = _bound_param(ctx)
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file; launches elsewhere keep {k} times too many threads")
     for host, launch in launches:
@@ -489,7 +490,7 @@ def no_warp_level_code(ctx: CheckContext) -> Verdict:
 def mirrored_grid_fits(ctx: CheckContext) -> Verdict:
     """Hold when, after swapping, every grid's y dimension (the old x) stays within 65535 blocks."""
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file")
     for host, launch in launches:
@@ -534,7 +535,7 @@ def swap_keeps_accesses_coalesced(ctx: CheckContext) -> Verdict:
 def square_launch_block(ctx: CheckContext) -> Verdict:
     """Hold when every launch in the file uses the same square T x T block, so a T x T tile matches it."""
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file shows the block shape the tile must match")
     shapes = {launch.block_value for _, launch in launches}
@@ -608,7 +609,7 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
 def launches_share_block_size(ctx: CheckContext) -> Verdict:
     """Hold when every launch in the file uses the same constant number of threads per block."""
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file")
     for host, launch in launches:

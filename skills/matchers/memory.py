@@ -23,6 +23,7 @@ from warpwise.skills.facts_memory import (
     KernelSyntax,
     kernel_syntax,
     lane_class,
+    launches_of,
     linear,
     squash,
     unparen,
@@ -68,7 +69,7 @@ def _within(span: tuple[int, int], node: Any, fn: Function) -> bool:
 def _related_launches(model: FileModel, fn: Function) -> tuple[Related, ...]:
     return tuple(
         Related(f"launched here with `<<<{launch.grid}, {launch.block}>>>`", host.span(launch.span))
-        for host, launch in model.launches_of(fn.name)[:5]
+        for host, launch in launches_of(model, fn.name)[:5]
     )
 
 
@@ -310,7 +311,7 @@ def readonly_pointer_params(ctx: MatchContext) -> Iterator[Region]:
                 "reads": len(reads),
                 "_related": tuple(
                     Related(f"launched here with `{', '.join(launch.args)}`", host.span(launch.span))
-                    for host, launch in ctx.model.launches_of(fn.name)[:5]
+                    for host, launch in launches_of(ctx.model, fn.name)[:5]
                 ),
             },
         )
@@ -325,21 +326,31 @@ def reused_global_reads_in_loop(ctx: MatchContext) -> Iterator[Region]:
     fn = ctx.function
     if fn.kind is not FunctionKind.KERNEL:
         return
-    cands = [
-        a
-        for a in fn.accesses
-        if a.space is MemorySpace.GLOBAL and a.kind is AccessKind.READ and a.loops and not a.vector_cast
-    ]
+    cands = []
+    for a in fn.accesses:
+        if a.space is not MemorySpace.GLOBAL or a.kind is not AccessKind.READ or not a.loops or a.vector_cast:
+            continue
+        loop = fn.loops[a.loops[-1]]
+        if (
+            loop.var is None
+            or loop.var not in a.index_names
+            or a.pattern in (AccessPattern.INDIRECT, AccessPattern.UNKNOWN)
+        ):
+            continue
+        cands.append((a, loop))
     if not cands:
         return
+    two_d = b"threadIdx.y" in ctx.model.text[fn.base : fn.base + fn.length]
+    if not two_d:
+        # In a 1-D kernel only a stencil re-reads: a unit-step loop over a thread-contiguous index.
+        cands = [(a, lp) for a, lp in cands if lp.step_value in (1, -1) and a.pattern is AccessPattern.CONTIGUOUS]
+        if not cands:
+            return
     ks = kernel_syntax(ctx.model, fn)
     if ks is None:
         return
-    axes = {v.index.axis for v in ks.index_vars.values()}
-    for acc in cands:
-        loop = fn.loops[acc.loops[-1]]
-        if loop.var is None:
-            continue
+    axes = {v.index.axis for v in ks.index_vars.values()} if two_d else set()
+    for acc, loop in cands:
         form = index_form(ks, fn, acc)
         if form is None or loop.var not in form:
             continue
@@ -516,7 +527,7 @@ def occupancy_limited_by_block(ctx: MatchContext, threshold: float = 0.5) -> Ite
     if bounds and len(bounds) > 1 and bounds[1].strip().isdigit():
         min_blocks = int(bounds[1])
     sizes: dict[tuple[int, int | None], list[Any]] = {}
-    for host, launch in ctx.model.launches_of(fn.name):
+    for host, launch in launches_of(ctx.model, fn.name):
         if launch.block_value is None:
             continue
         threads = math.prod(launch.block_value)
@@ -568,7 +579,7 @@ def kernels_without_launch_bounds(ctx: MatchContext) -> Iterator[Region]:
     fn = ctx.function
     if fn.kind is not FunctionKind.KERNEL or fn.launch_bounds is not None:
         return
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return
     sizes = sorted({math.prod(launch.block_value) for _, launch in launches if launch.block_value is not None})

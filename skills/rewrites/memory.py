@@ -18,6 +18,7 @@ from warpwise.skills.facts_memory import (
     kernel_syntax,
     launch_arg,
     launch_syntax,
+    launches_of,
     node_text,
     scaled_ceil_div,
     squash,
@@ -88,7 +89,7 @@ def _shrink_launches(ctx: RewriteContext, shape: Elementwise, factor: int) -> li
     if fn.param(bound) is None:
         return []
     edits = []
-    for host, launch in ctx.model.launches_of(fn.name):
+    for host, launch in launches_of(ctx.model, fn.name):
         if launch.block_value is not None and math.prod(launch.block_value) < 4:
             continue
         ls = launch_syntax(ctx.model, host, launch)
@@ -289,7 +290,7 @@ def swap_thread_mapping(ctx: RewriteContext) -> list[Edit] | None:
                 edits.append(Edit(fld.start_byte, fld.end_byte, "y" if axis == "x" else "x"))
             continue
         stack.extend(n.named_children)
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return None
     seen: set[tuple[int, int]] = set()
@@ -341,7 +342,7 @@ def _only_statement(node: Any) -> Any:
 
 def _tile_size(ctx: RewriteContext, scale: str, scale_value: int | None) -> tuple[str, int] | None:
     """Return the tile size (text, value): the constant of the index, or the square block of every launch."""
-    shapes = {launch.block_value for _, launch in ctx.model.launches_of(ctx.function.name)}
+    shapes = {launch.block_value for _, launch in launches_of(ctx.model, ctx.function.name)}
     if len(shapes) != 1:
         return None
     (dims,) = shapes
@@ -744,7 +745,7 @@ def add_launch_bounds(ctx: RewriteContext) -> list[Edit] | None:
     if len(sizes) != 1:
         return None
     fn = ctx.function
-    texts = {launch.block.strip() for _, launch in ctx.model.launches_of(fn.name)}
+    texts = {launch.block.strip() for _, launch in launches_of(ctx.model, fn.name)}
     value = str(sizes[0])
     if len(texts) == 1:
         (text,) = texts
