@@ -16,7 +16,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from fractions import Fraction
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from warpwise.analyzers.model import (
@@ -352,6 +352,7 @@ _ONE_VALUE = Value(Kind.CONST, const=1)
 _FRACTION_ZERO = Fraction(0)
 _START = attrgetter("start_byte")
 _SPAN = attrgetter("span")
+_FIRST = itemgetter(0)
 _LDG_NAMES = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu"})
 _CAST_NAMES = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
 _RESTRICT_WORDS = frozenset({"__restrict__", "__restrict", "restrict"})
@@ -953,19 +954,24 @@ class _FunctionBuilder:
         nodes = sorted(nodes, key=_START)
         stack: list[int] = []
         ends: list[int] = []
-        sites = [(name, d[2]) for name, ds in self.defs.items() for d in ds]
+        # Definition sites by position, so that the names assigned inside a loop are one slice away.
+        sites = sorted([(d[2], name) for name, ds in self.defs.items() for d in ds], key=_FIRST)
+        site_pos = [pos for pos, _ in sites]
+        site_names = [name for _, name in sites]
         for node in nodes:
             end = node.end_byte
             while stack and not (ends[stack[-1]] >= end):
                 stack.pop()
             parent = stack[-1] if stack else None
             lid = len(out)
-            out.append(self._loop(node, lid, parent, len(stack), sites))
+            out.append(self._loop(node, lid, parent, len(stack), site_pos, site_names))
             ends.append(end)
             stack.append(lid)
         return out
 
-    def _loop(self, node: Node, lid: int, parent: int | None, depth: int, sites: list[tuple[str, int]]) -> Loop:
+    def _loop(
+        self, node: Node, lid: int, parent: int | None, depth: int, site_pos: list[int], site_names: list[str]
+    ) -> Loop:
         t = node.type
         text = self.t
         const_int = self.ev.const_int
@@ -1039,7 +1045,7 @@ class _FunctionBuilder:
                 if arg_text.startswith(("unroll", "nounroll")):
                     unroll = arg_text
         start, end = node.start_byte, node.end_byte
-        assigned = frozenset([name for name, pos in sites if start <= pos < end])
+        assigned = frozenset(site_names[bisect_left(site_pos, start) : bisect_left(site_pos, end)])
         if var:
             assigned |= {var}
         base = self.base
