@@ -1,0 +1,12 @@
+// Naive C = A B (A M x K, B K x N, row-major): one thread per element of C, reading its row of A and its column
+// of B from device memory for every term.
+
+__global__ void matmul_naive(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    float sum = 0.0f;
+    for (int k = 0; k < K; ++k) sum += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = sum;
+  }
+}

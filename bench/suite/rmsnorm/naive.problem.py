@@ -1,0 +1,79 @@
+"""Problem: RMS normalization of each row of a rows x cols float32 matrix with a per-column weight,
+y = x / sqrt(mean(x^2) + eps) * w (kernel `rmsnorm_naive` of naive.cu; not in the corpus).
+
+This is a warpwise.verify problem file. `make_inputs(seed)` returns every kernel parameter by name (a tensor
+for each pointer, a number for each scalar); `reference(inputs)` returns the expected outputs keyed by
+parameter name; `launch(inputs)` returns (grid, block[, dynamic shared memory bytes]). `bytes_moved`, `flops`,
+`roofline` and `eager` are read by bench/gpu/corpus_check.py only: the fewest bytes the operator must move,
+its arithmetic, which ceiling applies, and the torch eager code it is timed against.
+
+WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 8192 x 8192: 256 MiB in and 256 MiB out) or a
+small preset for CPU tests and tail checks.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+kernel = "rmsnorm_naive"
+roofline = "memory"
+
+SIZES = {"full": (8192, 8192), "tiny": (4, 1000), "odd": (5, 1003)}
+EPS = 1e-6
+
+
+def _size() -> tuple[int, int]:
+    """Return (rows, cols) for the preset named by WARPWISE_PROBLEM_SCALE."""
+    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
+    if scale not in SIZES:
+        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
+    return SIZES[scale]
+
+
+def _device() -> torch.device:
+    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def make_inputs(seed: int) -> dict[str, Any]:
+    """Return x (standard normal), w (about 1), the output y, the sizes and eps."""
+    rows, cols = _size()
+    dev = _device()
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    x = torch.randn(rows, cols, generator=gen, device=dev, dtype=torch.float32)
+    w = 1.0 + 0.1 * torch.randn(cols, generator=gen, device=dev, dtype=torch.float32)
+    return {"x": x, "w": w, "y": torch.empty_like(x), "rows": rows, "cols": cols, "eps": EPS}
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Return y = x / sqrt(mean(x^2) + eps) * w along each row."""
+    x = inputs["x"]
+    rms = torch.sqrt(x.pow(2).mean(dim=1, keepdim=True) + float(inputs["eps"]))
+    return {"y": x / rms * inputs["w"]}
+
+
+def eager(inputs: dict[str, Any]) -> torch.Tensor:
+    """Return what torch eager runs for this operator."""
+    x = inputs["x"]
+    return F.rms_norm(x, (x.shape[1],), inputs["w"], float(inputs["eps"]))
+
+
+def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Return one block of 256 threads per row (the kernel's shared array holds 256)."""
+    return (int(inputs["rows"]), 1, 1), (256, 1, 1)
+
+
+def bytes_moved(inputs: dict[str, Any]) -> int:
+    """Return the bytes the operator must move: x read once, y written once, w read once."""
+    rows, cols = int(inputs["rows"]), int(inputs["cols"])
+    return 8 * rows * cols + 4 * cols
+
+
+def flops(inputs: dict[str, Any]) -> int:
+    """Return the floating-point operations: square, add, divide, multiply per value."""
+    return 4 * int(inputs["rows"]) * int(inputs["cols"])
