@@ -64,6 +64,7 @@ SEEDS = (0, 1, 2)
 DEFAULT_DEADLINE_S = 90.0
 DEFAULT_BUDGET_S = 230.0
 EXIT_CONTEXT_LOST = 3
+EXIT_ORPHANED = 4
 
 _QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"})
 _CTYPE_NAMES: dict[str, str] = {
@@ -536,8 +537,23 @@ def _target(t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _exit_with_parent() -> None:
+    """Exit as soon as the parent is gone: the child sits in its own session, so nothing else would stop a hung
+    kernel from holding the GPU after the parent was killed."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
 def child_main(idents: list[str], peaks_file: Path | None) -> int:
     """Run the given entries and print one JSON line per event; measure the peaks first when asked."""
+    _exit_with_parent()
     entries = {e.ident: e for e in discover()}
     gpu = Gpu()
 
