@@ -9,6 +9,7 @@ from the model, and never guesses: every question returns None (unknown) when th
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from warpwise.analyzers.build import MATH_CALLS
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Span
 from warpwise.analyzers.values import parse_int_literal
-from warpwise.skills.facts import nodes, tree_of
+from warpwise.skills.facts import tree_of
 
 Node = Any
 
@@ -66,6 +67,7 @@ def clean(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=4096)
 def bare_type(type_text: str) -> str:
     """Return a type name without qualifiers, pointers, references or array sizes (`const float*` -> `float`)."""
     t = _QUALIFIERS.sub(" ", type_text)
@@ -87,6 +89,7 @@ class CType:
         return self.kind in ("signed", "unsigned")
 
 
+@functools.lru_cache(maxsize=4096)
 def ctype(type_text: str | None) -> CType | None:
     """Return the arithmetic class of a scalar type name, or None for other types."""
     if not type_text:
@@ -245,27 +248,30 @@ def element_type(fn: Function, name: str) -> str | None:
     return None
 
 
-_DECLS = """
-(init_declarator declarator: (identifier) @name value: (_) @value) @init
-(declaration declarator: (identifier) @bare)
-(assignment_expression left: (identifier) @assigned)
-(update_expression argument: (identifier) @updated)
-"""
-
-
 def definitions(model: FileModel, fn: Function, name: str) -> tuple[list[Node], int]:
     """Return the initializers of `name`'s declarations and how many other writes (assignments, `++`) it has."""
     values: list[Node] = []
     others = 0
-    for node in nodes(model, fn, _DECLS, "init"):
-        ident = field(node, "declarator")
-        if ident is not None and text_of(model, ident) == name:
-            value = field(node, "value")
+    for node in identifier_nodes(model, fn, name):
+        parent = node.parent
+        if parent is None:
+            continue
+        t = parent.type
+        bare = t == "declaration" and any(_same(d, node) for d in parent.children_by_field_name("declarator"))
+        written = (
+            bare or t == "update_expression" or (t == "assignment_expression" and _same(field(parent, "left"), node))
+        )
+        if t == "init_declarator" and _same(field(parent, "declarator"), node):
+            value = field(parent, "value")
             if value is not None:
                 values.append(value)
-    for cap in ("bare", "assigned", "updated"):
-        others += sum(1 for n in nodes(model, fn, _DECLS, cap) if text_of(model, n) == name)
+        elif written:
+            others += 1
     return values, others
+
+
+def _same(a: Node | None, b: Node) -> bool:
+    return a is not None and a.start_byte == b.start_byte and a.end_byte == b.end_byte
 
 
 def single_definition(model: FileModel, fn: Function, name: str) -> Node | None:
@@ -1035,7 +1041,15 @@ def two_pass_softmax(model: FileModel, fn: Function, loop_id: int) -> TwoPassSof
     values, _ = definitions(model, fn, s)
     if len(values) != 1 or float_literal_value(text_of(model, values[0])) != 0.0:
         return None
-    written = [n for cap in ("assigned", "updated") for n in nodes(model, fn, _DECLS, cap) if text_of(model, n) == s]
+    written = [
+        n
+        for n in identifier_nodes(model, fn, s)
+        if n.parent is not None
+        and (
+            n.parent.type == "update_expression"
+            or (n.parent.type == "assignment_expression" and _same(field(n.parent, "left"), n))
+        )
+    ]
     if any(n.start_byte < second.start_byte for n in written):
         return None
     names = identifiers(model, element_node)
@@ -1300,3 +1314,42 @@ def is_pure(node: Node) -> bool:
 
 
 PRIMARY = {"identifier", "subscript_expression", "field_expression", "call_expression", "parenthesized_expression"}
+
+
+# -- cheap node lookup --------------------------------------------------------------------------------------------
+#
+# Matchers run on every keystroke, and a tree-sitter query over a whole function costs far more than finding a few
+# byte positions with a regular expression and asking the tree for the node there. These helpers find operators
+# and identifiers that way; positions inside comments and strings resolve to comment/string nodes and are skipped.
+
+DIVIDE = re.compile(rb"(?<![/*])/(?![/*=])")
+REMAINDER = re.compile(rb"%(?!=)")
+
+
+def binary_nodes(model: FileModel, fn: Function, pattern: re.Pattern[bytes], within: Span | None = None) -> list[Node]:
+    """Return the binary expressions whose operator token sits where `pattern` matches in the function's text
+    (optionally only inside a span relative to the function)."""
+    lo, hi = (fn.base, fn.base + fn.length) if within is None else fn.span(within)
+    root = tree_of(model).root_node
+    out = []
+    for m in pattern.finditer(model.text, lo, hi):
+        tok = root.descendant_for_byte_range(m.start(), m.end())
+        parent = tok.parent if tok is not None else None
+        if parent is None or parent.type != "binary_expression":
+            continue
+        op = parent.child_by_field_name("operator")
+        if op is not None and op.start_byte == m.start():
+            out.append(parent)
+    return out
+
+
+def identifier_nodes(model: FileModel, fn: Function, name: str) -> list[Node]:
+    """Return the identifier nodes spelling `name` in a function (not field names, comments or strings)."""
+    root = tree_of(model).root_node
+    out = []
+    pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
+    for m in pattern.finditer(model.text, fn.base, fn.base + fn.length):
+        node = root.descendant_for_byte_range(m.start(), m.end())
+        if node is not None and node.type == "identifier" and node.start_byte == m.start():
+            out.append(node)
+    return out

@@ -10,7 +10,7 @@ import re
 
 from warpwise.analyzers.model import AccessKind
 from warpwise.analyzers.values import parse_int_literal
-from warpwise.skills.facts import identifier_uses, loop_label, nodes
+from warpwise.skills.facts import identifier_uses, loop_label
 from warpwise.skills.facts_reduce import (
     CType,
     HalfElementwise,
@@ -24,6 +24,7 @@ from warpwise.skills.facts_reduce import (
     expr_type,
     field,
     geometry_limits,
+    identifier_nodes,
     identifiers,
     int_range,
     is_kernel,
@@ -34,7 +35,6 @@ from warpwise.skills.facts_reduce import (
     operator_of,
     origin_value,
     text_of,
-    unparen,
     variable_type,
 )
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
@@ -343,7 +343,7 @@ def dividend_non_negative(ctx: CheckContext) -> Verdict:
     node = node_at(ctx.model, fn, ctx.fact("dividend_span"))
     r = int_range(ctx.model, fn, node, geometry_limits(ctx.model, fn))
     if r is not None and r[0] >= 0:
-        return holds(f"`{x}` lies in [{r[0]}, {_bound_text(r[1])}] (from the thread and block indices)")
+        return holds(f"`{x}` lies in [{r[0]}, {_bound_text(r[1])}] in every thread")
     at_origin = origin_value(ctx.model, fn, node)
     if at_origin is not None and at_origin < 0:
         return violated(
@@ -538,13 +538,17 @@ _ARITH_OPS = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"}
 def _bound_types(ctx: CheckContext, var: str) -> list[tuple[str, CType | None]]:
     """Return (text, type) of every value `var` is compared with."""
     out = []
-    for node in nodes(ctx.model, ctx.function, "(binary_expression) @b", "b"):
-        if operator_of(node) not in _COMPARE:
+    for ident in identifier_nodes(ctx.model, ctx.function, var):
+        mine = ident
+        while mine.parent is not None and mine.parent.type == "parenthesized_expression":
+            mine = mine.parent
+        node = mine.parent
+        if node is None or node.type != "binary_expression" or operator_of(node) not in _COMPARE:
             continue
-        left, right = unparen(field(node, "left")), unparen(field(node, "right"))
-        for mine, other in ((left, right), (right, left)):
-            if mine is not None and other is not None and mine.type == "identifier" and text_of(ctx.model, mine) == var:
-                out.append((clean(text_of(ctx.model, other)), expr_type(ctx.model, ctx.function, other)))
+        left, right = field(node, "left"), field(node, "right")
+        other = right if left is not None and left.id == mine.id else left
+        if other is not None:
+            out.append((clean(text_of(ctx.model, other)), expr_type(ctx.model, ctx.function, other)))
     return out
 
 
@@ -571,12 +575,14 @@ def index_may_exceed_int32(ctx: CheckContext) -> Verdict:
         return holds(f"`{var}` is compared with `{unsigned32[0][0]}`, an unsigned 32-bit size up to 2^32 - 1")
     narrow = [(t, ty) for t, ty in bounds if ty is not None and ty.is_int and ty.bits <= 32]
     if narrow:
-        if ctx.fact("grid_stride"):
-            return unknown(
-                f"`{var}` is bounded by `{narrow[0][0]}` (32-bit), but the stride step can still pass {limit_text} "
-                f"when `{narrow[0][0]}` is within one stride of it"
-            )
-        return violated(f"`{var}` is bounded by `{narrow[0][0]}`, a 32-bit size: it stays within its own type")
+        return violated(f"`{var}` is bounded by `{narrow[0][0]}`, a 32-bit size, so the arrays it indexes fit its type")
+    int_params = [ctype(p.type) for p in fn.params if not p.is_pointer]
+    int_params = [t for t in int_params if t is not None and t.is_int]
+    if int_params and all(t.kind == "signed" and t.bits <= 32 for t in int_params):
+        return violated(
+            f"every integer parameter of `{fn.name}` is a signed 32-bit (or narrower) size, so the arrays it "
+            f"indexes with `{var}` have fewer than 2^31 elements"
+        )
     return unknown(f"neither a size bound on `{var}` nor a constant launch geometry shows how large it gets")
 
 
@@ -637,9 +643,7 @@ def index_used_only_as_index(ctx: CheckContext) -> Verdict:
     fn = ctx.function
     d0, d1 = ctx.fact("declaration_span")
     doubts: list[str] = []
-    for use in nodes(ctx.model, fn, "(identifier) @id", "id"):
-        if text_of(ctx.model, use) != var:
-            continue
+    for use in identifier_nodes(ctx.model, fn, var):
         if d0 <= use.start_byte - fn.base < d1 and use.parent is not None and use.parent.type == "init_declarator":
             continue
         kind, reason = _use_of(ctx, var, use)

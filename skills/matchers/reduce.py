@@ -16,13 +16,16 @@ from warpwise.analyzers.model import Loop, MemorySpace
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
+    DIVIDE,
     GLOBAL_INDEX_FORMS,
     HALF_PAIRS,
     PRIMARY,
+    REMAINDER,
     CType,
     Node,
     atomic_target,
     bare_type,
+    binary_nodes,
     clean,
     ctype,
     division_type,
@@ -193,17 +196,18 @@ def two_pass_softmax_loops(ctx: MatchContext) -> Iterator[Region]:
         )
 
 
-_DIVISIONS = """
-(binary_expression operator: "/") @d
-(binary_expression operator: "%") @d
-"""
+def _constant(ctx: MatchContext, node: Node) -> bool:
+    """Return whether an integer expression has one value known at compile time."""
+    r = int_range(ctx.model, ctx.function, node, {})
+    return r is not None and r[0] == r[1]
 
 
 @matcher("integer_division_by_power_of_two")
 def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
     """Find integer `x / 2^k` and `x % 2^k` with a constant power-of-two divisor."""
     fn = ctx.function
-    for node in nodes(ctx.model, fn, _DIVISIONS, "d"):
+    found = binary_nodes(ctx.model, fn, DIVIDE) + binary_nodes(ctx.model, fn, REMAINDER)
+    for node in sorted(found, key=lambda n: n.start_byte):
         right = field(node, "right")
         divisor = number_value(ctx.model, right)
         if divisor is None or divisor < 2 or divisor & (divisor - 1) or right is None:
@@ -216,6 +220,9 @@ def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
         left = field(node, "left")
         ty = expr_type(ctx.model, fn, left)
         if ty is None or not ty.is_int or left is None:
+            continue
+        if _constant(ctx, left):
+            # Constant operands are folded at compile time; there is no division to speed up.
             continue
         shift = divisor.bit_length() - 1
         dividend = text_of(ctx.model, left)
@@ -242,11 +249,6 @@ def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
         )
 
 
-_FLOAT_DIVISIONS = """
-(binary_expression operator: "/") @d
-"""
-
-
 @matcher("float_division_by_loop_invariant")
 def float_division_by_loop_invariant(ctx: MatchContext) -> Iterator[Region]:
     """Find floating-point divisions in a loop whose divisor does not change in that loop."""
@@ -254,7 +256,8 @@ def float_division_by_loop_invariant(ctx: MatchContext) -> Iterator[Region]:
     if not fn.loops:
         return
     groups: dict[tuple[int, str], list[Node]] = {}
-    for node in nodes(ctx.model, fn, _FLOAT_DIVISIONS, "d"):
+    outer = [lp.body_span for lp in fn.loops if lp.parent is None]
+    for node in [n for span in outer for n in binary_nodes(ctx.model, fn, DIVIDE, span)]:
         rel = (node.start_byte - fn.base, node.end_byte - fn.base)
         loops = enclosing_loops(fn, rel)
         right, left = unparen(field(node, "right")), field(node, "left")
@@ -379,7 +382,7 @@ def division_by_square_root(ctx: MatchContext) -> Iterator[Region]:
     fn = ctx.function
     if not any(c.name in ("sqrtf", "sqrt") for c in fn.calls):
         return
-    for node in nodes(ctx.model, fn, _FLOAT_DIVISIONS, "d"):
+    for node in binary_nodes(ctx.model, fn, DIVIDE):
         right = unparen(field(node, "right"))
         left = field(node, "left")
         if right is None or left is None or right.type != "call_expression":
@@ -501,9 +504,6 @@ def node_for_name(ctx: MatchContext, name: str) -> Node | None:
     return single_definition(ctx.model, ctx.function, name)
 
 
-_INDEX_DECLS = "(init_declarator declarator: (identifier) @name value: (binary_expression) @value) @init"
-
-
 @matcher("int32_global_index")
 def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
     """Find a 32-bit integer declared as `blockIdx.x * blockDim.x + threadIdx.x` and used to index arrays."""
@@ -511,13 +511,21 @@ def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
     if not is_kernel(fn) or not fn.accesses:
         return
     indexed = {n for a in fn.accesses for n in a.index_names}
-    for init in nodes(ctx.model, fn, _INDEX_DECLS, "init"):
-        name_node, value = field(init, "declarator"), field(init, "value")
-        decl = init.parent
-        if name_node is None or value is None or decl is None or decl.type != "declaration":
+    for name in sorted(indexed):
+        declared = ctype(fn.locals.get(name))
+        if declared is None or not declared.is_int or declared.bits != 32:
             continue
-        name = text_of(ctx.model, name_node)
-        if name not in indexed or clean(text_of(ctx.model, value)) not in GLOBAL_INDEX_FORMS:
+        at = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*=\s*\(?\s*(?:blockIdx|blockDim|threadIdx)\.x\b")
+        m = at.search(ctx.model.text, fn.base, fn.base + fn.length)
+        ident = node_at(ctx.model, fn, (m.start() - fn.base, m.start() - fn.base + len(name))) if m else None
+        init = ident.parent if ident is not None and ident.type == "identifier" else None
+        if init is None or init.type != "init_declarator":
+            continue
+        value = field(init, "value")
+        decl = init.parent if init is not None else None
+        if init is None or value is None or decl is None or decl.type != "declaration":
+            continue
+        if clean(text_of(ctx.model, value)) not in GLOBAL_INDEX_FORMS:
             continue
         type_node = field(decl, "type")
         ty = ctype(text_of(ctx.model, type_node)) if type_node is not None else None
