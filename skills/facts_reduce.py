@@ -1353,3 +1353,13 @@ def identifier_nodes(model: FileModel, fn: Function, name: str) -> list[Node]:
         if node is not None and node.type == "identifier" and node.start_byte == m.start():
             out.append(node)
     return out
+
+
+def declared_reference(model: FileModel, fn: Function, name: str) -> bool:
+    """Return whether the function declares `name` as a reference (`float& d = ...`), whose referent can change."""
+    p = fn.param(name)
+    if p is not None:
+        return p.is_reference
+    return any(
+        n.parent is not None and n.parent.type == "reference_declarator" for n in identifier_nodes(model, fn, name)
+    )

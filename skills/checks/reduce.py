@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from warpwise.analyzers.build import eval_numeric_text
 from warpwise.analyzers.model import AccessKind
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import identifier_uses, loop_label
@@ -20,6 +21,7 @@ from warpwise.skills.facts_reduce import (
     bare_type,
     clean,
     ctype,
+    declared_reference,
     declared_volatile,
     expr_type,
     field,
@@ -366,10 +368,18 @@ def divisor_fixed_during_loop(ctx: CheckContext) -> Verdict:
                 f"`{name}` is `volatile`: it may change between iterations even though the loop does not assign it"
             )
     others = [n for n in names if variable_type(fn, n) is None]
-    refs = [n for n in names if (p := fn.param(n)) is not None and p.is_reference]
-    if others or refs:
-        which = (others or refs)[0]
-        return unknown(f"`{which}` is not a local or by-value parameter; something the loop calls could change it")
+    refs = [n for n in names if declared_reference(ctx.model, fn, n)]
+    if refs:
+        loop = ctx.fact("loop")
+        stores = [a for a in fn.accesses if loop.span[0] <= a.span[0] < loop.span[1] and a.kind in _STORES]
+        if stores:
+            return violated(
+                f"`{refs[0]}` is a reference and {loop_label(loop)} stores to `{stores[0].array}[{stores[0].index}]`, "
+                "which may be what it refers to"
+            )
+        return unknown(f"`{refs[0]}` is a reference: whether what it refers to changes during the loop is not known")
+    if others:
+        return unknown(f"`{others[0]}` is not a local or by-value parameter; something the loop calls could change it")
     shown = ", ".join(f"`{n}`" for n in names)
     return holds(f"{shown} {'is' if len(names) == 1 else 'are'} not assigned in {loop_label(ctx.fact('loop'))}")
 
@@ -385,6 +395,7 @@ def loop_repeats(ctx: CheckContext) -> Verdict:
     return violated(f"{loop_label(loop)} runs {loop.trip_count} time(s): nothing to amortize")
 
 
+_STORES = (AccessKind.WRITE, AccessKind.READ_WRITE, AccessKind.ATOMIC)
 _ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMallocHost", "cudaHostAlloc")
 
 
@@ -654,3 +665,54 @@ def index_used_only_as_index(ctx: CheckContext) -> Verdict:
     if doubts:
         return unknown(doubts[0])
     return holds(f"`{var}` is only used to index arrays, in comparisons and in its own updates")
+
+
+_CEIL_DIV = re.compile(r"\(\s*(?P<n>.+?)\s*\+\s*(?P<add>.+?)\s*\)\s*/\s*(?P<div>.+)")
+
+
+def _covers(grid: str, block: str, block_x: int | None, n: str, consts: dict[str, int]) -> bool | None:
+    """Return whether a launch `grid x block` covers `n` threads (None when it cannot be read)."""
+    m = _CEIL_DIV.fullmatch(grid.strip())
+    if m is None or clean(m.group("n")) != n:
+        return None
+    div, add = clean(m.group("div")).strip("()"), clean(m.group("add"))
+    div_v = eval_numeric_text(div, consts)
+    if div != clean(block) and (div_v is None or div_v != block_x):
+        return None
+    if add == f"{div} - 1":
+        return True
+    add_v = eval_numeric_text(add, consts)
+    size = div_v if div_v is not None else block_x
+    return add_v is not None and size is not None and add_v >= size - 1
+
+
+@check("half_grid_covers_elements")
+def half_grid_covers_elements(ctx: CheckContext) -> Verdict:
+    """Hold when every launch starts at least one thread per element (`(n + B - 1) / B` blocks of `B`), so the
+    original wrote every element below `n` and the pairs rewrite writes the same ones."""
+    he: HalfElementwise = ctx.fact("half")
+    fn = ctx.function
+    launches = ctx.model.launches_of(fn.name)
+    bound = fn.param(he.bound)
+    if not launches or bound is None:
+        why = f"no launch of `{fn.name}` in this file" if not launches else f"`{he.bound}` is not a parameter"
+        return unknown(f"{why}: whether the grid covers all `{he.bound}` elements is not known")
+    for host, launch in launches:
+        if bound.index >= len(launch.args):
+            return unknown(f"the launch in `{host.name}` does not pass `{he.bound}` in a way warpwise can read")
+        arg = clean(launch.args[bound.index])
+        block = launch.block_value
+        if block is not None and block[1:] == (1, 1) and launch.grid_value is not None:
+            count = parse_int_literal(arg)
+            if count is not None:
+                threads = launch.grid_value[0] * block[0]
+                if threads < count:
+                    return violated(
+                        f"the launch in `{host.name}` starts {threads} threads for {count} elements: the original "
+                        "leaves the rest unwritten, the pairs would write them"
+                    )
+                continue
+        covered = _covers(launch.grid, launch.block, block[0] if block is not None else None, arg, ctx.model.constants)
+        if not covered:
+            return unknown(f"the launch in `{host.name}` (`<<<{launch.grid}, {launch.block}>>>`) may not cover `{arg}`")
+    return holds(f"{launches_text(len(launches))} start one thread per element of `{he.bound}` or more")

@@ -406,3 +406,15 @@ CASES += [
     (I32, "only-indexes", U, WIDE.format(size="size_t", body="x[i] = at(x, i);")),
     (I32, "only-indexes", U, WIDE.format(size="size_t", body="int j = i / 2; x[j] = 0.0f; x[i] = 1.0f;")),
 ]
+
+CASES += [
+    (H2, "grid-covers", H, half(host=ALLOCATED)),
+    (
+        H2,
+        "grid-covers",
+        V,
+        half(host="void h(__half* a, __half* b, __half* c) { k<<<2, 128>>>(a, b, c, a[0], 1000); }"),
+    ),
+    (H2, "grid-covers", U, half()),
+    (INV, "divisor-fixed", V, recip(local="float& r = out[0];", divisor="r")),
+]
