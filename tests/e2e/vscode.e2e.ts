@@ -11,7 +11,7 @@
  * Run it with `make e2e`. WARPWISE_E2E_KEEP=1 keeps the temporary folder; WARPWISE_E2E_STRICT=1 fails on waiting steps.
  */
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Locator, Page } from "playwright-core";
@@ -207,6 +207,17 @@ async function settledSquiggle(page: Page, line: number, column: number): Promis
   });
 }
 
+/** Wait until an element stops moving (a notification sliding in), so a screenshot shows it at rest. */
+async function atRest(locator: Locator): Promise<void> {
+  let previous: string | undefined;
+  await until("an element to come to rest", async () => {
+    const box = JSON.stringify(await locator.boundingBox());
+    const settled = box === previous;
+    previous = box;
+    return settled ? true : undefined;
+  });
+}
+
 /** Wait until `check` returns a value other than undefined, polling page state; fail with `what` after the timeout. */
 async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = TIMEOUT): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -268,6 +279,13 @@ async function main(): Promise<void> {
   const serverUp = features.error === undefined;
   const has = (capability: string): boolean => Boolean(features.capabilities[capability]);
 
+  // A compiler that takes a few seconds longer than nvcc, so that the compile-only resource report (the one long
+  // job a machine without a GPU runs) lasts long enough for its progress notification to show and be cancelled.
+  const fixtures = mkdtempSync(join(tmpdir(), "warpwise-e2e-fixtures-"));
+  const slowNvcc = join(fixtures, "slow-nvcc");
+  writeFileSync(slowNvcc, '#!/bin/sh\ncase " $* " in *" --version "*) exec nvcc "$@";; esac\nsleep 5\nexec nvcc "$@"\n');
+  chmodSync(slowNvcc, 0o755);
+
   const server = new CodeServer({
     userSettings: {
       "workbench.startupEditor": "none",
@@ -282,6 +300,8 @@ async function main(): Promise<void> {
       "extensions.ignoreRecommendations": true,
       "chat.disableAIFeatures": true,
       "git.enabled": false,
+      "remote.autoForwardPorts": false,
+      "warpwise.compiler.nvcc": slowNvcc,
       "editor.minimap.enabled": false,
       "editor.stickyScroll.enabled": false,
       "editor.hover.delay": 300,
@@ -432,12 +452,40 @@ async function main(): Promise<void> {
       }
     }
 
-    // 6. The quick fix, titled with its verification state, and the text it produces.
+    // 6. A long job (the compile-only resource report) shows a progress notification whose Cancel stops it.
+    if (!serverUp || !has("executeCommandProvider")) {
+      waiting("a long job shows a cancellable progress notification", "the server does not advertise executeCommandProvider", shot(6, "progress"));
+    } else {
+      await step(page, "a long job shows a cancellable progress notification", undefined, async () => {
+        await page.keyboard.press("Escape");
+        await runCommand(page, "warpwise: Profile Kernels in This File");
+        const progress = page.locator(".notification-toast", { hasText: "warpwise:" }).filter({ has: page.locator(".monaco-button", { hasText: /^Cancel$/ }) }).first();
+        const answer = page.locator(".notification-toast", { hasText: /warpwise: the profile|warpwise: .*(resource|registers|report)/i }).filter({ hasNot: page.locator(".monaco-button", { hasText: /^Cancel$/ }) }).first();
+        const first = await Promise.race([
+          progress.waitFor({ state: "visible" }).then(() => "progress" as const),
+          answer.waitFor({ state: "visible" }).then(() => "answer" as const),
+        ]);
+        if (first === "answer") {
+          throw new Error(`the job answered before its progress notification was due: ${await answer.innerText()}`);
+        }
+        const title = (await progress.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
+        await atRest(progress);
+        await page.screenshot({ path: shot(6, "progress") });
+        await progress.locator(".monaco-button", { hasText: /^Cancel$/ }).click();
+        const cancelled = page.locator(".notification-toast", { hasText: "cancelled" }).first();
+        await cancelled.waitFor({ state: "visible" });
+        const message = (await cancelled.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
+        return `${title} -> Cancel -> ${message}`;
+      });
+      await runCommand(page, "Notifications: Clear All Notifications");
+    }
+
+    // 7. The quick fix, titled with its verification state, and the text it produces.
     if (!serverUp || !has("codeActionProvider")) {
-      waiting("the quick fix is listed with its verification state", "the server does not advertise codeActionProvider", shot(6, "quickfix"));
-      waiting("the applied quick fix changes the text as the card's rewrite does", "the server does not advertise codeActionProvider", shot(7, "fixed"));
+      waiting("the quick fix is listed with its verification state", "the server does not advertise codeActionProvider", shot(7, "quickfix"));
+      waiting("the applied quick fix changes the text as the card's rewrite does", "the server does not advertise codeActionProvider", shot(8, "fixed"));
     } else if (squiggle) {
-      const listed = await step(page, "the quick fix is listed with its verification state", shot(6, "quickfix"), async () => {
+      const listed = await step(page, "the quick fix is listed with its verification state", shot(7, "quickfix"), async () => {
         await page.keyboard.press("Escape");
         const at = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
         await page.mouse.click(at.x + Math.min(4, at.width / 2), at.y + at.height / 2);
@@ -452,7 +500,7 @@ async function main(): Promise<void> {
         return fix;
       });
       if (listed) {
-        await step(page, "the applied quick fix changes the text as the card's rewrite does", shot(7, "fixed"), async () => {
+        await step(page, "the applied quick fix changes the text as the card's rewrite does", shot(8, "fixed"), async () => {
           await page.locator(".action-widget .monaco-list-row", { hasText: SCENARIO.fixTitle }).first().click();
           await until(`line ${SCENARIO.line} to read "${SCENARIO.lineAfterFix.trim()}"`, async () =>
             (await lineText(page, SCENARIO.line)) === SCENARIO.lineAfterFix ? true : undefined,
@@ -472,26 +520,27 @@ async function main(): Promise<void> {
       }
     }
 
-    // 7. A palette command reaches the server and its answer is shown: verify the kernel under the cursor.
+    // 8. A palette command reaches the server and its answer is shown: verify the kernel under the cursor.
     if (!serverUp || !has("executeCommandProvider")) {
-      waiting("Verify Kernel from the palette reports its result", "the server does not advertise executeCommandProvider", shot(8, "verify"));
+      waiting("Verify Kernel from the palette reports its result", "the server does not advertise executeCommandProvider", shot(9, "verify"));
     } else {
-      await step(page, "Verify Kernel from the palette reports its result", shot(8, "verify"), async () => {
+      await step(page, "Verify Kernel from the palette reports its result", shot(9, "verify"), async () => {
         await page.keyboard.press("Escape");
         await goToLine(page, SCENARIO.line);
         await runCommand(page, "warpwise: Verify Kernel Under Cursor");
         const toast = page.locator(".notification-toast", { hasText: `\`${SCENARIO.kernel}\`` }).first();
         await toast.waitFor({ state: "visible", timeout: 10 * TIMEOUT });
+        await atRest(toast);
         return (await toast.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
       });
       await runCommand(page, "Notifications: Clear All Notifications");
     }
 
-    // 8. The status item shows the backend: the GPU or "no GPU: compile-only", and the queue.
+    // 9. The status item shows the backend: the GPU or "no GPU: compile-only", and the queue.
     if (!serverUp) {
-      waiting("the status item shows the backend state", "the language server does not start", shot(9, "status"));
+      waiting("the status item shows the backend state", "the language server does not start", shot(10, "status"));
     } else {
-      await step(page, "the status item shows the backend state", shot(9, "status"), async () => {
+      await step(page, "the status item shows the backend state", shot(10, "status"), async () => {
         await page.keyboard.press("Escape");
         const text = await until("the status item to show the GPU and the queue", async () => {
           const t = await languageStatus(page);
@@ -504,8 +553,8 @@ async function main(): Promise<void> {
       });
     }
 
-    // 9. An interpreter without warpwise: the extension names it and offers the install command.
-    await step(page, "an interpreter without warpwise is named and the install offered", shot(10, "not-installed"), async () => {
+    // 10. An interpreter without warpwise: the extension names it and offers the install command.
+    await step(page, "an interpreter without warpwise is named and the install offered", shot(11, "not-installed"), async () => {
       await page.keyboard.press("Escape");
       const bare = join(server.root, "python-without-warpwise");
       execFileSync(PYTHON, ["-m", "venv", "--without-pip", bare]);
@@ -526,6 +575,7 @@ async function main(): Promise<void> {
       });
       await page.mouse.move(640, 300);
       await page.locator(".hover-language-status").first().waitFor({ state: "hidden" });
+      await atRest(toast);
       return `${message} [Install warpwise] [Select Interpreter] [Open Log]; status: ${status}`;
     });
   } finally {
@@ -534,6 +584,7 @@ async function main(): Promise<void> {
       log(`code-server log:\n${server.log.split("\n").slice(-20).join("\n")}`);
     }
     await server.stop(keep);
+    rmSync(fixtures, { recursive: true, force: true });
     if (keep) {
       log(`kept ${server.root}`);
     }
