@@ -59,7 +59,7 @@ function main(): number {
       for (const line of problems) {
         console.error(`  ${line}`);
       }
-      console.error("Run `npm run settings` in vscode-extension/ (or `make vsix`) and commit package.json.");
+      console.error("Regenerate it with `cd vscode-extension && npm run settings` and commit package.json.");
       return 1;
     }
     console.log(`settings: package.json matches ${schema ? shownSchema : "the extension's own settings"}`);
