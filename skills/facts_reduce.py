@@ -620,7 +620,8 @@ class TreeReduction:
     `combine` is the operator (`+`, `*`, `&`, `|`, `^`, `-`, ...) or the called function (`fmaxf`), and `form`
     says how it is written: `compound` (`a[t] += a[t + s]`), `binary` (`a[t] = a[t] + a[t + s]`) or `call`
     (`a[t] = fmaxf(a[t], a[t + s])`). `first` is the first stride when it is a constant (None: `blockDim.x / 2`);
-    `covered` is the number of elements the loop reduces when constant (None: `blockDim.x`).
+    `covered` is the number of elements the loop reduces when constant (None: `blockDim.x`). `element_type` is
+    the element type with template parameters bound (for checks); `element_text` is how the source spells it.
     """
 
     shape: str
@@ -630,6 +631,7 @@ class TreeReduction:
     combine: str
     form: str
     element_type: str
+    element_text: str
     first: int | None
     covered: int | None
     loop_id: int
@@ -773,9 +775,27 @@ def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReductio
     if found is None:
         return None
     array, combine, form, span = found
-    elem = next((s.element_type for s in fn.shared if s.name == array), "")
+    shared = next((s for s in fn.shared if s.name == array), None)
+    if shared is None:
+        return None
+    # The model binds template parameters (`T` -> `float` from a launch); generated code must keep the source type.
+    decl = node_at(model, fn, shared.span, "declaration")
+    type_node = field(decl, "type")
+    source = bare_type(text_of(model, type_node)) if type_node is not None else bare_type(shared.element_type)
     return TreeReduction(
-        shape, array, tid, var, combine, form, bare_type(elem), first, covered, loop_id, bound_span, span
+        shape,
+        array,
+        tid,
+        var,
+        combine,
+        form,
+        bare_type(shared.element_type),
+        source,
+        first,
+        covered,
+        loop_id,
+        bound_span,
+        span,
     )
 
 

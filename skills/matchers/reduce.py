@@ -122,7 +122,10 @@ def contended_global_atomics(ctx: MatchContext) -> Iterator[Region]:
         r = int_range(ctx.model, fn, index, limits)
         bins = r[1] + 1 if r is not None and r[0] >= 0 else None
         loads = _index_loads(ctx, index)
-        if bins is None and not loads:
+        folded = operator_of(unparen(index)) in ("%", "&")
+        if not loads and not (folded and bins is not None):
+            # Without a data-dependent index or a modulo/mask that folds threads together, each thread has its own
+            # counter and nothing contends.
             continue
         how = f"one of {bins} counters" if bins is not None else "a data-dependent counter"
         yield Region(

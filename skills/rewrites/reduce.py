@@ -81,7 +81,7 @@ def tree_reduction_last_warp(ctx: RewriteContext) -> list[Edit] | None:
     shfl = f"__shfl_down_sync({FULL_MASK}, {acc}, {off})"
     lines = [
         f"if ({t} < 32) {{",
-        f"{unit}{red.element_type} {acc} = {_first(red, f'{a}[{t}]', f'{a}[{t} + 32]')};",
+        f"{unit}{red.element_text} {acc} = {_first(red, f'{a}[{t}]', f'{a}[{t} + 32]')};",
         f"{unit}for (int {off} = 16; {off} > 0; {off} >>= 1) {_step(red, acc, shfl)}",
         f"{unit}if ({t} == 0) {a}[0] = {acc};",
         "}",
@@ -107,7 +107,7 @@ def shared_block_reduction_to_shuffles(ctx: RewriteContext) -> list[Edit] | None
     shfl = f"__shfl_down_sync({FULL_MASK}, {acc}, {off})"
     lines = [
         "{",
-        f"{u}{red.element_type} {acc} = {a}[{t}];",
+        f"{u}{red.element_text} {acc} = {a}[{t}];",
         f"{u}__syncthreads();",
         f"{u}for (int {off} = 16; {off} > 0; {off} >>= 1) {_step(red, acc, shfl)}",
         f"{u}if ({t} % 32 == 0) {a}[{t} / 32] = {acc};",
@@ -115,7 +115,7 @@ def shared_block_reduction_to_shuffles(ctx: RewriteContext) -> list[Edit] | None
         f"{u}if ({t} < 32) {{",
         f"{u}{u}{acc} = {a}[{t}];",
         f"{u}{u}for (int {off} = 16; {off} > 0; {off} >>= 1) {{",
-        f"{u}{u}{u}const {red.element_type} {peer} = {shfl};",
+        f"{u}{u}{u}const {red.element_text} {peer} = {shfl};",
         f"{u}{u}{u}if ({t} + {off} < blockDim.x / 32) {_step(red, acc, peer)}",
         f"{u}{u}}}",
         f"{u}{u}if ({t} == 0) {a}[0] = {acc};",
