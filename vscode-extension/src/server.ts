@@ -143,14 +143,15 @@ export class WarpwiseServer implements vscode.Disposable {
       this.log("restart requested while one is in progress; waiting for that one");
     }
     return this.lifecycle.run(async () => {
-      await this.doStop();
+      this.setState({ kind: "starting" });
+      await this.doStop(false);
       this.crashes = [];
       await this.doStart();
     });
   }
 
   stop(): Promise<void> {
-    return this.lifecycle.run(() => this.doStop());
+    return this.lifecycle.run(() => this.doStop(true));
   }
 
   private setState(state: ClientState): void {
@@ -304,7 +305,8 @@ export class WarpwiseServer implements vscode.Disposable {
     };
   }
 
-  private async doStop(): Promise<void> {
+  /** Stop the client; `final` says the server stays stopped (otherwise a start follows and the status says so). */
+  private async doStop(final: boolean): Promise<void> {
     const client = this.client;
     this.client = undefined;
     for (const d of this.clientDisposables.splice(0)) {
@@ -324,7 +326,9 @@ export class WarpwiseServer implements vscode.Disposable {
       this.stopping = false;
       await client.dispose().catch(() => undefined);
     }
-    this.setState({ kind: "stopped", message: "stopped" });
+    if (final) {
+      this.setState({ kind: "stopped", message: "stopped" });
+    }
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
