@@ -261,7 +261,9 @@ function expectedFixedText(): string {
   } catch {
     // `check` exits 1 when it reports findings; the fixed file is what matters.
   }
-  return readFileSync(file, "utf8");
+  const text = readFileSync(file, "utf8");
+  rmSync(dir, { recursive: true, force: true });
+  return text;
 }
 
 function describeFeatures(f: ServerFeatures): string {
