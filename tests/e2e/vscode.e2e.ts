@@ -582,6 +582,9 @@ async function main(): Promise<void> {
     });
   } finally {
     await browser?.context.close().catch(() => undefined);
+    if (browser) {
+      rmSync(browser.profile, { recursive: true, force: true });
+    }
     if (report.failed || keep) {
       log(`code-server log:\n${server.log.split("\n").slice(-20).join("\n")}`);
     }
