@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.build import MATH_CALLS
-from warpwise.analyzers.model import FileModel, Function, FunctionKind, Span
+from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Span
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import tree_of
 
@@ -413,10 +415,30 @@ _THREAD_LIMITS = {
 }
 
 
+_LAUNCHES: OrderedDict[int, tuple[FileModel, dict[str, list[tuple[Function, Launch]]]]] = OrderedDict()
+_LAUNCHES_LOCK = threading.Lock()
+
+
+def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
+    """Return the launch sites of a kernel (indexed once per model; checks ask this for every region)."""
+    with _LAUNCHES_LOCK:
+        hit = _LAUNCHES.get(id(model))
+        if hit is not None and hit[0] is model:
+            return hit[1].get(kernel, [])
+    index: dict[str, list[tuple[Function, Launch]]] = {}
+    for host, launch in model.launches:
+        index.setdefault(launch.kernel, []).append((host, launch))
+    with _LAUNCHES_LOCK:
+        _LAUNCHES[id(model)] = (model, index)
+        while len(_LAUNCHES) > 16:
+            _LAUNCHES.popitem(last=False)
+    return index.get(kernel, [])
+
+
 def geometry_limits(model: FileModel, fn: Function) -> dict[str, tuple[int, int]]:
     """Return ranges of the built-in index variables, narrowed by the launches in this file when all are constant."""
     limits = dict(_THREAD_LIMITS)
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     if not launches:
         return limits
     blocks = [launch.block_value for _, launch in launches]
@@ -575,7 +597,7 @@ def origin_value(model: FileModel, fn: Function, node: Node | None, depth: int =
 
 def launch_blocks(model: FileModel, fn: Function) -> tuple[list[tuple[int, int, int]] | None, str]:
     """Return the constant block shape of every launch of `fn` in this file (None with a reason when unknown)."""
-    launches = model.launches_of(fn.name)
+    launches = launches_of(model, fn.name)
     if not launches:
         return None, f"no launch of `{fn.name}` in this file"
     out: list[tuple[int, int, int]] = []

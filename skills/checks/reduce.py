@@ -32,6 +32,7 @@ from warpwise.skills.facts_reduce import (
     is_kernel,
     launch_blocks,
     launch_bound,
+    launches_of,
     launches_text,
     node_at,
     operator_of,
@@ -405,7 +406,7 @@ def half_pointers_aligned(ctx: CheckContext) -> Verdict:
     they can be read and written as 4-byte `__half2`/`__nv_bfloat162` pairs."""
     he: HalfElementwise = ctx.fact("half")
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file: whether the buffers are 4-byte aligned is not known")
     doubts: list[str] = []
@@ -570,7 +571,7 @@ def index_may_exceed_int32(ctx: CheckContext) -> Verdict:
     limit = 2**31 - 1 if signed else 2**32 - 1
     limit_text = "2^31 - 1" if signed else "2^32 - 1"
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     geometry = [(lc.grid_value, lc.block_value) for _, lc in launches]
     if geometry and all(g is not None and b is not None for g, b in geometry) and not ctx.fact("grid_stride"):
         total = max(g[0] * b[0] for g, b in geometry if g is not None and b is not None)
@@ -692,7 +693,7 @@ def half_grid_covers_elements(ctx: CheckContext) -> Verdict:
     original wrote every element below `n` and the pairs rewrite writes the same ones."""
     he: HalfElementwise = ctx.fact("half")
     fn = ctx.function
-    launches = ctx.model.launches_of(fn.name)
+    launches = launches_of(ctx.model, fn.name)
     bound = fn.param(he.bound)
     if not launches or bound is None:
         why = f"no launch of `{fn.name}` in this file" if not launches else f"`{he.bound}` is not a parameter"

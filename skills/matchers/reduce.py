@@ -507,6 +507,9 @@ def node_for_name(ctx: MatchContext, name: str) -> Node | None:
     return single_definition(ctx.model, ctx.function, name)
 
 
+_GLOBAL_INDEX_INIT = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*\(?\s*(?:blockIdx|blockDim|threadIdx)\.x\b")
+
+
 @matcher("int32_global_index")
 def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
     """Find a 32-bit integer declared as `blockIdx.x * blockDim.x + threadIdx.x` and used to index arrays."""
@@ -514,13 +517,12 @@ def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
     if not is_kernel(fn) or not fn.accesses:
         return
     indexed = {n for a in fn.accesses for n in a.index_names}
-    for name in sorted(indexed):
+    for m in _GLOBAL_INDEX_INIT.finditer(ctx.model.text, fn.base, fn.base + fn.length):
+        name = m.group(1).decode("utf-8", "replace")
         declared = ctype(fn.locals.get(name))
-        if declared is None or not declared.is_int or declared.bits != 32:
+        if name not in indexed or declared is None or not declared.is_int or declared.bits != 32:
             continue
-        at = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*=\s*\(?\s*(?:blockIdx|blockDim|threadIdx)\.x\b")
-        m = at.search(ctx.model.text, fn.base, fn.base + fn.length)
-        ident = node_at(ctx.model, fn, (m.start() - fn.base, m.start() - fn.base + len(name))) if m else None
+        ident = node_at(ctx.model, fn, (m.start(1) - fn.base, m.end(1) - fn.base))
         init = ident.parent if ident is not None and ident.type == "identifier" else None
         if init is None or init.type != "init_declarator":
             continue
