@@ -147,8 +147,38 @@ class IndexVar:
 
 
 @dataclass(frozen=True)
+class StatementRun:
+    """The statements after `if (i >= n) return;`: the body of an early-return elementwise kernel."""
+
+    statements: tuple[Node, ...]
+    type: str = "statement_run"
+
+    @property
+    def start_byte(self) -> int:
+        """Return the offset of the first statement."""
+        return int(self.statements[0].start_byte)
+
+    @property
+    def end_byte(self) -> int:
+        """Return the end offset of the last statement."""
+        return int(self.statements[-1].end_byte)
+
+    @property
+    def named_children(self) -> list[Node]:
+        """Return the statements."""
+        return list(self.statements)
+
+    @property
+    def children(self) -> list[Node]:
+        """Return the statements."""
+        return list(self.statements)
+
+
+@dataclass(frozen=True)
 class Elementwise:
-    """One element per thread: `if (i < n) body` after the index declaration, or a grid-stride `for` loop."""
+    """One element per thread: `if (i < n) body` after the index declaration (form `if`), `if (i >= n) return;`
+    followed by the rest of the kernel (form `return`, whose body is a `StatementRun`), or a grid-stride `for` loop
+    (form `loop`)."""
 
     form: str
     var: str
@@ -317,7 +347,7 @@ def _declared_type(model: FileModel, decl: Node) -> tuple[str, bool]:
     return " ".join([*(q for q in qualifiers if q != "const"), base]), "const" in qualifiers
 
 
-_LESS = re.compile(r"^\s*\(?\s*\w+\s*\)?\s*<(?![<=])|>(?![>=])\s*\(?\s*\w+\s*\)?\s*$")
+_LESS = re.compile(r"^\s*\(?\s*\w+\s*\)?\s*(<(?![<=])|>=)|(?<![<>])(>(?![>=])|<=)\s*\(?\s*\w+\s*\)?\s*$")
 
 
 def may_be_elementwise(model: FileModel, fn: Function) -> bool:
@@ -389,12 +419,17 @@ def _elementwise(ks: KernelSyntax) -> list[Elementwise]:
     out: list[Elementwise] = []
     stmts = ks.statements
     last = stmts[-1] if stmts else None
-    for stmt in stmts:
+    for pos, stmt in enumerate(stmts):
         if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
             clause = stmt.child_by_field_name("condition")
             cond = clause.child_by_field_name("value") if clause is not None else None
             body = stmt.child_by_field_name("consequence")
             if cond is None or body is None:
+                continue
+            if _is_bare_return(body):
+                shape = _early_return(ks, stmt, clause, cond, stmts[pos + 1 :])
+                if shape is not None:
+                    out.append(shape)
                 continue
             for var in ks.index_vars.values():
                 if var.index.axis != "x" or var.index.scale != "blockDim.x" or var.decl.start_byte > stmt.start_byte:
@@ -449,6 +484,40 @@ def _elementwise(ks: KernelSyntax) -> list[Elementwise]:
             vtype, vconst = _declared_type(ks.model, init)
             out.append(Elementwise("loop", loop_var, vtype, vconst, ti, None, stmt, cond, bound, body, stmt == last))
     return out
+
+
+def _is_bare_return(node: Node) -> bool:
+    if node.type == "compound_statement":
+        kids = [c for c in node.named_children if c.type != "comment"]
+        return len(kids) == 1 and _is_bare_return(kids[0])
+    return node.type == "return_statement" and node.named_child_count == 0
+
+
+def _early_return(ks: KernelSyntax, stmt: Node, clause: Node, cond: Node, rest: list[Node]) -> Elementwise | None:
+    """Recognize `if (i >= n) return;` followed by the rest of the kernel."""
+    if not rest:
+        return None
+    parts = binary_parts(unparen(cond))
+    if parts is None:
+        return None
+    left, op, right = parts
+    left, right = unparen(left), unparen(right)
+    for var in ks.index_vars.values():
+        if var.index.axis != "x" or var.index.scale != "blockDim.x" or var.decl.start_byte > stmt.start_byte:
+            continue
+        if op == ">=" and left.type == "identifier" and ks.text(left) == var.name:
+            bound = right
+        elif op == "<=" and right.type == "identifier" and ks.text(right) == var.name:
+            bound = left
+        else:
+            continue
+        if ks.identifiers(bound, var.name) or ks.is_assigned(var.name):
+            continue
+        body = StatementRun(tuple(rest))
+        return Elementwise(
+            "return", var.name, var.type, var.is_const, var.index, var.decl, stmt, clause, bound, body, True
+        )
+    return None
 
 
 def _declared_grid_stride(
@@ -656,12 +725,13 @@ class CeilDiv:
 
 def ceil_div(model: FileModel, ls: LaunchSyntax) -> CeilDiv | None:
     """Recognize a grid size that covers N elements with blocks of the launch's block size."""
-    parts = binary_parts(unparen(ls.grid))
+    grid = _dim3_scalar(model, ls.grid)
+    parts = binary_parts(grid)
     if parts is None or parts[1] != "/":
         return None
     num, _, den = parts
     den = unparen(den)
-    block_text = node_text(model, unparen(ls.block))
+    block_text = node_text(model, _dim3_scalar(model, ls.block))
     dims = ls.launch.block_value
     block_value = dims[0] if dims and all(d == 1 for d in dims[1:]) else None
     den_text = node_text(model, den)
@@ -675,13 +745,24 @@ def ceil_div(model: FileModel, ls: LaunchSyntax) -> CeilDiv | None:
     if op == "+":
         right_value = const_value(model, right)
         if den_value is not None and right_value is not None and right_value == den_value - 1:
-            return CeilDiv(ls.grid, node_text(model, unparen(left)), den_text, den_value, True)
+            return CeilDiv(grid, node_text(model, unparen(left)), den_text, den_value, True)
         return None
     if op == "-" and const_value(model, right) == 1:
         inner = binary_parts(unparen(left))
         if inner is not None and inner[1] == "+" and squash(node_text(model, inner[2])) == squash(den_text):
-            return CeilDiv(ls.grid, node_text(model, unparen(inner[0])), den_text, den_value, False)
+            return CeilDiv(grid, node_text(model, unparen(inner[0])), den_text, den_value, False)
     return None
+
+
+def _dim3_scalar(model: FileModel, node: Node) -> Node:
+    """Return `x` for `dim3(x)` (a one-dimensional grid or block written as dim3), else the expression itself."""
+    node = unparen(node)
+    if node.type == "call_expression":
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if fn is not None and args is not None and node_text(model, fn) == "dim3" and args.named_child_count == 1:
+            return unparen(args.named_children[0])
+    return node
 
 
 def scaled_ceil_div(cd: CeilDiv, factor: int) -> str:

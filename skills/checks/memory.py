@@ -28,6 +28,10 @@ from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown
 from warpwise.skills.rewrite import RewriteContext
 
 _ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMallocFromPoolAsync")
+_PURE_CALLS = re.compile(
+    r"^(__ld(g|cg|ca|cs|lu|cv)|make_\w+|min|max|abs|__(float|half|bfloat16|int|uint|double|ll|ull)2\w+"
+    r"|__h(add|sub|mul|div|fma|neg|abs|max|min)\w*|__(saturate|fdividef|frcp|fsqrt|fmul|fadd)\w*)$"
+)
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _WARP_CALLS = re.compile(
     r"^(__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|__match\w*|__reduce\w*_sync|__syncwarp)$"
@@ -78,7 +82,8 @@ def vector_type_available(ctx: CheckContext) -> Verdict:
     first = fn.param(arrays[0])
     assert first is not None
     vec_name, count = VECTOR_TYPES[first.base_type]
-    return holds(f"{', '.join(f'`{a}`' for a in arrays)} hold `{first.base_type}`: {count} make one `{vec_name}`")
+    verb = "holds" if len(arrays) == 1 else "hold"
+    return holds(f"{', '.join(f'`{a}`' for a in arrays)} {verb} `{first.base_type}`: {count} make one `{vec_name}`")
 
 
 @check("elementwise_index_only")
@@ -94,6 +99,11 @@ def elementwise_index_only(ctx: CheckContext) -> Verdict:
     inside = [a for a in fn.accesses if lo <= a.span[0] < hi]
     spans = {a.span for a in accesses}
     arrays = set(ctx.fact("arrays", []))
+    taken = next(
+        (a for a in accesses if a.via_ldg or a.kind is AccessKind.ADDRESS or a.kind is AccessKind.ATOMIC), None
+    )
+    if taken is not None:
+        return violated(f"`{taken.base}[{var}]` is used by address (`&`, `__ldg` or an atomic), not as a value")
     for a in inside:
         if a.span in spans:
             continue
@@ -299,7 +309,7 @@ def body_is_per_element(ctx: CheckContext, vector: bool = False) -> Verdict:
                 return violated(f"`{a.base}[{a.index}]` is written only when `{holder.condition}`")
             if any(lp.span[0] <= a.span[0] < lp.span[1] for lp in nested_loops):
                 return violated(f"`{a.base}[{a.index}]` is written inside a loop of the body")
-    user = [c for c in calls if c.category == "call"]
+    user = [c for c in calls if c.category == "call" and not _PURE_CALLS.match(c.name)]
     if user:
         return unknown(f"the body calls `{user[0].name}`; its effects on other elements are not known")
     return holds(f"the body computes element `{shape.var}` from element `{shape.var}` alone")
@@ -338,13 +348,16 @@ def index_used_only_in_guard(ctx: CheckContext) -> Verdict:
         n
         for n in ks.identifiers(ks.node, shape.var)
         if not (shape.stmt.start_byte <= n.start_byte < shape.stmt.end_byte)
+        and not (shape.body.start_byte <= n.start_byte < shape.body.end_byte)
         and not (decl_name is not None and decl_name.start_byte <= n.start_byte < decl_name.end_byte)
     ]
     if outside:
         at = _line(ctx.model, outside[0].start_byte)
         return violated(f"`{shape.var}` is also used outside `{ctx.fact('guard', 'the guard')}` (line {at})")
-    if any(ks.identifiers(s, shape.var) for s in ks.statements if s.start_byte > shape.stmt.end_byte):
+    if any(ks.identifiers(s, shape.var) for s in ks.statements if s.start_byte >= shape.body.end_byte):
         return violated(f"code after the guard uses `{shape.var}`")
+    if shape.form == "return":
+        return holds(f"`{shape.var}` is used only in the guard and the code after it")
     return holds(f"`{shape.var}` is used only in `{ks.text(shape.cond)}` and its body")
 
 

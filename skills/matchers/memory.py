@@ -144,10 +144,19 @@ def scalar_elementwise_accesses(ctx: MatchContext) -> Iterator[Region]:
                 "vector": vec[0] or f"{16 // width}-wide vector",
                 "index": shape.var,
                 "bound": ks.text(shape.bound),
-                "form": "grid-stride loop" if shape.form == "loop" else f"`if ({shape.var} < {ks.text(shape.bound)})`",
+                "form": _form_text(ks, shape),
                 "_related": _related_launches(ctx.model, fn),
             },
         )
+
+
+def _form_text(ks: KernelSyntax, shape: Any) -> str:
+    bound = ks.text(unparen(shape.bound))
+    if shape.form == "loop":
+        return "grid-stride loop"
+    if shape.form == "return":
+        return f"code after `if ({shape.var} >= {bound}) return;`"
+    return f"`if ({shape.var} < {bound})`"
 
 
 # 2. uncoalesced-thread-mapping
@@ -397,7 +406,7 @@ def one_element_per_thread(ctx: MatchContext, factor: int = 1) -> Iterator[Regio
     if ks is None:
         return
     for shape in ks.elementwise:
-        if shape.form != "if":
+        if shape.form == "loop":
             continue
         cond = shape.cond
         yield Region(
@@ -410,7 +419,9 @@ def one_element_per_thread(ctx: MatchContext, factor: int = 1) -> Iterator[Regio
                 "shape": shape,
                 "index": shape.var,
                 "bound": ks.text(shape.bound),
-                "guard": f"if ({shape.var} < {ks.text(unparen(shape.bound))})",
+                "guard": " ".join(ks.text(shape.stmt).split())
+                if shape.form == "return"
+                else f"if ({shape.var} < {ks.text(unparen(shape.bound))})",
                 "factor": factor,
                 "_related": _related_launches(ctx.model, fn),
             },

@@ -118,6 +118,8 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
     fn = ctx.function
     if not accesses or _template_typed(ctx, arrays):
         return None
+    if any(a.via_ldg or a.kind in (AccessKind.ADDRESS, AccessKind.ATOMIC) for a in accesses):
+        return None
     vectors = {}
     for name in arrays:
         p = fn.param(name)
@@ -136,8 +138,8 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
     bound = _bound_text(ctx, shape)
     names = {a: _fresh(ctx, f"{a}_v") for a in arrays}
     body = shape.body
-    if body.type == "compound_statement":
-        kids = [c for c in body.named_children]
+    if body.type in ("compound_statement", "statement_run"):
+        kids = list(body.named_children)
         if not kids:
             return None
         span = (kids[0].start_byte, kids[-1].end_byte)
@@ -163,7 +165,7 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
         repl = [(ctx.abs(a.span), f"{names[a.base]}.{comp}") for a in accesses]
         text = _substitute(ctx, span, repl)
         if body.type != "compound_statement":
-            text = _indent_more(text, unit) if "\n" in text else text
+            text = _indent_more(text, unit)
         if declares:
             lines.append("{\n" + inner + unit + _indent_more(text, unit) + "\n" + inner + "}")
         else:
@@ -173,7 +175,7 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
             lines.append(f"reinterpret_cast<{vectors[name][0]}*>({name})[{var}] = {names[name]};")
     block = "{\n" + "".join(f"{inner}{line}\n" for line in lines) + ind + "}"
     stmt = (shape.stmt.start_byte, shape.stmt.end_byte)
-    if shape.form == "if":
+    if shape.form in ("if", "return"):
         text = f"if ({var} < {bound} / {k}) {block}\n{ind}{var} += {bound} / {k} * {k};\n{ind}{ctx.text(stmt)}"
         edits = [Edit(stmt[0], stmt[1], text)]
         if shape.var_const:
@@ -680,6 +682,8 @@ def _span(node: Any) -> tuple[int, int]:
 def grid_stride_loop(ctx: RewriteContext) -> list[Edit] | None:
     """Turn `if (i < n) body` into `for (; i < n; i += blockDim.x * gridDim.x) body`."""
     shape: Elementwise = ctx.fact("shape")
+    if shape.form == "return":
+        return _early_return_loop(ctx, shape)
     if shape.form != "if":
         return None
     keyword = shape.stmt.children[0]
@@ -698,13 +702,27 @@ def grid_stride_loop(ctx: RewriteContext) -> list[Edit] | None:
     return edits
 
 
+def _early_return_loop(ctx: RewriteContext, shape: Elementwise) -> list[Edit] | None:
+    """Turn `if (i >= n) return; rest` into `for (; i < n; i += blockDim.x * gridDim.x) { rest }`."""
+    unit = ctx.indent_unit()
+    ind = ctx.indent_at(shape.stmt.start_byte)
+    rest = ctx.text((shape.body.start_byte, shape.body.end_byte))
+    header = f"for (; {shape.var} < {_bound_text(ctx, shape)}; {shape.var} += blockDim.x * gridDim.x)"
+    edits = [
+        Edit(shape.stmt.start_byte, shape.body.end_byte, f"{header} {{\n{ind}{unit}{_indent_more(rest, unit)}\n{ind}}}")
+    ]
+    if shape.var_const:
+        edits += _drop_const(ctx, shape.decl)
+    return edits
+
+
 # 7. one-element-per-thread
 
 
 def coarsen_elements(ctx: RewriteContext, factor: int = 4) -> list[Edit] | None:
     """Give each thread `factor` elements, `blockDim.x` apart (coalesced), in an unrolled loop; shrink the grid."""
     shape: Elementwise = ctx.fact("shape")
-    if shape.form != "if" or shape.decl is None:
+    if shape.form not in ("if", "return") or shape.decl is None:
         return None
     factor = int(ctx.args.get("factor", factor))
     decl = shape.decl
@@ -719,7 +737,7 @@ def coarsen_elements(ctx: RewriteContext, factor: int = 4) -> list[Edit] | None:
     unit = ctx.indent_unit()
     ind = ctx.indent_at(shape.stmt.start_byte)
     type_text = ctx.text((decl.start_byte, name.start_byte)).rstrip()
-    stmt = (shape.stmt.start_byte, shape.stmt.end_byte)
+    stmt = (shape.stmt.start_byte, shape.body.end_byte if shape.form == "return" else shape.stmt.end_byte)
     body = _indent_more(ctx.text(stmt), unit)
     wrapped = (
         f"#pragma unroll\n"
