@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.build import MATH_CALLS
-from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Span
+from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Loop, Span
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import tree_of
 
@@ -851,7 +851,10 @@ def _rel(fn: Function, node: Node) -> Span:
 
 
 def atomic_target(model: FileModel, fn: Function, call_span: Span) -> AtomicTarget | None:
-    """Return the target of an `atomicAdd` call through a pointer parameter, or None for other shapes."""
+    """Return the target of an `atomicAdd` call through a pointer parameter of a kernel (global memory), or None
+    for other shapes; a device function's pointer parameters may point to shared memory."""
+    if not is_kernel(fn):
+        return None
     call = node_at(model, fn, call_span, "call_expression")
     args_node = field(call, "arguments")
     if call is None or args_node is None:
@@ -917,7 +920,7 @@ def atomic_target(model: FileModel, fn: Function, call_span: Span) -> AtomicTarg
 
 
 def is_uniform(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> bool:
-    """Return whether an expression has the same value in every thread of a block (constants, parameters,
+    """Return whether an expression has the same value in every thread of a block (constants, kernel parameters,
     `blockIdx`, `blockDim`, `gridDim`, and locals defined once from those)."""
     node = unparen(node)
     if node is None or depth > 8:
@@ -932,7 +935,8 @@ def is_uniform(model: FileModel, fn: Function, node: Node | None, depth: int = 0
         name = text_of(model, node)
         p = fn.param(name)
         if p is not None:
-            return not p.is_pointer
+            # Kernel arguments are the same for every thread; a device function's are whatever each caller passes.
+            return not p.is_pointer and is_kernel(fn)
         if name in model.constants and variable_type(fn, name) is None:
             return True
         value = single_definition(model, fn, name)
@@ -1405,3 +1409,101 @@ def declared_reference(model: FileModel, fn: Function, name: str) -> bool:
     return any(
         n.parent is not None and n.parent.type == "reference_declarator" for n in identifier_nodes(model, fn, name)
     )
+
+
+def counting_loop(fn: Function, name: str, rel: Span) -> Loop | None:
+    """Return the `for` loop around a span that counts `name` upward (`for (int j = lo; j < hi; ++j)` or `j += c`
+    with a positive constant `c`), when `name` is that loop's variable."""
+    for loop_id in enclosing_loops(fn, rel):
+        loop = fn.loops[loop_id]
+        if loop.var != name:
+            continue
+        if loop.kind == "for" and loop.compare in ("<", "<=") and loop.step_value is not None and loop.step_value > 0:
+            return loop
+        return None
+    return None
+
+
+def non_negative(
+    model: FileModel, fn: Function, node: Node | None, limits: dict[str, tuple[int, int]], depth: int = 0
+) -> bool:
+    """Return whether a signed integer expression is never negative in a program without signed overflow.
+
+    Ranges decide first (`int_range`); beyond them, variables counting up from a non-negative start in their loop
+    are non-negative inside it, and `+ * / % >> &` of non-negative signed operands stay non-negative because
+    signed overflow is undefined (the compiler assumes it away too). Conversions from unsigned values are only
+    trusted through ranges, since they wrap without undefined behaviour.
+    """
+    node = unparen(node)
+    if node is None or depth > 8:
+        return False
+    r = int_range(model, fn, node, limits)
+    if r is not None:
+        return r[0] >= 0
+    t = node.type
+    ty = expr_type(model, fn, node)
+    if ty is None or ty.kind != "signed":
+        return False
+    if t == "identifier":
+        name = text_of(model, node)
+        loop = counting_loop(fn, name, (node.start_byte - fn.base, node.end_byte - fn.base))
+        if loop is not None:
+            start = _loop_start(model, fn, loop)
+            return _signed(model, fn, start) and non_negative(model, fn, start, limits, depth + 1)
+        value = single_definition(model, fn, name)
+        return _signed(model, fn, value) and non_negative(model, fn, value, limits, depth + 1)
+    if t == "binary_expression" and operator_of(node) in ("+", "*", "/", "%", ">>", "&"):
+        return all(non_negative(model, fn, field(node, side), limits, depth + 1) for side in ("left", "right"))
+    if t == "cast_expression":
+        value = field(node, "value")
+        return _signed(model, fn, value) and non_negative(model, fn, value, limits, depth + 1)
+    return False
+
+
+def _signed(model: FileModel, fn: Function, node: Node | None) -> bool:
+    """Return whether an expression has a signed type (so storing it in a signed variable cannot wrap)."""
+    ty = expr_type(model, fn, node) if node is not None else None
+    return ty is not None and ty.kind == "signed"
+
+
+def _loop_start(model: FileModel, fn: Function, loop: Loop) -> Node | None:
+    """Return the start value of a counting loop's variable, when the loop body never assigns the variable."""
+    node = node_at(model, fn, loop.span, "for_statement")
+    init = field(node, "initializer")
+    if init is None or loop.var is None:
+        return None
+    if init.type == "declaration":
+        decls = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
+        start = field(decls[0], "value") if len(decls) == 1 else None
+    elif init.type == "assignment_expression" and operator_of(init) == "=":
+        start = field(init, "right")
+    else:
+        return None
+    lo, hi = fn.span(loop.body_span)
+    for ident in identifier_nodes(model, fn, loop.var):
+        parent = ident.parent
+        if not (lo <= ident.start_byte < hi) or parent is None:
+            continue
+        if parent.type == "update_expression" or (
+            parent.type == "assignment_expression" and _same(field(parent, "left"), ident)
+        ):
+            return None
+    return start
+
+
+def unroll_constant(fn: Function, names: set[str], rel: Span) -> bool:
+    """Return whether every name is the variable of a fully unrolled constant-trip loop around a span (so the
+    expression is a constant in each unrolled copy)."""
+    loops = {fn.loops[i].var: fn.loops[i] for i in enclosing_loops(fn, rel)}
+    for name in names:
+        loop = loops.get(name)
+        if loop is None or loop.trip_count is None or loop.unroll is None:
+            return False
+        parts = loop.unroll.split()
+        if parts[0] != "unroll":
+            return False
+        if len(parts) > 1:
+            count = parse_int_literal(parts[1])
+            if count is None or count < loop.trip_count:
+                return False
+    return bool(names)

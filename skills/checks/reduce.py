@@ -35,6 +35,7 @@ from warpwise.skills.facts_reduce import (
     launches_of,
     launches_text,
     node_at,
+    non_negative,
     operator_of,
     origin_value,
     text_of,
@@ -344,9 +345,15 @@ def dividend_non_negative(ctx: CheckContext) -> Verdict:
     fn = ctx.function
     x = ctx.fact("dividend")
     node = node_at(ctx.model, fn, ctx.fact("dividend_span"))
-    r = int_range(ctx.model, fn, node, geometry_limits(ctx.model, fn))
+    limits = geometry_limits(ctx.model, fn)
+    r = int_range(ctx.model, fn, node, limits)
     if r is not None and r[0] >= 0:
         return holds(f"`{x}` lies in [{r[0]}, {_bound_text(r[1])}] in every thread")
+    if non_negative(ctx.model, fn, node, limits):
+        return holds(
+            f"`{x}` is built from values that are never negative (loop counters from non-negative starts, "
+            "non-negative constants and indices) without signed overflow"
+        )
     at_origin = origin_value(ctx.model, fn, node)
     if at_origin is not None and at_origin < 0:
         return violated(

@@ -51,6 +51,7 @@ from warpwise.skills.facts_reduce import (
     tree_reduction,
     two_pass_softmax,
     unparen,
+    unroll_constant,
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -224,8 +225,9 @@ def integer_division_by_power_of_two(ctx: MatchContext) -> Iterator[Region]:
         ty = expr_type(ctx.model, fn, left)
         if ty is None or not ty.is_int or left is None:
             continue
-        if _constant(ctx, left):
-            # Constant operands are folded at compile time; there is no division to speed up.
+        rel = (node.start_byte - fn.base, node.end_byte - fn.base)
+        if _constant(ctx, left) or unroll_constant(fn, identifiers(ctx.model, left), rel):
+            # Constant operands (also loop counters of fully unrolled loops) are folded at compile time.
             continue
         shift = divisor.bit_length() - 1
         dividend = text_of(ctx.model, left)

@@ -418,3 +418,15 @@ CASES += [
     (H2, "grid-covers", U, half()),
     (INV, "divisor-fixed", V, recip(local="float& r = out[0];", divisor="r")),
 ]
+
+LOOPDIV = """
+__global__ void k(float* out, int n) {{
+  int t = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int j = {start}; j < n; j += 32) out[j / 2] = 0.0f;
+}}
+"""
+CASES += [
+    (P2, "non-negative", H, LOOPDIV.format(start="t")),
+    (P2, "non-negative", U, LOOPDIV.format(start="i")),
+]
