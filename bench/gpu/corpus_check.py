@@ -602,6 +602,11 @@ def _reader(stream: Any, q: queue.Queue[str | None]) -> None:
     q.put(None)
 
 
+def child_command(pending: list[str], peaks_file: Path) -> list[str]:
+    """Return the command line of a child that runs the pending entries."""
+    return [sys.executable, str(Path(__file__).resolve()), "--child", ",".join(pending), "--peaks", str(peaks_file)]
+
+
 def parent_main(entries: list[Entry], out: Path, deadline_s: float, budget_s: float) -> dict[str, Any]:
     """Run all entries in children; return the report."""
     out.mkdir(parents=True, exist_ok=True)
@@ -615,8 +620,9 @@ def parent_main(entries: list[Entry], out: Path, deadline_s: float, budget_s: fl
             for ident in pending:
                 report["results"].append({"entry": ident, "status": "not_run", "error": "the time budget ran out"})
             break
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", ",".join(pending), "--peaks", str(peaks_file)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            child_command(pending, peaks_file), stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         q: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
         current: str | None = None
@@ -631,7 +637,7 @@ def parent_main(entries: list[Entry], out: Path, deadline_s: float, budget_s: fl
                     os.killpg(proc.pid, 9)
                 if current is None:
                     report["error"] = "the child did not start in time"
-                    pending = []
+                    pending = _give_up(report, pending)
                 else:
                     report["results"].append(
                         {"entry": current, "status": "timed_out", "error": f"no result within {deadline_s:.0f} s"}
@@ -647,7 +653,7 @@ def parent_main(entries: list[Entry], out: Path, deadline_s: float, budget_s: fl
                     pending.remove(current)
                 elif pending and not progress:
                     report["error"] = f"the child exited with {proc.returncode} before finishing any entry"
-                    pending = []
+                    pending = _give_up(report, pending)
                 break
             try:
                 msg = json.loads(line)
@@ -671,6 +677,13 @@ def parent_main(entries: list[Entry], out: Path, deadline_s: float, budget_s: fl
     (out / "corpus_check.md").write_text(render_markdown(report))
     peaks_file.unlink(missing_ok=True)
     return report
+
+
+def _give_up(report: dict[str, Any], pending: list[str]) -> list[str]:
+    """Record the entries still pending as not run, with the report's error; return the empty pending list."""
+    for ident in pending:
+        report["results"].append({"entry": ident, "status": "not_run", "error": report.get("error", "")})
+    return []
 
 
 def _summary(r: dict[str, Any]) -> str:
@@ -697,6 +710,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"torch {dev.get('torch')}, NVRTC {dev.get('nvrtc')}, driver {dev.get('driver')}. "
             f"Run of {report.get('started')}, {report.get('seconds')} s."
         )
+    if report.get("error"):
+        lines.append(f"The run stopped early: {report['error']}.")
     if peaks:
         lines.append(
             f"Measured peaks: 1 GiB device copy {peaks['copy_gbps']:.0f} GB/s (read + write); cuBLAS float32 SGEMM "

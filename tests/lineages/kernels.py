@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import sys
@@ -79,6 +80,7 @@ def scale(preset: str) -> Iterator[None]:
             os.environ["WARPWISE_PROBLEM_SCALE"] = old
 
 
+@functools.cache
 def corpus_check() -> ModuleType:
     """Import bench/gpu/corpus_check.py (bench/ is not a package)."""
     spec = importlib.util.spec_from_file_location("corpus_check", CORPUS_CHECK)

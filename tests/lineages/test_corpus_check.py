@@ -106,3 +106,39 @@ def test_list_runs_without_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert cc.main(["--list"]) == 0
     out = capsys.readouterr().out
     assert all(k.ident in out for k in ALL)
+
+
+FAKE_CHILD = r"""
+import json, sys, time
+idents = sys.argv[1].split(",")
+if sys.argv[2] == "fresh":
+    print(json.dumps({"event": "peaks", "peaks": {"copy_gbps": 1.0, "cublas_sgemm_tflops": 1.0}, "device": {}}))
+for ident in idents:
+    print(json.dumps({"event": "start", "entry": ident}), flush=True)
+    if ident.endswith("hang"):
+        time.sleep(600)
+    if ident.endswith("crash"):
+        sys.exit(3)
+    result = {"entry": ident, "status": "incorrect", "checks": [{"ok": False, "problems": ["wrong"]}]}
+    print(json.dumps({"event": "result", "result": result}), flush=True)
+"""
+
+
+def test_parent_survives_hangs_and_crashes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    def command(pending: list[str], peaks_file: Any) -> list[str]:
+        return [cc.sys.executable, "-c", FAKE_CHILD, ",".join(pending), "known" if peaks_file.is_file() else "fresh"]
+
+    monkeypatch.setattr(cc, "child_command", command)
+    names = ["a", "hang", "b", "crash", "c"]
+    entries = [cc.Entry("expert", n, tmp_path / "k.cu", tmp_path / "k.problem.py") for n in names]
+    report = cc.parent_main(entries, tmp_path / "out", deadline_s=2.0, budget_s=60.0)
+    status = {r["entry"]: r["status"] for r in report["results"]}
+    assert status == {
+        "expert/a": "incorrect",
+        "expert/hang": "timed_out",
+        "expert/b": "incorrect",
+        "expert/crash": "crashed",
+        "expert/c": "incorrect",
+    }
+    assert report["peaks"]["copy_gbps"] == 1.0
+    assert (tmp_path / "out" / "corpus_check.md").read_text().count("| expert/") == 5
