@@ -26,7 +26,7 @@ from typing import Any
 import tree_sitter as ts
 
 from warpwise.analyzers.model import FileModel, Function, Launch, Span
-from warpwise.analyzers.parse import query
+from warpwise.analyzers.parse import captures, query
 from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import function_node, tree_of
 
@@ -212,6 +212,7 @@ class KernelSyntax:
         self.node = node
         self.body: Node | None = node.child_by_field_name("body")
         self._linear: dict[int, Linear | None] = {}
+        self._idents: dict[tuple[int, int, str], dict[str, list[Node]]] = {}
 
     def text(self, node: Node) -> str:
         """Return a node's text."""
@@ -287,18 +288,28 @@ class KernelSyntax:
         return _elementwise(self) if may_be_elementwise(self.model, self.function) else []
 
     def identifiers(self, node: Node, name: str) -> list[Node]:
-        """Return the identifier nodes called `name` below a node (field names excluded)."""
-        out: list[Node] = []
-        stack = [node]
-        raw = name.encode()
-        while stack:
-            n = stack.pop()
-            if n.type == "identifier":
-                if self.model.text[n.start_byte : n.end_byte] == raw:
-                    out.append(n)
-                continue
-            stack.extend(n.children)
-        return sorted(out, key=lambda n: n.start_byte)
+        """Return the identifier nodes called `name` below a node (field names excluded), in source order."""
+        return self._identifier_index(node).get(name, [])
+
+    def _identifier_index(self, node: Node) -> dict[str, list[Node]]:
+        key = (node.start_byte, node.end_byte, node.type)
+        hit = self._idents.get(key)
+        if hit is not None:
+            return hit
+        index: dict[str, list[Node]] = {}
+        roots = node.named_children if node.type == "statement_run" else [node]
+        data = self.model.text
+        for root in roots:
+            if root.end_byte - root.start_byte < 256:
+                found = _walk_identifiers(root)
+            else:
+                found = captures(query("(identifier) @id"), root).get("id", [])
+            for n in found:
+                index.setdefault(data[n.start_byte : n.end_byte].decode("utf-8", "replace"), []).append(n)
+        for nodes in index.values():
+            nodes.sort(key=lambda n: n.start_byte)
+        self._idents[key] = index
+        return index
 
     def is_assigned(self, name: str, within: Node | None = None) -> bool:
         """Return whether a name is defined more than once (in `within`: assigned, updated or addressed there)."""
@@ -317,6 +328,19 @@ class KernelSyntax:
         return False
 
 
+def _walk_identifiers(node: Node) -> list[Node]:
+    """Return the identifiers below a small node (a walk is cheaper than a query there)."""
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        else:
+            stack.extend(n.named_children)
+    return out
+
+
 _CACHE: OrderedDict[tuple[int, int, int], tuple[FileModel, KernelSyntax]] = OrderedDict()
 _KEEP = 256
 _LOCK = threading.Lock()
@@ -325,10 +349,9 @@ _LOCK = threading.Lock()
 def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
     """Return the syntax facts of a function (cached per model and function)."""
     key = (id(model), fn.base, fn.length)
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None and hit[0] is model:
-            return hit[1]
+    hit = _CACHE.get(key)  # A plain read: dict lookups are atomic, and a miss only costs a rebuild.
+    if hit is not None and hit[0] is model:
+        return hit[1]
     node = function_node(model, fn)
     if node is None:
         return None

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from warpwise.analyzers.model import AccessKind, FileModel, Function, MemorySpace
+from warpwise.analyzers.parse import captures, query
 from warpwise.analyzers.values import type_size
 from warpwise.skills.facts import distinct_launch_args, function_node, identifier_uses, pointer_params
 from warpwise.skills.facts_memory import (
@@ -134,7 +135,11 @@ def _allocated_in(model: FileModel, host: Function, name: str) -> bool:
     body = model.text[host.base : host.base + host.length].decode("utf-8", "replace")
     alloc = "|".join(_ALLOCATORS)
     pattern = rf"\b(?:{alloc})\s*\(\s*(?:\(\s*void\s*\*\s*\*\s*\)\s*)?&\s*{re.escape(name)}\s*[,)]"
-    return re.search(pattern, body) is not None
+    if re.search(pattern, body) is None:
+        return False
+    # A later assignment or increment could move the pointer off the allocation's start.
+    moved = rf"(?<![\w.>])({re.escape(name)}\s*(=(?!=)|\+=|-=|\+\+|--)|(\+\+|--)\s*{re.escape(name)}\b)"
+    return re.search(moved, body) is None
 
 
 def _offset(model: FileModel, arg: str) -> tuple[str, int | None] | None:
@@ -164,7 +169,10 @@ def pointers_aligned(ctx: CheckContext, bytes: int = 16) -> Verdict:
             if re.fullmatch(r"\w+", arg):
                 if _allocated_in(model, host, arg):
                     continue
-                return unknown(f"`{arg}`, passed for `{name}` in `{host.name}`, is not allocated there")
+                return unknown(
+                    f"`{arg}`, passed for `{name}` in `{host.name}`, is not shown to be a `cudaMalloc` buffer passed "
+                    "unchanged"
+                )
             off = _offset(model, arg)
             if off is not None and off[1] is not None and elem is not None:
                 if (off[1] * elem) % bytes == 0 and _allocated_in(model, host, off[0]):
@@ -222,27 +230,28 @@ def _statement_end(ctx: CheckContext, acc: Any) -> int:
 # Cards 1, 6, 7: the body handles one element on its own.
 
 
+def _below(node: Any, types: tuple[str, ...]) -> list[Any]:
+    """Return the nodes of some types below a node (or a statement run), in source order, found by a query."""
+    pattern = "[" + " ".join(f"({t})" for t in types) + "] @n"
+    roots = node.named_children if node.type == "statement_run" else [node]
+    found = [n for root in roots for n in captures(query(pattern), root).get("n", [])]
+    return sorted(found, key=lambda n: n.start_byte)
+
+
 def _escapes(node: Any, kinds: tuple[str, ...]) -> Any:
     """Return a `break`/`continue` in a body that is not inside a nested loop or switch."""
-    stack = list(node.named_children)
-    while stack:
-        n = stack.pop()
-        if n.type in kinds:
+    for n in _below(node, kinds):
+        p = n.parent
+        while p is not None and p.start_byte >= node.start_byte and p.type not in (*_LOOPS, "switch_statement"):
+            p = p.parent
+        if p is None or p.start_byte < node.start_byte:
             return n
-        if n.type in _LOOPS or n.type == "switch_statement":
-            continue
-        stack.extend(n.named_children)
     return None
 
 
 def _first(node: Any, types: tuple[str, ...]) -> Any:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type in types:
-            return n
-        stack.extend(n.named_children)
-    return None
+    found = _below(node, types)
+    return found[0] if found else None
 
 
 @check("body_is_per_element")
@@ -316,14 +325,7 @@ def body_is_per_element(ctx: CheckContext, vector: bool = False) -> Verdict:
 
 
 def _all(node: Any, type_: str) -> list[Any]:
-    out = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == type_:
-            out.append(n)
-        stack.extend(n.named_children)
-    return out
+    return _below(node, (type_,))
 
 
 def _declared_plain(node: Any) -> list[Any]:
