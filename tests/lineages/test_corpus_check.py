@@ -142,3 +142,14 @@ def test_parent_survives_hangs_and_crashes(tmp_path: Any, monkeypatch: pytest.Mo
     }
     assert report["peaks"]["copy_gbps"] == 1.0
     assert (tmp_path / "out" / "corpus_check.md").read_text().count("| expert/") == 5
+
+
+def test_parent_stops_at_the_budget(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    def command(pending: list[str], peaks_file: Any) -> list[str]:
+        return [cc.sys.executable, "-c", FAKE_CHILD, ",".join(pending), "fresh"]
+
+    monkeypatch.setattr(cc, "child_command", command)
+    entries = [cc.Entry("naive", n, tmp_path / "k.cu", tmp_path / "k.problem.py") for n in ("a", "b")]
+    report = cc.parent_main(entries, tmp_path / "out", deadline_s=5.0, budget_s=0.0)
+    assert [r["status"] for r in report["results"]] == ["not_run", "not_run"]
+    assert "budget" in report["error"]
