@@ -117,9 +117,8 @@ class Match:
 
 def _verdicts(card: SkillCard, ctx: CheckContext) -> tuple[PreconditionVerdict, ...]:
     out: list[PreconditionVerdict] = []
-    for axis, pre in card.header.preconditions.items():
-        ref = pre.check_ref
-        if ref is None:
+    for axis, pre, name, args in card.checks:
+        if name is None:
             out.append(
                 PreconditionVerdict(
                     pre.id,
@@ -132,25 +131,19 @@ def _verdicts(card: SkillCard, ctx: CheckContext) -> tuple[PreconditionVerdict, 
                 )
             )
             continue
-        fn = CHECKS.get(ref.name)
+        fn = CHECKS.get(name)
         if fn is None:
             out.append(
                 PreconditionVerdict(
-                    pre.id,
-                    axis,
-                    pre.text,
-                    pre.kind,
-                    VerdictStatus.UNKNOWN,
-                    f"check {ref.name!r} is not available",
-                    False,
+                    pre.id, axis, pre.text, pre.kind, VerdictStatus.UNKNOWN, f"check {name!r} is not available", False
                 )
             )
             continue
         try:
-            verdict: Verdict = fn(ctx, **ref.args)
+            verdict: Verdict = fn(ctx, **args)
         except Exception:  # A failing check is logged; its precondition is unknown, never silently "holds".
-            log.exception("check %s of card %s failed", ref.name, card.skill_id)
-            verdict = Verdict(VerdictStatus.UNKNOWN, f"check {ref.name!r} failed on this code")
+            log.exception("check %s of card %s failed", name, card.skill_id)
+            verdict = Verdict(VerdictStatus.UNKNOWN, f"check {name!r} failed on this code")
         out.append(PreconditionVerdict(pre.id, axis, pre.text, pre.kind, verdict.status, verdict.reason, True))
     return tuple(out)
 
@@ -270,10 +263,32 @@ class _Entry:
 
 
 def _launch_key(model: FileModel, fn: Any) -> tuple[Any, ...]:
-    return tuple(
-        (launch.args, launch.template_values, launch.grid, launch.block, launch.grid_value, launch.block_value,
-         launch.smem_value)
-        for _, launch in model.launches_of(fn.name)
+    """Key the launch context of a kernel: each launch's arguments and geometry, and the host code around it.
+
+    Checks read the launching host functions too (allocation sizes, alignment), so their text is part of the key.
+    """
+    launches = model.launches_of(fn.name)
+    callers = sorted({host.name for host, _ in launches})
+    texts = tuple(
+        model.text[h.base : h.base + h.length]
+        for name in callers
+        for h in model.functions
+        if h.name == name and h.kind is FunctionKind.HOST
+    )
+    return (
+        tuple(
+            (
+                launch.args,
+                launch.template_values,
+                launch.grid,
+                launch.block,
+                launch.grid_value,
+                launch.block_value,
+                launch.smem_value,
+            )
+            for _, launch in launches
+        ),
+        texts,
     )
 
 

@@ -74,6 +74,15 @@ class SkillCard:
         """Return whether the card produces text edits."""
         return self.rewrite_fn is not None and self.header.applicability is not Applicability.DISPLAY_ONLY
 
+    @functools.cached_property
+    def checks(self) -> tuple[tuple[Any, Any, str | None, dict[str, Any]], ...]:
+        """Return (axis, precondition, check name or None, check arguments) for every precondition, computed once."""
+        out = []
+        for axis, pre in self.header.preconditions.items():
+            ref = pre.check_ref
+            out.append((axis, pre, ref.name if ref else None, dict(ref.args) if ref else {}))
+        return tuple(out)
+
     def section(self, title: str) -> str:
         """Return the Markdown body of one `## title` section (empty when absent)."""
         pattern = re.compile(rf"^##\s+{re.escape(title)}\s*$(.*?)(?=^##\s|\Z)", re.M | re.S | re.I)
