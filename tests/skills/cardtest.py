@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
+from tests.nvcc import compile_source
 from warpwise.analyzers.build import analyze_text
 from warpwise.skills.engine import Match, compute_fix, explain, match_file, merge_fixes
 from warpwise.skills.library import SkillCard, builtin_library
@@ -41,16 +40,5 @@ def verdicts(card_id: str, source: str, precondition: str) -> list[VerdictStatus
 
 
 def nvcc_compiles(source: bytes, tmp: Path) -> tuple[bool, str]:
-    """Compile a source for sm_90 with nvcc; return (ok, log)."""
-    if shutil.which("nvcc") is None:
-        return True, "nvcc not installed"
-    path = tmp / "fixture.cu"
-    path.write_bytes(source)
-    proc = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp / "fixture.o")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return proc.returncode == 0, proc.stderr
+    """Compile a source for sm_90 with nvcc (cached by content); return (ok, log)."""
+    return compile_source(source)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nvcc import compile_many
 from tests.skills.cardtest import CARD_FIXTURES, matches, nvcc_compiles, rewrite_all
 from warpwise.analyzers.build import analyze_text
 from warpwise.skills.library import builtin_library
@@ -39,7 +40,9 @@ def test_every_card_has_fixtures(card_id: str) -> None:
 
 
 @pytest.mark.parametrize("path", POSITIVE, ids=_id)
-def test_positive_fires_and_rewrites_exactly(path: Path, tmp_path: Path) -> None:
+def test_positive_fires_and_rewrites_exactly(
+    path: Path, tmp_path: Path, compiled_fixtures: dict[Path, tuple[bool, str]]
+) -> None:
     card_id = path.parent.name
     source = path.read_bytes()
     found = matches(card_id, source)
@@ -64,8 +67,15 @@ def test_near_miss_does_not_fire(path: Path) -> None:
     assert found == [], [m.message for m in found]
 
 
+@pytest.fixture(scope="module")
+def compiled_fixtures() -> dict[Path, tuple[bool, str]]:
+    """Compile every fixture and every expected rewrite at once, on all cores."""
+    paths = POSITIVE + NEGATIVE + sorted(CARD_FIXTURES.glob("*/*.expected.cu"))
+    return dict(zip(paths, compile_many([p.read_bytes() for p in paths]), strict=True))
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
 @pytest.mark.parametrize("path", POSITIVE + NEGATIVE, ids=_id)
-def test_fixture_sources_compile(path: Path, tmp_path: Path) -> None:
-    ok, log = nvcc_compiles(path.read_bytes(), tmp_path)
+def test_fixture_sources_compile(path: Path, compiled_fixtures: dict[Path, tuple[bool, str]]) -> None:
+    ok, log = compiled_fixtures[path]
     assert ok, log

@@ -1,0 +1,70 @@
+"""Compile CUDA sources with nvcc for sm_90, in parallel and cached by content hash.
+
+Many tests only need to know that a source compiles. nvcc costs close to a second a file, so results are kept in
+a cache folder (`WARPWISE_TEST_CACHE`, default `~/.cache/warpwise-tests`) keyed by a hash of the source, the flags
+and the nvcc version, and batches are compiled on every core at once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+FLAGS = ("-arch=sm_90", "-c")
+
+
+@functools.cache
+def _version() -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return ""
+    return subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("WARPWISE_TEST_CACHE", Path.home() / ".cache" / "warpwise-tests")) / "nvcc"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _key(source: bytes) -> str:
+    h = hashlib.sha256()
+    h.update(_version().encode())
+    h.update(" ".join(FLAGS).encode())
+    h.update(source)
+    return h.hexdigest()
+
+
+def compile_source(source: bytes) -> tuple[bool, str]:
+    """Compile one source; return (ok, compiler log). Passing builds are remembered."""
+    if not _version():
+        return True, "nvcc is not installed"
+    marker = _cache_dir() / f"{_key(source)}.ok"
+    if marker.exists():
+        return True, "cached"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "source.cu"
+        path.write_bytes(source)
+        proc = subprocess.run(
+            ["nvcc", *FLAGS, str(path), "-o", str(Path(tmp) / "out.o")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    if proc.returncode == 0:
+        marker.touch()
+    return proc.returncode == 0, proc.stderr
+
+
+def compile_many(sources: list[bytes]) -> list[tuple[bool, str]]:
+    """Compile several sources on every core at once."""
+    workers = max(1, os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(compile_source, sources))
