@@ -185,20 +185,44 @@ class CompileOnlyBackend(LocalBackend):
         self._identity = None
 
 
-# One worker slot per Dask worker process, created on first use.
-_REMOTE_SLOT: WorkerSlot | None = None
+# The worker slots of this Dask worker process, created on first use: one per thread of the Dask worker (one per
+# GPU that `warpwise worker --gpus N` declared), GPU slots pinned to one visible device each. A job takes a free
+# slot for its whole run, so that concurrent jobs never share a worker process (and its result pipe).
+_REMOTE_POOLS: dict[bool, _SlotPool] = {}
 _REMOTE_LOCK = threading.Lock()
+
+
+def _remote_width() -> int:
+    """Return how many jobs this Dask worker runs at once (1 outside a Dask worker)."""
+    try:
+        from distributed import get_worker
+
+        return max(int(get_worker().state.nthreads), 1)
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
+def _remote_pool(compile_only: bool) -> _SlotPool:
+    """Return this process's slots for compile-only or GPU jobs."""
+    with _REMOTE_LOCK:
+        pool = _REMOTE_POOLS.get(compile_only)
+        if pool is None:
+            n = _remote_width()
+            if compile_only:
+                slots = [WorkerSlot(True, build_cache_dir()) for _ in range(n)]
+            else:
+                visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+                ids = visible.split(",") if visible else [str(i) for i in range(n)]
+                env = [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} for i in range(n)]
+                slots = [WorkerSlot(False, build_cache_dir(), env=env[i]) for i in range(n)]
+            pool = _REMOTE_POOLS[compile_only] = _SlotPool(slots)
+        return pool
 
 
 def remote_run(job_doc: dict[str, Any], compile_only: bool) -> dict[str, Any]:
     """Run a job inside a Dask worker, in an isolated worker process of its own; return the result as a dict."""
-    global _REMOTE_SLOT
-    with _REMOTE_LOCK:
-        if _REMOTE_SLOT is None or _REMOTE_SLOT.compile_only != compile_only:
-            _REMOTE_SLOT = WorkerSlot(compile_only, build_cache_dir())
-        slot = _REMOTE_SLOT
     job = WorkerJob.from_dict(job_doc)
-    result = run_with_extras(slot, job, None, None)
+    result = _remote_pool(compile_only).run(lambda slot: run_with_extras(slot, job, None, None))
     try:
         from distributed import get_worker
 

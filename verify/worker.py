@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from warpwise.verify.types import (
 )
 
 EXIT_STICKY = 3
+EXIT_ORPHANED = 4
 DEFAULT_ARCH = "sm_90"
 
 Emit = Callable[[dict[str, Any]], None]
@@ -149,8 +151,27 @@ def _protocol_out() -> Any:
     return os.fdopen(fd, "wb", buffering=0)
 
 
+def exit_with_parent(interval_s: float = 0.2) -> None:
+    """Exit as soon as the parent process is gone.
+
+    The parent enforces the time limit and reads the result; when it dies (a Dask worker killed with SIGKILL, an
+    editor that crashed) the job in flight must not run on, unwatched, beside its re-run elsewhere (a hung
+    kernel would hold the GPU for good). The worker sits in its own session, so nothing else would stop it.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
 def serve(compile_only: bool, build_cache: str | None) -> int:
     """Answer requests on stdin until `exit`, end of input, or a sticky fault."""
+    exit_with_parent()
     out = _protocol_out()
 
     def emit(msg: dict[str, Any]) -> None:
