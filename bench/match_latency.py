@@ -55,7 +55,9 @@ def main() -> int:
     start = Position(edit["line"], edit["character"])
     inc = []
     for i in range(args.runs + 5):
-        doc.apply([TextEdit(start, Position(start.line, start.character + 1), edit["alt"] if i % 2 == 0 else edit["orig"])])
+        doc.apply(
+            [TextEdit(start, Position(start.line, start.character + 1), edit["alt"] if i % 2 == 0 else edit["orig"])]
+        )
         model = analyze_document(doc)
         set_tree(model, doc.tree.copy())
         t = time.perf_counter()
@@ -72,15 +74,17 @@ def main() -> int:
         "cache": {"hits": cache.hits, "misses": cache.misses},
         "targets": {"match_added_median_ms": 10},
     }
-    md = "\n".join([
-        f"File: `{path.name}`; {len(lib)} cards; {n_matches} matches\n",
-        "| measurement | median ms | p99 ms | target |",
-        "| --- | --- | --- | --- |",
-        f"| match all cards, fresh model | {result['match_all_cards_fresh']['median_ms']} | "
-        f"{result['match_all_cards_fresh']['p99_ms']} | <= 10 |",
-        f"| match after a one-character edit (cache) | {result['match_after_one_char_edit_cached']['median_ms']} | "
-        f"{result['match_after_one_char_edit_cached']['p99_ms']} | <= 10 |",
-    ])
+    md = "\n".join(
+        [
+            f"File: `{path.name}`; {len(lib)} cards; {n_matches} matches\n",
+            "| measurement | median ms | p99 ms | target |",
+            "| --- | --- | --- | --- |",
+            f"| match all cards, fresh model | {result['match_all_cards_fresh']['median_ms']} | "
+            f"{result['match_all_cards_fresh']['p99_ms']} | <= 10 |",
+            f"| match after a one-character edit (cache) | {result['match_after_one_char_edit_cached']['median_ms']} | "
+            f"{result['match_after_one_char_edit_cached']['p99_ms']} | <= 10 |",
+        ]
+    )
     print(md)
     if not args.no_write:
         print(f"wrote {write_result('match_latency', result, md)}")

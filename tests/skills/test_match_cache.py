@@ -10,7 +10,9 @@ from warpwise.skills.engine import MatchCache, match_file
 
 
 def _view(matches):  # type: ignore[no-untyped-def]
-    return [(m.card_id, m.span, m.message, [r.span for r in m.related], [v.status for v in m.verdicts]) for m in matches]
+    return [
+        (m.card_id, m.span, m.message, [r.span for r in m.related], [v.status for v in m.verdicts]) for m in matches
+    ]
 
 
 def test_cache_equals_fresh_matching_across_edits() -> None:
