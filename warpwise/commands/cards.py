@@ -21,6 +21,11 @@ def _add_cards(sub: argparse._SubParsersAction) -> None:
     show.add_argument("skill_id", metavar="ID")
     show.add_argument("--dir", action="append", default=[], metavar="DIR", help="also load cards from this folder")
     show.set_defaults(handler=_show)
+    ev = verbs.add_parser("evidence", help="add measured evidence records to cards from a gate results file")
+    ev.add_argument("action", choices=("add",))
+    ev.add_argument("results", metavar="RESULTS.json", help="a card_evidence.json written by bench/card_evidence.py")
+    ev.add_argument("--source", help="what to record as the source (default: the results file's path)")
+    ev.set_defaults(handler=_evidence)
     lint = verbs.add_parser("lint", help="validate cards; exit 1 when any card has a problem")
     lint.add_argument("paths", nargs="*", metavar="PATH", help="card files or folders (default: the built-in cards)")
     lint.set_defaults(handler=_lint)
@@ -96,3 +101,32 @@ def _lint(args: argparse.Namespace) -> int:
         print(str(prob))
     print(f"{len(lib)} card(s) valid, {len({p.path for p in lib.problems})} with problems", file=sys.stderr)
     return EXIT_FINDINGS if lib.problems else EXIT_CLEAN
+
+
+def _evidence(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import json
+
+    from warpwise.skills.evidence import add_records, from_results
+    from warpwise.skills.library import builtin_library, load_card
+
+    try:
+        doc = json.loads(Path(args.results).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"warpwise cards evidence: error: cannot read {args.results}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    date = dt.date.fromisoformat(str(doc.get("meta", {}).get("date", dt.date.today().isoformat()))[:10])
+    records = from_results(doc.get("results", []), args.source or args.results, date)
+    lib = builtin_library()
+    for card_id, recs in sorted(records.items()):
+        card = lib.get(card_id)
+        if card is None:
+            print(f"warning: no card {card_id!r}; {len(recs)} record(s) skipped", file=sys.stderr)
+            continue
+        total = add_records(Path(card.path), recs)
+        _, problems = load_card(Path(card.path))
+        if problems:
+            print(f"error: {card.path} no longer loads: {problems[0]}", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"{card_id}: +{len(recs)} record(s), {total} in all")
+    return EXIT_CLEAN
