@@ -16,16 +16,23 @@ import resource
 import sys
 import time
 import tracemalloc
+import types
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import anchor_path, summary_ms, write_result
 
-from warpwise.analyzers.build import analyze_document
-from warpwise.analyzers.findings import check_model
-from warpwise.analyzers.model import Position
-from warpwise.analyzers.parse import CudaDocument, TextEdit, new_parser
+
+def _use_analyzers(directory: str) -> None:
+    """Make `warpwise.analyzers` the package in `directory` (a copy of `analyzers/` from another commit)."""
+    import warpwise
+
+    package = types.ModuleType("warpwise.analyzers")
+    package.__path__ = [str(Path(directory).resolve())]
+    sys.modules["warpwise.analyzers"] = package
+    warpwise.analyzers = package  # type: ignore[attr-defined]
 
 
 def main() -> int:
@@ -33,7 +40,21 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--memory-runs", type=int, default=10_000)
     ap.add_argument("--no-write", action="store_true", help="print results without writing bench/results/")
+    ap.add_argument(
+        "--analyzers",
+        metavar="DIR",
+        help="measure the analyzers in DIR instead of this checkout's, e.g. a baseline extracted with "
+        "`git archive COMMIT analyzers | tar -x -C /tmp/base` (then DIR is /tmp/base/analyzers)",
+    )
+    ap.add_argument("--label", help="write bench/results/analyze_latency-LABEL-<date>.* (e.g. baseline-COMMIT)")
     args = ap.parse_args()
+    if args.analyzers:
+        _use_analyzers(args.analyzers)
+
+    from warpwise.analyzers.build import analyze_document
+    from warpwise.analyzers.findings import check_model
+    from warpwise.analyzers.model import Position
+    from warpwise.analyzers.parse import CudaDocument, TextEdit, new_parser
 
     path = anchor_path()
     data = path.read_bytes()
@@ -115,7 +136,8 @@ def main() -> int:
     tracemalloc.stop()
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    result = {
+    result: dict[str, Any] = {
+        "analyzers": args.analyzers or "this checkout",
         "file": path.name,
         "kernels": n_kernels,
         "findings": n_findings,
@@ -138,6 +160,7 @@ def main() -> int:
     r = result
     md = "\n".join(
         [
+            f"Analyzers: {'`' + args.analyzers + '`' if args.analyzers else 'this checkout'}  ",
             f"File: `{path.name}` ({r['kernels']} kernels, {r['findings']} findings)\n",
             "| measurement | median ms | p99 ms | target |",
             "| --- | --- | --- | --- |",
@@ -164,7 +187,7 @@ def main() -> int:
     )
     print(md)
     if not args.no_write:
-        out = write_result("analyze_latency", result, md)
+        out = write_result(f"analyze_latency-{args.label}" if args.label else "analyze_latency", result, md)
         print(f"wrote {out}")
     return 0
 
