@@ -550,8 +550,10 @@ class Evaluator:
             divisor = b.const if op == "/" else 1 << b.const
             if isinstance(a.coef, Fraction):
                 coef = a.coef / divisor
-                if abs(coef) * 32 <= 1:
-                    return _new(Value, (_UNIFORM, None, None, "", ty, deps))
+                # Groups of 8 or more consecutive lanes share the quotient: within a group it is uniform (an access
+                # indexed by it is coalesced per group), but it still differs between groups and warps of a block.
+                if abs(coef) * 8 <= 1:
+                    return _new(Value, (_UNIFORM, None, None, "", True, deps))
                 return _new(Value, (_AFFINE, coef, None, "", ty, deps))
             return _new(Value, (_INDIRECT, None, None, "", ty, deps))
         if (op == "%" or op == "&") and ak is _AFFINE and bk is _CONST and b.const is not None:
