@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -167,14 +168,13 @@ def match_function(model: FileModel, fn: Any, cards: Iterable[SkillCard], target
         return out
     mctx = MatchContext(model, fn, target_sm)
     for card in cards:
-        anchor = card.header.anchor
-        m = MATCHERS.get(anchor.matcher)
+        m, args = card.matcher
         if m is None:
             continue
         try:
-            regions = list(m(mctx, **anchor.args))
+            regions = list(m(mctx, **args))
         except Exception:  # One failing card never hides the others.
-            log.exception("matcher %s of card %s failed on %s", anchor.matcher, card.skill_id, fn.name)
+            log.exception("matcher %s of card %s failed on %s", card.header.anchor.matcher, card.skill_id, fn.name)
             continue
         for region in regions:
             verdicts = _verdicts(card, CheckContext(model, fn, region, target_sm))
@@ -262,18 +262,24 @@ class _Entry:
     matches: list[Match]
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
 def _launch_key(model: FileModel, fn: Any) -> tuple[Any, ...]:
     """Key the launch context of a kernel: each launch's arguments and geometry, and the host code around it.
 
     Checks read the launching host functions too (allocation sizes, alignment), so their text is part of the key.
     """
     launches = model.launches_of(fn.name)
-    callers = sorted({host.name for host, _ in launches})
+    callers = {host.name for host, _ in launches}
+    # Host functions that launch the kernel, or mention a buffer it is launched with (an allocation elsewhere).
+    names = {part for _, launch in launches for arg in launch.args for part in _WORD.findall(arg)}
     texts = tuple(
-        model.text[h.base : h.base + h.length]
-        for name in callers
+        body
         for h in model.functions
-        if h.name == name and h.kind is FunctionKind.HOST
+        if h.kind is FunctionKind.HOST
+        for body in (model.text[h.base : h.base + h.length],)
+        if h.name in callers or (names and any(re.search(rb"\b%s\b" % n.encode(), body) for n in names))
     )
     return (
         tuple(

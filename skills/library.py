@@ -75,6 +75,11 @@ class SkillCard:
         return self.rewrite_fn is not None and self.header.applicability is not Applicability.DISPLAY_ONLY
 
     @functools.cached_property
+    def matcher(self) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
+        """Return the registered matcher function and its arguments, looked up once."""
+        return MATCHERS.get(self.header.anchor.matcher), dict(self.header.anchor.args)
+
+    @functools.cached_property
     def checks(self) -> tuple[tuple[Any, Any, str | None, dict[str, Any]], ...]:
         """Return (axis, precondition, check name or None, check arguments) for every precondition, computed once."""
         out = []

@@ -126,7 +126,12 @@ def _print_finding(report: FileReport, f: Finding, out: TextIO, color: bool, cou
         for v in match.verdicts:
             print(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}", file=out)
         if match.has_rewrite:
-            print(f"      fix ({match.applicability.value}): {match.fix_title}", file=out)
+            from warpwise.skills.engine import compute_fix
+
+            if compute_fix(report.model, match) is not None:
+                print(f"      fix ({match.applicability.value}): {match.fix_title}", file=out)
+            else:
+                print("      no fix: the rewrite does not handle this code exactly", file=out)
     counts[f.severity] += 1
 
 

@@ -12,10 +12,10 @@ from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, Me
 from warpwise.skills.facts import (
     global_stores_in,
     loop_label,
-    nodes,
     pointer_params,
     rel,
     text,
+    tree_of,
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -56,6 +56,8 @@ def math_calls_with_fast_intrinsic(ctx: MatchContext) -> Iterator[Region]:
         )
 
 
+# Candidate positions of unsuffixed floating literals; each is confirmed against the syntax tree.
+_FLOAT_TEXT = re.compile(rb"(?<![\w.])(?:\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
 _FLOAT_LITERAL = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+|\d*\.\d+[eE][+-]?\d+)$")
 _ARITH = {"+", "-", "*", "/", "<", ">", "<=", ">=", "==", "!="}
 
@@ -66,7 +68,11 @@ def double_literals_in_float_arithmetic(ctx: MatchContext) -> Iterator[Region]:
     fn = ctx.function
     if fn.kind is FunctionKind.HOST:
         return
-    for lit in nodes(ctx.model, fn, "(number_literal) @n", "n"):
+    root = tree_of(ctx.model).root_node
+    for m in _FLOAT_TEXT.finditer(ctx.model.text, fn.base, fn.base + fn.length):
+        lit = root.descendant_for_byte_range(m.start(), m.end())
+        if lit is None or lit.type != "number_literal" or lit.start_byte != m.start() or lit.end_byte != m.end():
+            continue
         raw = text(ctx.model, lit)
         if not _FLOAT_LITERAL.match(raw):
             continue
