@@ -263,24 +263,35 @@ class _Entry:
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD_BYTES = re.compile(rb"[A-Za-z_]\w*")
 
 
-def _launch_key(model: FileModel, fn: Any) -> tuple[Any, ...]:
+class _HostIndex:
+    """The host functions of one model with the words each mentions (word sets reused for unchanged text)."""
+
+    def __init__(self, model: FileModel, memo: dict[bytes, frozenset[bytes]]) -> None:
+        self.hosts: list[tuple[str, bytes, frozenset[bytes]]] = []
+        for h in model.functions:
+            if h.kind is not FunctionKind.HOST:
+                continue
+            body = model.text[h.base : h.base + h.length]
+            words = memo.get(body)
+            if words is None:
+                words = frozenset(_WORD_BYTES.findall(body))
+            memo[body] = words
+            self.hosts.append((h.name, body, words))
+
+
+def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]:
     """Key the launch context of a kernel: each launch's arguments and geometry, and the host code around it.
 
-    Checks read the launching host functions too (allocation sizes, alignment), so their text is part of the key.
+    Checks read the launching host functions too (allocation sizes, alignment, `dim3` declarations), so the text
+    of every host function that launches the kernel or mentions a buffer it is launched with is part of the key.
     """
     launches = model.launches_of(fn.name)
     callers = {host.name for host, _ in launches}
-    # Host functions that launch the kernel, or mention a buffer it is launched with (an allocation elsewhere).
-    names = {part for _, launch in launches for arg in launch.args for part in _WORD.findall(arg)}
-    texts = tuple(
-        body
-        for h in model.functions
-        if h.kind is FunctionKind.HOST
-        for body in (model.text[h.base : h.base + h.length],)
-        if h.name in callers or (names and any(re.search(rb"\b%s\b" % n.encode(), body) for n in names))
-    )
+    names = {part.encode() for _, launch in launches for arg in launch.args for part in _WORD.findall(arg)}
+    texts = tuple(body for name, body, words in hosts.hosts if name in callers or not names.isdisjoint(words))
     return (
         tuple(
             (
@@ -322,6 +333,7 @@ class MatchCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[Any, ...], _Entry] = {}
+        self._words: dict[bytes, frozenset[bytes]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -341,6 +353,7 @@ class MatchCache:
             frozenset(f.name for f in model.functions if f.kind is not FunctionKind.HOST),
         )
         fresh: dict[tuple[Any, ...], _Entry] = {}
+        hosts = _HostIndex(model, dict(self._words))
         out: list[Match] = []
         for fn in model.functions:
             if fn.kind is FunctionKind.HOST:
@@ -349,7 +362,7 @@ class MatchCache:
                 model.text[fn.base : fn.base + fn.length],
                 fn.kind,
                 fn.template_binding,
-                _launch_key(model, fn),
+                _launch_key(model, fn, hosts),
                 card_key,
                 ctx_key,
             )
@@ -362,6 +375,7 @@ class MatchCache:
             fresh[key] = entry
             out.extend(self._rebase(entry, model, fn))
         self._entries = fresh
+        self._words = {body: ws for _, body, ws in hosts.hosts}
         out.sort(key=lambda m: (m.span[0], m.card_id))
         return out
 
