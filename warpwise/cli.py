@@ -23,6 +23,7 @@ EXIT_ERROR = 2
 COMMAND_MODULES = (
     "warpwise.commands.check",
     "warpwise.commands.cards",
+    "warpwise.commands.serve",
     "warpwise.commands.verify",
     "warpwise.commands.cache",
     "warpwise.commands.worker",

@@ -1,0 +1,220 @@
+"""The analysis lane: one thread that parses, models and matches snapshots, off the event loop.
+
+The loop hands in `Snapshot`s; the thread keeps one `CudaDocument` per open file and feeds it the snapshot's
+edits, so a keystroke costs an incremental tree-sitter re-parse plus the analysis of the functions whose text
+changed (`analyze_document` reuses the others). Snapshots of the same file that pile up while the thread is busy
+are merged (their edits chained, older texts dropped), and a snapshot that is already superseded when its turn
+comes has its edits applied but is not analysed: only the newest version is worth a result. Each `Analysis` is
+an immutable value tagged with the snapshot's version; the loop publishes it only if the document is still at
+that version.
+
+The thread never dies of one bad input: a failure while analysing one snapshot is logged and delivered as an
+`AnalysisFailure`. If the thread itself stops unexpectedly, `on_crash` is called, and the server restarts it and
+says so in its status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.model import FileModel, LineIndex
+from warpwise.analyzers.parse import CudaDocument
+from warpwise.server.documents import Snapshot
+from warpwise.server.providers import Item, Provider, collect_items
+from warpwise.server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_REPLAYED_EDITS = 64
+"""Past this many queued edits, re-parsing the whole text is cheaper than replaying them one by one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the editor features read about one version of one file."""
+
+    uri: str
+    version: int
+    content_hash: str
+    model: FileModel
+    items: tuple[Item, ...]
+    problems: tuple[str, ...]
+    settings: Settings
+    generation: int
+    elapsed_ms: float
+    skipped: str | None = None
+
+    def items_at(self, start: int, end: int) -> list[Item]:
+        """Return the items whose span touches the byte range `start..end`."""
+        return [i for i in self.items if i.span[0] <= end and start <= i.span[1]]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisFailure:
+    """An analysis that raised (a bug in warpwise, not in the user's code)."""
+
+    uri: str
+    version: int
+    error: str
+
+
+_FORGET = object()
+
+
+class AnalysisLane:
+    """A worker thread with an inbox of snapshots, one slot per document."""
+
+    def __init__(
+        self,
+        providers: list[Provider],
+        deliver: Callable[[Analysis | AnalysisFailure], None],
+        on_crash: Callable[[BaseException], None],
+    ) -> None:
+        self._providers = providers
+        self._deliver = deliver
+        self._on_crash = on_crash
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._inbox: dict[str, object] = {}
+        self._docs: dict[str, tuple[CudaDocument, int]] = {}
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self.analyses = 0
+        self.skipped_superseded = 0
+        self.resyncs = 0
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="warpwise-analysis", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the thread (pending snapshots are dropped)."""
+        self._stop = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._thread = None
+
+    @property
+    def alive(self) -> bool:
+        """Return whether the thread is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def pending(self) -> int:
+        """Return how many documents wait for analysis."""
+        with self._lock:
+            return sum(1 for v in self._inbox.values() if v is not _FORGET)
+
+    def submit(self, snap: Snapshot) -> None:
+        """Queue a snapshot, merging it with an older one of the same document that is still waiting."""
+        with self._lock:
+            older = self._inbox.pop(snap.uri, None)
+            if isinstance(older, Snapshot):
+                snap = snap.merged_after(older)
+            self._inbox[snap.uri] = snap
+        self._wake.set()
+
+    def forget(self, uri: str) -> None:
+        """Drop a closed document's state."""
+        with self._lock:
+            self._inbox.pop(uri, None)
+            self._inbox[uri] = _FORGET
+        self._wake.set()
+
+    def _take(self) -> tuple[str, object] | None:
+        with self._lock:
+            if not self._inbox:
+                return None
+            uri = next(iter(self._inbox))
+            return uri, self._inbox.pop(uri)
+
+    def _superseded(self, uri: str) -> bool:
+        with self._lock:
+            return isinstance(self._inbox.get(uri), Snapshot)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop:
+                self._wake.wait()
+                self._wake.clear()
+                while not self._stop:
+                    job = self._take()
+                    if job is None:
+                        break
+                    uri, item = job
+                    if item is _FORGET:
+                        self._docs.pop(uri, None)
+                        continue
+                    assert isinstance(item, Snapshot)
+                    try:
+                        result: Analysis | AnalysisFailure | None = self._process(item)
+                    except Exception as exc:  # A bug on one input is logged and reported; the thread goes on.
+                        log.exception("analysis of %s (version %d) failed", item.uri, item.version)
+                        self._docs.pop(uri, None)
+                        result = AnalysisFailure(item.uri, item.version, f"{type(exc).__name__}: {exc}")
+                    if result is not None:
+                        self._deliver(result)
+        except BaseException as exc:  # The thread is gone; the server restarts it and says so.
+            log.exception("the analysis thread stopped")
+            self._on_crash(exc)
+
+    def _document(self, snap: Snapshot) -> CudaDocument:
+        """Bring this file's `CudaDocument` to the snapshot's text, incrementally when possible."""
+        state = self._docs.get(snap.uri)
+        doc: CudaDocument | None = None
+        if state is not None:
+            doc, version = state
+            if snap.edits is not None and version == snap.base_version and len(snap.edits) <= MAX_REPLAYED_EDITS:
+                doc.apply(list(snap.edits))
+            else:
+                doc.replace(snap.text)
+        else:
+            doc = CudaDocument(snap.path, snap.text)
+        if doc.data != snap.text:
+            # The editor's text is the truth; re-parse it whole rather than analyse a diverged copy.
+            log.warning("re-synchronising %s at version %d", snap.uri, snap.version)
+            self.resyncs += 1
+            doc.replace(snap.text)
+        self._docs[snap.uri] = (doc, snap.version)
+        return doc
+
+    def _process(self, snap: Snapshot) -> Analysis | None:
+        t0 = time.perf_counter()
+        limit = int(snap.settings.analysis_max_file_size_mib * 2**20)
+        if len(snap.text) > limit:
+            self._docs.pop(snap.uri, None)
+            empty = FileModel(snap.path, (), (), {}, frozenset(), LineIndex(snap.text), snap.text)
+            reason = (
+                f"not analysed: the file is {len(snap.text) / 2**20:.1f} MiB, over the "
+                f"`warpwise.analysis.maxFileSizeMiB` limit of {snap.settings.analysis_max_file_size_mib:g} MiB"
+            )
+            return Analysis(
+                snap.uri, snap.version, snap.content_hash, empty, (), (), snap.settings, snap.generation, 0.0, reason
+            )
+        doc = self._document(snap)
+        if self._superseded(snap.uri):
+            self.skipped_superseded += 1
+            return None
+        model = analyze_document(doc)
+        # The providers get a copy of the tree the model was built from (the document keeps editing its own).
+        items, problems = collect_items(self._providers, model, snap.settings, doc.tree.copy())
+        self.analyses += 1
+        return Analysis(
+            uri=snap.uri,
+            version=snap.version,
+            content_hash=snap.content_hash,
+            model=model,
+            items=tuple(items),
+            problems=tuple(problems),
+            settings=snap.settings,
+            generation=snap.generation,
+            elapsed_ms=(time.perf_counter() - t0) * 1000,
+        )

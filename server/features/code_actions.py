@@ -1,0 +1,211 @@
+"""Code actions: card quick fixes titled with their verification state, "fix all safe", and problem-spec annotations.
+
+Listing actions reads the current version's `Analysis` (analysis lane) and computes no edits. Edits are computed
+on `codeAction/resolve`, in a worker thread over the immutable analysis, and refused with `ContentModified` if the
+document changed since the action was listed. Clients that cannot resolve edits get them computed at listing time
+(still off the event loop). A fix whose verification failed is not offered; only `safe` fixes that were verified
+are marked preferred, and only `safe` fixes join "fix all".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException
+
+from warpwise.server import convert
+from warpwise.server.analysis import Analysis
+from warpwise.server.providers import ComputedFix, FixEdit, Item
+from warpwise.server.verification import CandidateState, SpecAnnotation, has_spec_annotation, spec_annotation
+
+if TYPE_CHECKING:
+    from warpwise.server.app import WarpwiseServer
+
+log = logging.getLogger(__name__)
+
+FIX_ALL_KIND = "source.fixAll.warpwise"
+SPEC_KIND = types.CodeActionKind.RefactorRewrite.value
+FAILED_STATES = frozenset({"not_faster", "incorrect", "compile_failed", "launch_failed", "timed_out", "crashed"})
+CODE_ACTION_KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND, types.CodeActionKind.RefactorRewrite]
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's `RequestFailed`: the request was valid but could not be carried out."""
+
+    CODE = -32803
+
+
+def _wanted(only: list[str] | None, kind: str) -> bool:
+    if not only:
+        return True
+    return any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def title_suffix(state: CandidateState) -> str:
+    """Return the verification state as the end of a quick-fix title."""
+    if state.state == "verified" and state.speedup is not None:
+        return f"verified {state.speedup:.1f}x on {state.gpu}"
+    if state.state == "queued":
+        return "verification queued"
+    if state.state == "running":
+        return f"verifying{': ' + state.detail if state.detail else ''}"
+    return "not yet verified"
+
+
+async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    """Answer `textDocument/codeAction` (analysis lane; edits are left to `codeAction/resolve`)."""
+    uri = params.text_document.uri
+    analysis = await ls.analysis_for(uri)
+    if analysis is None or not ls.client.code_action_literals:
+        return None
+    lines = analysis.model.lines
+    start = convert.offset(lines, params.range.start)
+    end = convert.offset(lines, params.range.end)
+    only = [str(k) for k in params.context.only] if params.context.only else None
+    actions: list[types.CodeAction] = []
+    base = {"uri": uri, "version": analysis.version}
+    if _wanted(only, types.CodeActionKind.QuickFix):
+        for item in analysis.items_at(start, end):
+            if not item.has_fix:
+                continue
+            state = ls.verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
+            if state.state in FAILED_STATES:
+                continue
+            diags = [d for d in params.context.diagnostics if d.code == item.id]
+            actions.append(
+                types.CodeAction(
+                    title=f"{item.fix_title} — {title_suffix(state)}",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=diags or None,
+                    is_preferred=item.applicability == "safe" and state.state == "verified",
+                    data={**base, "action": "fix", "id": item.id, "span": list(item.span)},
+                )
+            )
+    if _wanted(only, FIX_ALL_KIND):
+        safe = _safe_items(ls, analysis)
+        if safe:
+            actions.append(
+                types.CodeAction(
+                    title=f"Fix all safe warpwise findings ({len(safe)})",
+                    kind=FIX_ALL_KIND,
+                    data={**base, "action": "fixAll"},
+                )
+            )
+    if _wanted(only, SPEC_KIND):
+        fn = analysis.model.function_at(start)
+        if fn is not None and fn.is_kernel and has_spec_annotation(analysis.model, fn.name) is False:
+            actions.append(
+                types.CodeAction(
+                    title=f"Insert problem-spec annotation for `{fn.name}`",
+                    kind=SPEC_KIND,
+                    data={**base, "action": "spec", "kernel": fn.name},
+                )
+            )
+    if not ls.client.resolve_edit:
+        resolved = []
+        for action in actions:
+            try:
+                resolved.append(await resolve(ls, action))
+            except JsonRpcException as exc:
+                log.info("code action %r not offered: %s", action.title, exc.message)
+        actions = resolved
+    return actions
+
+
+def _safe_items(ls: WarpwiseServer, analysis: Analysis) -> list[Item]:
+    out = []
+    for item in analysis.items:
+        if not item.has_fix or item.applicability != "safe":
+            continue
+        state = ls.verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
+        if state.state not in FAILED_STATES:
+            out.append(item)
+    return out
+
+
+def _data(action: types.CodeAction) -> dict[str, Any]:
+    data = action.data
+    if not isinstance(data, dict) or not isinstance(data.get("uri"), str) or not isinstance(data.get("version"), int):
+        raise RequestFailed("this code action carries no warpwise data (it was not listed by this server)")
+    return data
+
+
+async def resolve(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAction:
+    """Compute a code action's edit (`codeAction/resolve`; a worker thread over the listed version's analysis)."""
+    data = _data(action)
+    uri = data["uri"]
+    doc = ls.documents.get(uri)
+    if doc is None or doc.version != data["version"]:
+        raise JsonRpcContentModified(
+            f"the document changed since this action was listed (version {data['version']}, now "
+            f"{doc.version if doc is not None else 'closed'}); request the actions again"
+        )
+    analysis = await ls.analysis_for(uri)
+    if analysis is None or analysis.version != data["version"]:
+        raise JsonRpcContentModified("the document changed while the action was being resolved")
+    kind = data.get("action")
+    if kind == "fix":
+        edits = await _fix_edits(ls, analysis, str(data.get("id")), data.get("span"))
+    elif kind == "fixAll":
+        edits = await _fix_all_edits(ls, analysis)
+    elif kind == "spec":
+        edits = await _spec_edits(analysis, str(data.get("kernel")))
+    else:
+        raise RequestFailed(f"unknown warpwise code action {kind!r}")
+    if ls.documents.get(uri) is not doc or doc.version != analysis.version:
+        raise JsonRpcContentModified("the document changed while the edit was being computed")
+    action.edit = _workspace_edit(ls, uri, analysis, edits)
+    return action
+
+
+async def _fix_edits(ls: WarpwiseServer, analysis: Analysis, item_id: str, span: Any) -> list[FixEdit]:
+    item = next(
+        (i for i in analysis.items if i.id == item_id and list(i.span) == list(span or ()) and i.has_fix),
+        None,
+    )
+    if item is None:
+        raise RequestFailed(f"`{item_id}` no longer applies at this place")
+    fix: ComputedFix | None = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
+    if fix is None:
+        raise RequestFailed(f"the rewrite of `{item_id}` does not apply exactly here; no edit is offered")
+    return list(fix.edits)
+
+
+async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[FixEdit]:
+    items = _safe_items(ls, analysis)
+
+    def compute() -> list[FixEdit]:
+        fixes = [f for f in (ls.card_provider.compute_fix(analysis.model, i) for i in items) if f is not None]
+        return ls.card_provider.merge([f for f in fixes if f.applicability == "safe"])
+
+    edits = await asyncio.to_thread(compute)
+    if not edits:
+        raise RequestFailed("no safe fix applies to this version of the file")
+    return edits
+
+
+async def _spec_edits(analysis: Analysis, kernel: str) -> list[FixEdit]:
+    spec = await asyncio.to_thread(spec_annotation, analysis.model, kernel)
+    if not isinstance(spec, SpecAnnotation):
+        raise RequestFailed(spec)
+    at = analysis.model.lines.line_start(spec.line)
+    return [FixEdit((at, at), spec.text + "\n")]
+
+
+def _workspace_edit(ls: WarpwiseServer, uri: str, analysis: Analysis, edits: list[FixEdit]) -> types.WorkspaceEdit:
+    lines = analysis.model.lines
+    text_edits = [types.TextEdit(range=convert.span_range(lines, e.span), new_text=e.text) for e in edits]
+    caps = ls.client_capabilities.workspace
+    if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=analysis.version),
+                    edits=list(text_edits),
+                )
+            ]
+        )
+    return types.WorkspaceEdit(changes={uri: text_edits})

@@ -1,0 +1,226 @@
+"""`workspace/executeCommand`: the server's commands.
+
+Arguments are lenient, so every client can call them: one object `{uri, kernel?, position?, card?, jobId?}` (what
+the VS Code extension and the code lenses send), or positional strings (`uri`, then the kernel or card id). Each
+command answers an object with `ok`, `status` and a one-line `message` (or `markdown` for a document to show);
+nothing is pretended: what is not available says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from warpwise.server import convert
+from warpwise.server.features import profiling, verifying
+from warpwise.server.features.hover import verification_line
+from warpwise.server.jobs import JobState, Priority
+from warpwise.server.verification import SEARCH_UNAVAILABLE, ProfileReport
+
+if TYPE_CHECKING:
+    from warpwise.server.app import WarpwiseServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a command applies to."""
+
+    uri: str | None = None
+    kernel: str | None = None
+    card: str | None = None
+    job_id: str | None = None
+    position: types.Position | None = None
+
+
+def _target(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> Target:
+    args = list(params.arguments or [])
+    first = args[0] if args else None
+    if isinstance(first, dict):
+        pos = first.get("position")
+        position = None
+        if isinstance(pos, dict) and isinstance(pos.get("line"), int) and isinstance(pos.get("character"), int):
+            position = types.Position(line=pos["line"], character=pos["character"])
+        return Target(
+            uri=first.get("uri") if isinstance(first.get("uri"), str) else None,
+            kernel=first.get("kernel") if isinstance(first.get("kernel"), str) else None,
+            card=first.get("card") if isinstance(first.get("card"), str) else None,
+            job_id=first.get("jobId") if isinstance(first.get("jobId"), str) else None,
+            position=position,
+        )
+    strings = [a for a in args if isinstance(a, str)]
+    uri = next((s for s in strings if ":" in s and "/" in s), None)
+    rest = [s for s in strings if s != uri]
+    name = rest[0] if rest else None
+    return Target(uri=uri, kernel=name, card=name, job_id=name)
+
+
+def _reply(ok: bool, status: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"ok": ok, "status": status, "message": message, **extra}
+
+
+async def _kernel(ls: WarpwiseServer, target: Target) -> tuple[str | None, str]:
+    """Return the kernel a command is about (named, or under the cursor), or why there is none."""
+    if target.uri is None:
+        return None, "no document given; run the command with a CUDA file open"
+    if target.kernel:
+        return target.kernel, ""
+    analysis = await ls.analysis_for(target.uri)
+    if analysis is None:
+        return None, "the document is not open in the server"
+    if target.position is None:
+        return None, "no kernel given and no cursor position"
+    fn = analysis.model.function_at(convert.offset(analysis.model.lines, target.position))
+    if fn is None or not fn.is_kernel:
+        return None, "the cursor is not inside a `__global__` kernel"
+    return fn.name, ""
+
+
+async def verify_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Verify the candidate rewrites of one kernel on the GPU (job queue)."""
+    target = _target(ls, params)
+    kernel, why = await _kernel(ls, target)
+    if kernel is None:
+        return _reply(False, "no_kernel", why)
+    if not ls.settings.verification_trusted_workspace:
+        return _reply(False, "untrusted", f"`{kernel}` is not verified: this workspace is not trusted to run code")
+    if ls.settings.gpu_backend == "off":
+        return _reply(False, "off", f"`{kernel}` is not verified: `warpwise.gpu.backend` is `off`")
+    available, reason = ls.verification.verification_available()
+    if not available:
+        return _reply(False, "unavailable", f"`{kernel}` cannot be verified: {reason}")
+    assert target.uri is not None
+    jobs = await verifying.verify_candidates(ls, target.uri, kernel, Priority.INTERACTIVE, params.work_done_token)
+    if not jobs:
+        return _reply(False, "no_candidates", f"`{kernel}` has no candidate rewrite to verify in this version")
+    for job in jobs:
+        await job.done
+    lines = []
+    verified = 0
+    for job in jobs:
+        state = job.result
+        if job.state is JobState.DONE and state is not None:
+            lines.append(f"{job.title}: {verification_line(state)}")
+            verified += state.state == "verified"
+        else:
+            why = (
+                (job.cancel_reason or job.error or "") if job.state is not JobState.DONE else "superseded by newer text"
+            )
+            lines.append(f"{job.title}: {job.state.value}: {why}")
+    if ls.client.code_lens_refresh:
+        ls.workspace_code_lens_refresh(None)
+    return _reply(verified > 0, "verified" if verified else "not_verified", "; ".join(lines))
+
+
+async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Search for a faster version of one kernel under the GPU-time budget (job queue)."""
+    target = _target(ls, params)
+    kernel, why = await _kernel(ls, target)
+    if kernel is None:
+        return _reply(False, "no_kernel", why)
+    try:
+        search = importlib.import_module("warpwise.search")
+    except ImportError:
+        search = None
+    if search is None or not hasattr(search, "optimize"):
+        return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: {SEARCH_UNAVAILABLE}")
+    return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: the search is not wired to the server yet")
+
+
+async def profile_file(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Profile the kernels of a document now and answer when the report is in (job queue)."""
+    target = _target(ls, params)
+    if target.uri is None or ls.documents.get(target.uri) is None:
+        return _reply(False, "no_document", "no open CUDA document given")
+    job = await profiling.profile(ls, target.uri, Priority.INTERACTIVE, params.work_done_token)
+    if job is None:
+        return _reply(False, "changed", "the document changed before the profile could be queued; try again")
+    await job.done
+    if job.state is JobState.CANCELLED:
+        return _reply(False, "cancelled", f"the profile was cancelled: {job.cancel_reason}", jobId=job.id)
+    if job.state is JobState.FAILED or not isinstance(job.result, ProfileReport):
+        return _reply(False, "failed", f"the profile failed: {job.error}", jobId=job.id)
+    report: ProfileReport = job.result
+    return _reply(report.status == "ok", report.status, report.detail, jobId=job.id, mode=report.mode)
+
+
+def show_lineage(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Show where a skill card comes from and the measurements behind it (event loop)."""
+    target = _target(ls, params)
+    card_id = target.card
+    if target.position is not None and target.uri is not None:
+        analysis = ls.current_analysis(target.uri)
+        if analysis is not None:
+            at = convert.offset(analysis.model.lines, target.position)
+            items = [i for i in analysis.items_at(at, at) if i.source == "card"]
+            card_id = items[0].id if items else None
+    if not card_id:
+        return _reply(False, "no_card", "no skill card under the cursor (put it on a warpwise finding)")
+    card = ls.card_provider.card(card_id)
+    if card is None:
+        return _reply(False, "unknown_card", f"no skill card called `{card_id}` is loaded")
+    h = card.header
+    out = [
+        f"# Lineage of `{h.skill_id}`",
+        "",
+        f"**{h.title}** ({h.status.value}): {h.intent}",
+        "",
+        f"Card: `{card.path}`",
+    ]
+    if h.requires or h.provides or h.conflicts:
+        out += ["", "## Composition", ""]
+        out += [f"- requires: {', '.join(h.requires) or 'nothing'}", f"- provides: {', '.join(h.provides) or '-'}"]
+        out += [f"- conflicts with: {', '.join(h.conflicts) or 'nothing'}"]
+    out += ["", "## Evidence (measured records)", ""]
+    if h.evidence:
+        out += [
+            "| kernel | GPU | toolkit | speedup | spread | date | source |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for e in h.evidence:
+            spread = f"{e.spread:.0%}" if e.spread is not None else "-"
+            out.append(f"| {e.kernel} | {e.gpu} | {e.toolkit} | {e.speedup:.2f}x | {spread} | {e.date} | {e.source} |")
+    else:
+        out.append("No measured records yet: the card is admitted on evidence once verification produces some.")
+    out += ["", "## References", ""]
+    out += [f"- [{r.title}]({r.url})" if r.url else f"- {r.title}" for r in h.references]
+    out += ["", "Lineage mining (KLineage) is not available in this installation; shown is what the card records."]
+    return _reply(True, "ok", f"lineage of {h.skill_id}", markdown="\n".join(out))
+
+
+def clear_cache(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Forget cached reports, reload the cards and re-analyse open documents from scratch (event loop)."""
+    message = ls.verification.clear_cache()
+    ls.card_provider.reload()
+    ls.start_lane()
+    return _reply(True, "ok", f"{message}; skill cards reloaded; open documents re-analysed")
+
+
+async def restart_worker(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Stop every job and build process and restart the analysis worker (event loop)."""
+    message = await ls.verification.restart()
+    ls.start_lane()
+    ls.worker_state = "running"
+    ls.worker_detail = "restarted on request"
+    ls.notify_status()
+    return _reply(True, "ok", f"{message}; analysis worker restarted")
+
+
+def cancel_job(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Cancel a queued or running job by id (event loop)."""
+    target = _target(ls, params)
+    if target.job_id is None:
+        return _reply(False, "no_job", "no job id given")
+    if ls.verification.queue.cancel(target.job_id, "cancelled by command"):
+        return _reply(True, "ok", f"cancelled {target.job_id}")
+    return _reply(False, "unknown_job", f"no queued or running job {target.job_id}")
+
+
+def status(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Return the same payload as the `warpwise/status` notification (event loop)."""
+    return ls.status_payload()

@@ -1,0 +1,88 @@
+"""Verifying candidate rewrites: from a card match with a fix to a job in the gate's queue (job queue).
+
+Triggered by `warpwise.verifyKernel`, by saving (`warpwise.verification.trigger` = `onSave`), or by typing
+(`onType`, debounced: only the version the user paused on is verified). Each candidate is the current text with
+one fix applied; results are kept per (document, content hash, card, span), so titles and hovers only ever
+describe the exact text they were measured on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from warpwise.server.jobs import Job, Priority
+from warpwise.server.providers import FixEdit
+
+if TYPE_CHECKING:
+    from warpwise.server.app import WarpwiseServer
+
+log = logging.getLogger(__name__)
+
+ON_TYPE_DEBOUNCE_S = 1.5
+
+
+def apply_edits(text: bytes, edits: tuple[FixEdit, ...] | list[FixEdit]) -> bytes:
+    """Return the text with sorted, non-overlapping byte edits applied."""
+    out = []
+    pos = 0
+    for e in sorted(edits, key=lambda e: e.span):
+        out.append(text[pos : e.span[0]])
+        out.append(e.text.encode("utf-8", "surrogatepass"))
+        pos = e.span[1]
+    out.append(text[pos:])
+    return b"".join(out)
+
+
+async def verify_candidates(
+    ls: WarpwiseServer, uri: str, kernel: str | None, priority: int, token: str | int | None = None
+) -> list[Job]:
+    """Queue the verification of every candidate rewrite of a document (or of one kernel)."""
+    available, _ = ls.verification.verification_available()
+    doc = ls.documents.get(uri)
+    if not available or doc is None:
+        return []
+    analysis = await ls.analysis_for(uri)
+    doc = ls.documents.get(uri)
+    if analysis is None or doc is None or doc.version != analysis.version:
+        return []
+    snap = doc.capture(ls.settings, ls.generation)
+    jobs = []
+    for item in analysis.items:
+        if not item.has_fix or (kernel is not None and item.function != kernel) or item.function is None:
+            continue
+        fix = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
+        if fix is None:
+            continue
+        candidate = apply_edits(analysis.model.text, fix.edits)
+        job = ls.verification.submit_verify(
+            snap, item.id, item.span, item.function, candidate, item.fix_title or item.id, priority
+        )
+        if token is not None:
+            from warpwise.server.features import progress
+
+            progress.attach_client_token(ls, job, token)
+            token = None
+        jobs.append(job)
+    return jobs
+
+
+def on_save(ls: WarpwiseServer, uri: str) -> None:
+    """Queue verification of the saved version when the trigger is `onSave`."""
+    if ls.settings.verification_trigger == "onSave" and ls.verification.verification_available()[0]:
+        ls.spawn(verify_candidates(ls, uri, None, Priority.ON_SAVE), f"verify-on-save {uri}")
+
+
+def on_change(ls: WarpwiseServer, uri: str) -> None:
+    """Restart the debounce timer of `onType` verification."""
+    if ls.settings.verification_trigger != "onType" or not ls.verification.verification_available()[0]:
+        return
+    timer = ls.debounce.pop(uri, None)
+    if timer is not None:
+        timer.cancel()
+    loop = asyncio.get_running_loop()
+    ls.debounce[uri] = loop.call_later(
+        ON_TYPE_DEBOUNCE_S,
+        lambda: ls.spawn(verify_candidates(ls, uri, None, Priority.BACKGROUND), f"verify-on-type {uri}"),
+    )

@@ -1,0 +1,349 @@
+"""Sources of findings for the editor, behind one small interface, in plain data (no LSP types).
+
+A `Provider` turns a `FileModel` into `Item`s: what to mark, where, why, and what a hover should say about it.
+Two providers exist: `RuleProvider` (the model-level rules of `warpwise.analyzers.findings`) and `CardProvider`
+(skill cards from `warpwise.skills`, when that package provides its matching engine). The server runs every
+provider over every analysis; a provider that fails is logged and skipped, so one broken card or rule never
+hides the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from warpwise.analyzers.findings import RULES, Finding, Severity, check_model
+from warpwise.analyzers.model import FileModel, Span
+from warpwise.server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A precondition of a card checked against this code."""
+
+    name: str
+    axis: str
+    verdict: str  # holds / violated / unknown
+    reason: str
+    kind: str = "soundness"  # soundness / benefit
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One measured effect behind a card."""
+
+    kernel: str
+    gpu: str
+    speedup: float
+    spread: float | None
+    date: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class CardInfo:
+    """What a hover shows about the card behind an item."""
+
+    intent: str
+    risk: str
+    status: str
+    evidence: tuple[Evidence, ...] = ()
+    references: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One thing to show in the editor: a finding of a rule or a card match, at an absolute byte span."""
+
+    id: str
+    source: str  # "rule" or "card"
+    severity: Severity
+    message: str
+    span: Span
+    function: str | None
+    related: tuple[tuple[str, Span], ...] = ()
+    doc_url: str | None = None
+    summary: str | None = None
+    card: CardInfo | None = None
+    verdicts: tuple[Verdict, ...] = ()
+    applicability: str | None = None  # safe / unsafe / display-only, for items that carry a fix
+    fix_title: str | None = None
+    supersedes: tuple[str, ...] = ()
+    payload: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def has_fix(self) -> bool:
+        """Return whether a fix can be computed for this item."""
+        return self.fix_title is not None and self.applicability in ("safe", "unsafe")
+
+
+@dataclass(frozen=True, slots=True)
+class FixEdit:
+    """A replacement of an absolute byte span."""
+
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComputedFix:
+    """A fix computed on demand (`codeAction/resolve`): sorted, non-overlapping edits and its applicability."""
+
+    title: str
+    edits: tuple[FixEdit, ...]
+    applicability: str
+
+
+class Provider(Protocol):
+    """A source of items."""
+
+    name: str
+
+    def available(self) -> tuple[bool, str]:
+        """Return whether the provider can run, and why not when it cannot."""
+        ...
+
+    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
+        """Return the items of one file model (`tree`: the syntax tree it was built from, not to be edited)."""
+        ...
+
+    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
+        """Return the fix of one item, computed on the given model."""
+        ...
+
+
+def rule_doc_url(rule_id: str) -> str | None:
+    """Return a link to a rule's documentation, when the documentation is installed beside the code."""
+    if _README.is_file():
+        return _README.as_uri() + "#rules"
+    return None
+
+
+def _item_of_finding(f: Finding, source: str = "rule") -> Item:
+    rule = RULES.get(f.rule)
+    return Item(
+        id=f.rule,
+        source=source,
+        severity=f.severity,
+        message=f.message,
+        span=f.span,
+        function=f.function,
+        related=tuple((r.message, r.span) for r in f.related),
+        doc_url=rule_doc_url(f.rule),
+        summary=rule.summary if rule is not None else None,
+    )
+
+
+class RuleProvider:
+    """The model-level rules (`warpwise.analyzers.findings`)."""
+
+    name = "rules"
+
+    def available(self) -> tuple[bool, str]:
+        """Return that the rules are always available."""
+        return True, ""
+
+    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
+        """Run every enabled rule."""
+        select = {r for r in [*RULES, "syntax-error"] if settings.rule_enabled(r)}
+        return [_item_of_finding(f) for f in check_model(model, select)]
+
+    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
+        """Return None: model-level rules carry no rewrites (skill cards do)."""
+        return None
+
+
+class CardProvider:
+    """Skill cards (`warpwise.skills`): the library loaded once, matched through one `MatchCache` per document.
+
+    The engine's `MatchCache` reuses the matches of functions whose text and context did not change, so a
+    keystroke re-matches only the function it touched.
+    """
+
+    name = "cards"
+
+    def __init__(self) -> None:
+        self._loaded = False
+        self._engine: Any = None
+        self._facts: Any = None
+        self._library: Any = None
+        self._reason = "not loaded yet"
+        self._caches: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            try:
+                library_mod = importlib.import_module("warpwise.skills.library")
+                self._engine = importlib.import_module("warpwise.skills.engine")
+                self._facts = importlib.import_module("warpwise.skills.facts")
+            except ImportError as exc:
+                self._reason = f"the skill-card engine is not available ({exc})"
+                self._engine = None
+                return
+            try:
+                self._library = library_mod.load_library()
+            except Exception as exc:  # A broken card library must not stop the server; rules still report.
+                log.exception("could not load the skill-card library")
+                self._reason = f"the skill-card library did not load: {exc}"
+                self._engine = None
+                return
+            for p in getattr(self._library, "problems", ()):
+                log.warning("skill card problem: %s", p)
+            self._reason = ""
+
+    def reload(self) -> None:
+        """Forget the loaded library and memo; the next use loads the cards again."""
+        with self._lock:
+            self._loaded = False
+            self._engine = None
+            self._library = None
+            self._caches = OrderedDict()
+
+    def available(self) -> tuple[bool, str]:
+        """Return whether the card engine and library loaded."""
+        self._load()
+        return self._engine is not None, self._reason
+
+    def card(self, card_id: str) -> Any:
+        """Return one loaded card, or None."""
+        self._load()
+        if self._library is None:
+            return None
+        return self._library.get(card_id)
+
+    def cards(self) -> list[Any]:
+        """Return every loaded card."""
+        self._load()
+        return list(self._library) if self._library is not None else []
+
+    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
+        """Match every enabled card against the model, reusing the matches of unchanged functions."""
+        self._load()
+        if self._engine is None:
+            return []
+        if tree is not None:
+            self._facts.set_tree(model, tree)
+        cache = self._caches.pop(model.path, None) or self._engine.MatchCache()
+        self._caches[model.path] = cache
+        while len(self._caches) > 32:
+            self._caches.popitem(last=False)
+        enabled = {c.skill_id for c in self._library if settings.rule_enabled(c.skill_id)}
+        matches = cache.match_file(model, self._library, enabled=enabled, target_sm=_target_sm(settings.compiler_arch))
+        out: list[Item] = []
+        for m in matches:
+            try:
+                out.append(self._item(m))
+            except Exception:  # One malformed match is skipped, never the whole file.
+                log.exception("could not present the match of card %s", getattr(m, "card_id", "?"))
+        return out
+
+    def forget(self, path: str) -> None:
+        """Drop the match cache of a closed document."""
+        self._caches.pop(path, None)
+
+    def _item(self, m: Any) -> Item:
+        card = m.card
+        header = card.header
+        info = CardInfo(
+            intent=str(header.intent),
+            risk=str(header.risk.summary),
+            status=str(header.status.value),
+            evidence=tuple(_evidence(header.evidence)),
+            references=tuple((str(r.title), r.url) for r in header.references),
+        )
+        applicability = str(m.applicability.value)
+        return Item(
+            id=m.card_id,
+            source="card",
+            severity=m.severity,
+            message=m.message,
+            span=m.span,
+            function=m.function,
+            related=tuple((r.message, r.span) for r in m.related),
+            doc_url=Path(card.path).resolve().as_uri() if card.path else None,
+            summary=str(header.title),
+            card=info,
+            verdicts=tuple(
+                Verdict(str(v.text), str(v.axis.value), str(v.status.value), str(v.reason), v.kind) for v in m.verdicts
+            ),
+            applicability=applicability,
+            fix_title=str(m.fix_title) if m.has_rewrite else None,
+            supersedes=tuple(header.supersedes),
+            payload=m,
+        )
+
+    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
+        """Compute the card's rewrite for the match behind an item."""
+        if self._engine is None or item.payload is None:
+            return None
+        fix = self._engine.compute_fix(model, item.payload)
+        if fix is None:
+            return None
+        edits = tuple(FixEdit((e.start, e.end), e.text) for e in sorted(fix.edits))
+        return ComputedFix(str(fix.title), edits, str(fix.applicability.value))
+
+    def merge(self, fixes: list[ComputedFix]) -> list[FixEdit]:
+        """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
+        taken: list[FixEdit] = []
+        for fix in fixes:
+            candidate = sorted([*taken, *fix.edits], key=lambda e: e.span)
+            if all(a.span[1] <= b.span[0] for a, b in itertools.pairwise(candidate)):
+                taken = candidate
+        return taken
+
+
+def _target_sm(arch: str) -> int:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return int(digits) if digits else 90
+
+
+def _evidence(records: Iterable[Any]) -> Iterable[Evidence]:
+    for r in records:
+        try:
+            yield Evidence(
+                kernel=str(r.kernel),
+                gpu=str(r.gpu),
+                speedup=float(r.speedup),
+                spread=float(r.spread) if getattr(r, "spread", None) is not None else None,
+                date=str(r.date),
+                source=str(r.source),
+            )
+        except (AttributeError, TypeError, ValueError):
+            continue
+
+
+def collect_items(
+    providers: list[Provider], model: FileModel, settings: Settings, tree: Any = None
+) -> tuple[list[Item], list[str]]:
+    """Run every provider; a failing one is logged, reported in the returned problems, and skipped.
+
+    As in `warpwise.engine.combine`, a card supersedes a model-level rule it names where both bind to one span.
+    """
+    items: list[Item] = []
+    problems: list[str] = []
+    for p in providers:
+        try:
+            items.extend(p.items(model, settings, tree))
+        except Exception as exc:  # One failing provider never hides the others.
+            log.exception("provider %s failed on %s", p.name, model.path)
+            problems.append(f"{p.name}: {type(exc).__name__}: {exc}")
+    superseded = {(rule, i.span) for i in items if i.source == "card" for rule in i.supersedes}
+    if superseded:
+        items = [i for i in items if i.source == "card" or (i.id, i.span) not in superseded]
+    items.sort(key=lambda i: (i.span[0], i.id))
+    return items, problems

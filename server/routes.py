@@ -1,0 +1,162 @@
+"""The routing table: every LSP method and command the server handles, in one place, with the lane it runs in.
+
+Lanes (see the design notes, "Execution lanes in the server"):
+
+* `LOOP`: on the event loop, bookkeeping only (documents, versions, settings, progress); returns at once.
+* `ANALYSIS`: reads the immutable `Analysis` of the document's current version, computed on the analysis thread
+  (waiting for it if that version is still being analysed); the lookup itself runs on the loop and is cheap.
+  Edits that need real work (`codeAction/resolve`) are computed in a worker thread over that analysis.
+* `QUEUE`: long work, submitted to the job queue, with `$/progress` and cancellation.
+
+Every handler is wrapped so that one failing feature is logged and answers "nothing" instead of an error (or, for
+a notification, is skipped); protocol errors a handler raises on purpose (`ContentModified`) pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from warpwise.server.features import (
+    code_actions,
+    code_lens,
+    commands,
+    configuration,
+    diagnostics,
+    hover,
+    lifecycle,
+    progress,
+    sync,
+)
+
+if TYPE_CHECKING:
+    from warpwise.server.app import WarpwiseServer
+
+log = logging.getLogger(__name__)
+
+
+class Lane(StrEnum):
+    """Where a handler runs."""
+
+    LOOP = "event loop: bookkeeping only"
+    ANALYSIS = "the current version's immutable analysis (computed on the analysis thread)"
+    QUEUE = "the job queue (long work, with progress and cancellation)"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One LSP method: its handler, its lane, the options it registers with, and its answer when it fails."""
+
+    method: str
+    handler: Callable[..., Any]
+    lane: Lane
+    options: Any = None
+    fallback: Any = None
+    request: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRoute:
+    """One `workspace/executeCommand` command."""
+
+    name: str
+    handler: Callable[..., Any]
+    lane: Lane
+    summary: str
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(types.INITIALIZE, lifecycle.initialize, Lane.LOOP),
+    Route(types.INITIALIZED, lifecycle.initialized, Lane.LOOP, request=False),
+    Route(types.SHUTDOWN, lifecycle.shutdown, Lane.LOOP),
+    Route(types.TEXT_DOCUMENT_DID_OPEN, sync.did_open, Lane.LOOP, request=False),
+    Route(types.TEXT_DOCUMENT_DID_CHANGE, sync.did_change, Lane.LOOP, request=False),
+    Route(
+        types.TEXT_DOCUMENT_DID_SAVE, sync.did_save, Lane.QUEUE, types.SaveOptions(include_text=False), request=False
+    ),
+    Route(types.TEXT_DOCUMENT_DID_CLOSE, sync.did_close, Lane.LOOP, request=False),
+    Route(types.WORKSPACE_DID_CHANGE_CONFIGURATION, configuration.did_change_configuration, Lane.LOOP, request=False),
+    Route(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        diagnostics.pull,
+        Lane.ANALYSIS,
+        types.DiagnosticOptions(identifier="warpwise", inter_file_dependencies=False, workspace_diagnostics=False),
+        fallback=types.RelatedFullDocumentDiagnosticReport(items=[]),
+    ),
+    Route(types.TEXT_DOCUMENT_HOVER, hover.hover, Lane.ANALYSIS),
+    Route(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        code_actions.code_action,
+        Lane.ANALYSIS,
+        types.CodeActionOptions(code_action_kinds=code_actions.CODE_ACTION_KINDS, resolve_provider=True),
+        fallback=[],
+    ),
+    Route(types.CODE_ACTION_RESOLVE, code_actions.resolve, Lane.ANALYSIS),
+    Route(types.TEXT_DOCUMENT_CODE_LENS, code_lens.code_lens, Lane.ANALYSIS, types.CodeLensOptions(), fallback=[]),
+    Route(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, progress.cancel, Lane.LOOP, request=False),
+)
+
+COMMANDS: tuple[CommandRoute, ...] = (
+    CommandRoute("warpwise.verifyKernel", commands.verify_kernel, Lane.QUEUE, "verify a kernel's candidate rewrites"),
+    CommandRoute("warpwise.optimizeKernel", commands.optimize_kernel, Lane.QUEUE, "search for a faster kernel"),
+    CommandRoute("warpwise.profileFile", commands.profile_file, Lane.QUEUE, "profile the kernels of a file now"),
+    CommandRoute("warpwise.showLineage", commands.show_lineage, Lane.LOOP, "show where a skill card comes from"),
+    CommandRoute("warpwise.clearCache", commands.clear_cache, Lane.LOOP, "forget cached reports and results"),
+    CommandRoute("warpwise.restartWorker", commands.restart_worker, Lane.LOOP, "restart the workers"),
+    CommandRoute("warpwise.cancelJob", commands.cancel_job, Lane.LOOP, "cancel a queued or running job"),
+    CommandRoute("warpwise.status", commands.status, Lane.LOOP, "return the warpwise/status payload"),
+)
+
+
+def _guard(name: str, handler: Callable[..., Any], fallback: Any, request: bool) -> Callable[..., Any]:
+    """Wrap a handler so a failure is logged and skipped (pygls passes the server as `ls`)."""
+
+    def failed(ls: WarpwiseServer, started: float) -> Any:
+        log.exception("%s failed after %.1f ms; skipped", name, (time.perf_counter() - started) * 1000)
+        ls.feature_failures[name] = ls.feature_failures.get(name, 0) + 1
+        return fallback if request else None
+
+    if asyncio.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(ls: WarpwiseServer, *args: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await handler(ls, *args)
+            except (JsonRpcException, asyncio.CancelledError):
+                raise
+            except Exception:  # One failing feature is logged and skipped.
+                return failed(ls, started)
+
+        return run_async
+
+    @functools.wraps(handler)
+    def run(ls: WarpwiseServer, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return handler(ls, *args)
+        except JsonRpcException:
+            raise
+        except Exception:  # One failing feature is logged and skipped.
+            return failed(ls, started)
+
+    return run
+
+
+def register(server: WarpwiseServer) -> None:
+    """Register every route and command with pygls."""
+    for route in ROUTES:
+        wrapped = _guard(route.method, route.handler, route.fallback, route.request)
+        server.feature(route.method, route.options)(wrapped)
+    for cmd in COMMANDS:
+        fallback = {"ok": False, "status": "failed", "message": f"{cmd.name} failed; see the warpwise log"}
+        server.command(cmd.name)(_guard(cmd.name, cmd.handler, fallback, True))
