@@ -1,0 +1,87 @@
+"""Code actions: quick fixes with verification state, lazy edits refused on stale versions, fix-all, spec annotation."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.server.conftest import KERNELS, Session, apply_edit
+
+UNROLL_LINE = 7
+
+
+async def test_quick_fix_title_carries_the_verification_state(session: Session) -> None:
+    uri = session.open(KERNELS)
+    diags = await session.static(uri)
+    actions = await session.actions(uri, UNROLL_LINE, diagnostics=diags)
+    fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    assert [a.title for a in fixes] == ["Add `#pragma unroll` to the loop over `k` — not yet verified"]
+    # Safe but not verified: offered, not preferred.
+    assert not fixes[0].is_preferred
+    assert fixes[0].diagnostics and str(fixes[0].diagnostics[0].code) == "constant-trip-loop-without-unroll"
+
+
+async def test_resolve_computes_the_edit_and_it_applies(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    fix = next(a for a in await session.actions(uri, UNROLL_LINE) if a.kind == types.CodeActionKind.QuickFix)
+    supports_resolve = session.name != "emacs"
+    assert (fix.edit is None) == supports_resolve, "edits are lazy where the client resolves them"
+    fix = await session.resolved(fix)
+    assert fix.edit is not None
+    text = apply_edit(KERNELS.read_text(), fix.edit, uri)
+    assert "    #pragma unroll\n    for (int k = 0; k < 5; ++k) {" in text
+    # The fixed text no longer has the finding (the fix converges).
+    version = session.replace_all(uri, text)
+    codes = {str(d.code) for d in await session.static(uri, version)}
+    assert "constant-trip-loop-without-unroll" not in codes
+
+
+async def test_resolve_is_refused_after_the_document_changed(session: Session) -> None:
+    if session.name == "emacs":
+        pytest.skip("Emacs 29 does not resolve code actions; its edits come with the list")
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    fix = next(a for a in await session.actions(uri, UNROLL_LINE) if a.kind == types.CodeActionKind.QuickFix)
+    session.change(uri, (0, 0), (0, 0), "// edited\n")
+    with pytest.raises(JsonRpcException) as err:
+        await session.client.code_action_resolve_async(fix)
+    assert err.value.code == -32801  # ContentModified
+
+
+async def test_fix_all_safe_applies_only_safe_fixes(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    actions = await session.actions(uri, 0, only=["source.fixAll"])
+    assert [a.title for a in actions] == ["Fix all safe warpwise findings (1)"]
+    action = await session.resolved(actions[0])
+    assert action.edit is not None
+    text = apply_edit(KERNELS.read_text(), action.edit, uri)
+    assert "#pragma unroll" in text
+    # The unsafe `__restrict__` fix is not applied in bulk.
+    assert "const float* x, float* y" in text
+
+
+async def test_insert_problem_spec_annotation(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    actions = await session.actions(uri, 15, only=["refactor"])
+    assert [a.title for a in actions] == ["Insert problem-spec annotation for `saxpy`"]
+    action = await session.resolved(actions[0])
+    assert action.edit is not None
+    text = apply_edit(KERNELS.read_text(), action.edit, uri)
+    expected = "// warpwise: n=1048576 a=2.0 x:in[1048576] y:inout[1048576] grid=4096 block=256\n"
+    assert expected + "__global__ void saxpy(" in text
+    # Once annotated, the action is no longer offered.
+    version = session.replace_all(uri, text)
+    await session.static(uri, version)
+    assert await session.actions(uri, 16, only=["refactor"]) == []
+
+
+async def test_unsafe_fix_is_offered_but_never_preferred(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    actions = await session.actions(uri, 14, only=["quickfix"])
+    assert [a.title for a in actions] == ["Mark `x`, `y` `__restrict__` — not yet verified"]
+    assert not actions[0].is_preferred

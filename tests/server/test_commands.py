@@ -1,0 +1,124 @@
+"""Commands, code lenses and the status notification."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tests.server.conftest import KERNELS, Session
+
+COMMANDS = {
+    "warpwise.verifyKernel",
+    "warpwise.optimizeKernel",
+    "warpwise.profileFile",
+    "warpwise.showLineage",
+    "warpwise.clearCache",
+    "warpwise.restartWorker",
+    "warpwise.cancelJob",
+    "warpwise.status",
+}
+
+
+async def test_status_notification_reports_gpu_queue_and_worker(session: Session) -> None:
+    status = await session.status(lambda p: p["gpu"]["detail"] != "looking for a GPU")
+    assert set(status) >= {"gpu", "backend", "queue", "running", "worker", "verification", "cards", "version"}
+    assert isinstance(status["gpu"]["found"], bool)
+    assert status["queue"] == {"length": 0, "running": None}
+    assert status["worker"]["state"] == "running"
+    assert status["cards"]["available"] is True
+    if not status["gpu"]["found"]:
+        assert status["backend"] == "compile-only"
+        assert status["verification"]["available"] is False and status["verification"]["detail"]
+    assert await session.command("warpwise.status") == status
+
+
+async def test_verify_without_a_gpu_says_why(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    status = await session.status(lambda p: p["gpu"]["detail"] != "looking for a GPU")
+    result = await session.command(
+        "warpwise.verifyKernel", {"uri": uri, "version": 1, "position": {"line": 8, "character": 4}}
+    )
+    if status["verification"]["available"]:
+        assert result["status"] in ("verified", "not_verified")
+    else:
+        assert result == {
+            "ok": False,
+            "status": "unavailable",
+            "message": f"`taps` cannot be verified: {status['verification']['detail']}",
+        }
+
+
+async def test_verify_outside_a_kernel(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    result = await session.command("warpwise.verifyKernel", {"uri": uri, "position": {"line": 0, "character": 0}})
+    assert result["status"] == "no_kernel" and "not inside a `__global__` kernel" in result["message"]
+
+
+async def test_optimize_reports_that_search_is_not_available(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    result = await session.command("warpwise.optimizeKernel", uri, "saxpy")
+    assert result["ok"] is False and result["status"] == "unavailable"
+    assert "`saxpy` cannot be optimized" in result["message"] and "search" in result["message"]
+
+
+async def test_show_lineage_of_the_card_under_the_cursor(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    result = await session.command("warpwise.showLineage", {"uri": uri, "position": {"line": 7, "character": 6}})
+    assert result["ok"] is True
+    assert result["markdown"].startswith("# Lineage of `constant-trip-loop-without-unroll`")
+    assert "## Evidence (measured records)" in result["markdown"]
+    missing = await session.command("warpwise.showLineage", {"card": "no-such-card"})
+    assert missing["status"] == "unknown_card"
+
+
+async def test_clear_cache_and_restart_worker_keep_serving(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    cleared = await session.command("warpwise.clearCache")
+    assert cleared["ok"] is True and cleared["message"].startswith("cleared ")
+    restarted = await session.command("warpwise.restartWorker")
+    assert restarted["ok"] is True and "analysis worker restarted" in restarted["message"]
+    version = session.change(uri, (7, 24), (7, 25), "6")
+    assert "constant-trip-loop-without-unroll" in {str(d.code) for d in await session.static(uri, version)}
+
+
+async def test_code_lens_over_each_kernel(session: Session) -> None:
+    if session.caps.text_document is None or session.caps.text_document.code_lens is None:
+        return
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    lenses = await session.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    by_line: dict[int, list[str]] = {}
+    for lens in lenses:
+        assert lens.command is not None
+        by_line.setdefault(lens.range.start.line, []).append(lens.command.title)
+    assert sorted(by_line) == [3, 14, 19]
+    assert by_line[3] == [
+        "not timed · save to build the resource report",
+        "0 verified improvements waiting · 1 not yet verified",
+    ]
+    verify = next(
+        lens.command
+        for lens in lenses
+        if lens.range.start.line == 14 and lens.command is not None and "verified" in lens.command.title
+    )
+    assert verify.command == "warpwise.verifyKernel"
+    assert list(verify.arguments or []) == [{"uri": uri, "kernel": "saxpy"}]
+
+
+async def test_capabilities_and_commands_are_advertised(sessions) -> None:
+    s: Session = await sessions("visual-studio-code")
+    caps = s.init_result.capabilities
+    assert caps.execute_command_provider is not None
+    assert set(caps.execute_command_provider.commands) == COMMANDS
+    assert caps.position_encoding == types.PositionEncodingKind.Utf16
+    sync = caps.text_document_sync
+    assert isinstance(sync, types.TextDocumentSyncOptions) and sync.change == types.TextDocumentSyncKind.Incremental
+    assert isinstance(caps.code_action_provider, types.CodeActionOptions) and caps.code_action_provider.resolve_provider
+    assert caps.diagnostic_provider is not None and caps.hover_provider and caps.code_lens_provider is not None

@@ -1,0 +1,62 @@
+"""Static diagnostics: published (or pulled) per version, with codes, links and related information."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tests.server.conftest import KERNELS, Session
+
+
+async def test_open_reports_rules_and_cards(session: Session) -> None:
+    uri = session.open(KERNELS)
+    diags = await session.static(uri)
+    codes = sorted(str(d.code) for d in diags)
+    assert codes == [
+        "constant-trip-loop-without-unroll",
+        "missing-restrict",
+        "uncoalesced-global-access",
+        "uncoalesced-global-access",
+    ]
+    by_code = {str(d.code): d for d in diags}
+    unroll = by_code["constant-trip-loop-without-unroll"]
+    assert unroll.range.start == types.Position(line=7, character=4)
+    assert unroll.source == "warpwise"
+    assert "`k`" in unroll.message
+    restrict = by_code["missing-restrict"]
+    assert restrict.severity == types.DiagnosticSeverity.Information
+    caps = session.caps.text_document.publish_diagnostics if session.caps.text_document else None
+    if caps is not None and caps.code_description_support:
+        assert restrict.code_description is not None
+        assert restrict.code_description.href.endswith("missing-restrict.md")
+    else:
+        assert restrict.code_description is None
+    if caps is not None and caps.related_information:
+        assert restrict.related_information, "the launch site that supplies the precondition"
+        assert restrict.related_information[0].location.range.start.line == 32
+    else:
+        assert restrict.related_information is None
+
+
+async def test_edits_update_diagnostics_for_the_new_version(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    # Make the loop's trip count a runtime value: the unroll card no longer applies.
+    version = session.change(uri, (7, 24), (7, 25), "n")
+    diags = await session.static(uri, version)
+    assert "constant-trip-loop-without-unroll" not in {str(d.code) for d in diags}
+    version = session.change(uri, (7, 24), (7, 25), "5")
+    diags = await session.static(uri, version)
+    assert "constant-trip-loop-without-unroll" in {str(d.code) for d in diags}
+
+
+async def test_full_text_change_and_close(session: Session) -> None:
+    uri = session.open(KERNELS)
+    await session.static(uri)
+    version = session.replace_all(uri, "__global__ void k(float* x) { x[threadIdx.x * 32] = 0; }\n")
+    diags = await session.static(uri, version)
+    assert [str(d.code) for d in diags] == ["uncoalesced-global-access"]
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    cleared = await session.pushed(uri, lambda p: p.version is None)
+    assert list(cleared.diagnostics) == []
