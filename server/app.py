@@ -189,6 +189,7 @@ class WarpwiseServer(LanguageServer):
         self._last_status: dict[str, Any] | None = None
         self.feature_failures: dict[str, int] = {}
         self.debounce: dict[str, asyncio.TimerHandle] = {}
+        self.gpu_detection: asyncio.Task | None = None
         logging.getLogger("warpwise").addHandler(_ClientLogHandler(self))
 
     # -- background tasks -------------------------------------------------------------------------------------
@@ -267,6 +268,10 @@ class WarpwiseServer(LanguageServer):
         self.analyses[result.uri] = result
         self._resolve(result.uri, result.version, result)
         diagnostics.on_analysis(self, doc, result)
+        if self.gpu_detection is None:
+            from warpwise.server.features.lifecycle import start_gpu_detection
+
+            start_gpu_detection(self)
 
     def _resolve(self, uri: str, version: int, result: Analysis | None, only_older: bool = False) -> None:
         waiters = self._waiters.get(uri)

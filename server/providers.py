@@ -78,14 +78,21 @@ class Item:
     card: CardInfo | None = None
     verdicts: tuple[Verdict, ...] = ()
     applicability: str | None = None  # safe / unsafe / display-only, for items that carry a fix
-    fix_title: str | None = None
+    has_rewrite: bool = False
     supersedes: tuple[str, ...] = ()
     payload: Any = field(default=None, compare=False, repr=False)
 
     @property
     def has_fix(self) -> bool:
         """Return whether a fix can be computed for this item."""
-        return self.fix_title is not None and self.applicability in ("safe", "unsafe")
+        return self.has_rewrite and self.applicability in ("safe", "unsafe")
+
+    @property
+    def fix_title(self) -> str | None:
+        """Return the quick fix's title (rendered on demand: most items are never asked for it)."""
+        if not self.has_rewrite or self.payload is None:
+            return None
+        return str(self.payload.fix_title)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +187,7 @@ class CardProvider:
         self._library: Any = None
         self._reason = "not loaded yet"
         self._caches: OrderedDict[str, Any] = OrderedDict()
+        self._infos: dict[str, tuple[Any, CardInfo, str | None]] = {}
         self._lock = threading.Lock()
 
     def _load(self) -> None:
@@ -213,6 +221,7 @@ class CardProvider:
             self._engine = None
             self._library = None
             self._caches = OrderedDict()
+            self._infos = {}
 
     def available(self) -> tuple[bool, str]:
         """Return whether the card engine and library loaded."""
@@ -256,8 +265,11 @@ class CardProvider:
         """Drop the match cache of a closed document."""
         self._caches.pop(path, None)
 
-    def _item(self, m: Any) -> Item:
-        card = m.card
+    def _card_info(self, card: Any) -> tuple[CardInfo, str | None]:
+        """Return what items show about a card (built once per card: a keystroke re-presents every match)."""
+        hit = self._infos.get(card.skill_id)
+        if hit is not None and hit[0] is card:
+            return hit[1], hit[2]
         header = card.header
         info = CardInfo(
             intent=str(header.intent),
@@ -266,6 +278,14 @@ class CardProvider:
             evidence=tuple(_evidence(header.evidence)),
             references=tuple((str(r.title), r.url) for r in header.references),
         )
+        url = Path(card.path).resolve().as_uri() if card.path else None
+        self._infos[card.skill_id] = (card, info, url)
+        return info, url
+
+    def _item(self, m: Any) -> Item:
+        card = m.card
+        header = card.header
+        info, doc_url = self._card_info(card)
         applicability = str(m.applicability.value)
         return Item(
             id=m.card_id,
@@ -275,14 +295,14 @@ class CardProvider:
             span=m.span,
             function=m.function,
             related=tuple((r.message, r.span) for r in m.related),
-            doc_url=Path(card.path).resolve().as_uri() if card.path else None,
+            doc_url=doc_url,
             summary=str(header.title),
             card=info,
             verdicts=tuple(
                 Verdict(str(v.text), str(v.axis.value), str(v.status.value), str(v.reason), v.kind) for v in m.verdicts
             ),
             applicability=applicability,
-            fix_title=str(m.fix_title) if m.has_rewrite else None,
+            has_rewrite=bool(m.has_rewrite),
             supersedes=tuple(header.supersedes),
             payload=m,
         )
