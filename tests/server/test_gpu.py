@@ -1,0 +1,58 @@
+"""On a GPU: candidate rewrites verified through the gate, quick-fix titles and diagnostics from the results,
+GPU profiles on save. Skipped (with the reason) where no NVIDIA GPU is visible."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+
+from tests.server.conftest import KERNELS, PINNED, Session
+
+pytestmark = pytest.mark.gpu
+
+
+async def test_verify_kernel_on_the_gpu_and_show_the_result(sessions) -> None:
+    s: Session = await sessions("visual-studio-code", PINNED)
+    status = await s.status(lambda p: p["gpu"]["detail"] != "looking for a GPU")
+    assert status["gpu"]["found"] and status["backend"] == "local", status
+    assert status["verification"]["available"], status
+    uri = s.open(KERNELS)
+    await s.static(uri)
+    result = await s.command("warpwise.verifyKernel", {"uri": uri, "kernel": "taps"})
+    print("verifyKernel:", result)
+    assert result["status"] in ("verified", "not_verified"), result
+    params = await s.pushed(uri, lambda p: any(str(d.code).startswith("verification-") for d in p.diagnostics))
+    (verdict,) = [d for d in params.diagnostics if str(d.code).startswith("verification-")]
+    print("verification diagnostic:", verdict.code, verdict.message)
+    fixes = [a for a in await s.actions(uri, 7) if a.kind == types.CodeActionKind.QuickFix]
+    if verdict.code == "verification-verified":
+        assert "verified" in verdict.message and "NVIDIA" in verdict.message
+        assert fixes and "— verified " in fixes[0].title and " on NVIDIA" in fixes[0].title
+        assert fixes[0].is_preferred, "a safe fix measured faster is preferred"
+    else:
+        assert not fixes, "a fix that failed verification is not offered"
+    hover = await s.hover(uri, 7, 6)
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    print("hover:", [ln for ln in hover.contents.value.splitlines() if "Verification" in ln])
+
+
+async def test_save_profiles_kernels_on_the_gpu(sessions) -> None:
+    s: Session = await sessions("visual-studio-code", PINNED)
+    await s.status(lambda p: p["gpu"]["found"])
+    uri = s.open(KERNELS)
+    await s.static(uri)
+    s.save(uri)
+
+    def profiled() -> types.PublishDiagnosticsParams | None:
+        for p in reversed(s.recorder.diagnostics):
+            if p.uri == uri and any(d.code == "gpu-profile" for d in p.diagnostics):
+                return p
+        return None
+
+    params = await s.recorder.wait(profiled, timeout=400)
+    profiles = {d.range.start.line: d.message for d in params.diagnostics if d.code == "gpu-profile"}
+    print("gpu profiles:", profiles)
+    assert 14 in profiles and "ms median" in profiles[14] and "NVIDIA" in profiles[14]
+    hover = await s.hover(uri, 14, 18)
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert "ms median" in hover.contents.value
