@@ -15,14 +15,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import anchor_path, summary_ms, write_result  # noqa: E402
+from common import anchor_path, summary_ms, write_result
 
-from warpwise.analyzers.build import analyze_document  # noqa: E402
-from warpwise.analyzers.model import Position  # noqa: E402
-from warpwise.analyzers.parse import CudaDocument, TextEdit  # noqa: E402
-from warpwise.skills.engine import MatchCache, match_file  # noqa: E402
-from warpwise.skills.facts import set_tree  # noqa: E402
-from warpwise.skills.library import builtin_library  # noqa: E402
+from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.model import Position
+from warpwise.analyzers.parse import CudaDocument, TextEdit
+from warpwise.skills.engine import MatchCache, match_file
+from warpwise.skills.facts import set_tree
+from warpwise.skills.library import builtin_library
 
 
 def main() -> int:
