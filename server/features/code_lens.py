@@ -29,13 +29,27 @@ async def code_lens(ls: WarpwiseServer, params: types.CodeLensParams) -> list[ty
             continue
         seen.add(fn.name)
         rng = convert.span_range(analysis.model.lines, fn.span(fn.name_span))
-        parts = ["not timed"]
+        gpu_entry = ls.verification.gpu_profiles.get(uri)
+        timed = gpu_entry[1].get(fn.name) if gpu_entry is not None else None
+        if timed is not None and timed.median_ms is not None:
+            before = (
+                " (before your edits)" if doc is not None and gpu_entry and gpu_entry[0] != doc.content_hash else ""
+            )
+            parts = [f"{timed.median_ms:.4f} ms on {timed.gpu or 'the GPU'}{before}"]
+        else:
+            parts = ["not timed"]
         records = report.resources(fn.name) if report is not None else []
-        if records:
+        if timed is not None and timed.median_ms is not None:
+            # The GPU build's own figures (the gate builds with NVRTC; its register count can differ from nvcc's).
+            spill = f"spills {timed.spills} B" if timed.spills else "no spills"
+            occ = f", achieved occupancy {timed.occupancy_pct:.0f}%" if timed.occupancy_pct is not None else ""
+            if timed.registers is not None:
+                parts.append(f"{timed.registers} registers, {spill}{occ}")
+        elif records:
             res = max(records, key=lambda r: (r.spills, r.registers))
             spill = f"spills {res.spills} B" if res.spills else "no spills"
-            occ = report.occupancy(res) if report is not None else None
-            occ_text = f", occupancy {occ.fraction:.0%}" if occ is not None else ""
+            occupancy = report.occupancy(res) if report is not None else None
+            occ_text = f", occupancy {occupancy.fraction:.0%}" if occupancy is not None else ""
             parts.append(f"{res.registers} registers, {spill}{occ_text}" + (" (before your edits)" if stale else ""))
         elif report is None:
             parts.append("save to build the resource report")

@@ -56,3 +56,9 @@ async def test_save_profiles_kernels_on_the_gpu(sessions) -> None:
     hover = await s.hover(uri, 14, 18)
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert "ms median" in hover.contents.value
+    lenses = await s.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    titles = [lens.command.title for lens in lenses or [] if lens.command and lens.range.start.line == 14]
+    print("code lenses:", titles)
+    assert any(" ms on NVIDIA" in t for t in titles)
