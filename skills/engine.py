@@ -10,6 +10,7 @@ A card whose matcher, check or rewrite fails is logged and skipped; it never hid
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import re
 import string
@@ -257,9 +258,26 @@ def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
 
 @dataclass
 class _Entry:
-    model: FileModel
+    model_id: int
     function: Any
     matches: list[Match]
+    anchors: list[tuple[_Anchor | None, ...]]
+
+
+_Anchor = tuple[str, Any, int, int, int]
+"""Where a related location lies, independent of positions: (function name, kind, length, start, end in it)."""
+
+
+def _anchor(model: FileModel, rel: Related) -> _Anchor | None:
+    holder = model.function_at(rel.span[0])
+    if holder is None:
+        return None
+    return (holder.name, holder.kind, holder.length, rel.span[0] - holder.base, rel.span[1] - holder.base)
+
+
+def _entry(model: FileModel, fn: Any, matches: list[Match]) -> _Entry:
+    anchors = [tuple(_anchor(model, r) for r in m.related) for m in matches]
+    return _Entry(id(model), fn, matches, anchors)
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -271,6 +289,7 @@ class _HostIndex:
 
     def __init__(self, model: FileModel, memo: dict[bytes, frozenset[bytes]]) -> None:
         self.hosts: list[tuple[str, bytes, frozenset[bytes]]] = []
+        self.digests: list[bytes] = []
         for h in model.functions:
             if h.kind is not FunctionKind.HOST:
                 continue
@@ -280,6 +299,7 @@ class _HostIndex:
                 words = frozenset(_WORD_BYTES.findall(body))
             memo[body] = words
             self.hosts.append((h.name, body, words))
+            self.digests.append(hashlib.blake2b(body, digest_size=16).digest())
 
 
 def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]:
@@ -291,7 +311,11 @@ def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]
     launches = model.launches_of(fn.name)
     callers = {host.name for host, _ in launches}
     names = {part.encode() for _, launch in launches for arg in launch.args for part in _WORD.findall(arg)}
-    texts = tuple(body for name, body, words in hosts.hosts if name in callers or not names.isdisjoint(words))
+    texts = tuple(
+        digest
+        for (name, _, words), digest in zip(hosts.hosts, hosts.digests, strict=True)
+        if name in callers or not names.isdisjoint(words)
+    )
     return (
         tuple(
             (
@@ -309,17 +333,16 @@ def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]
     )
 
 
-def _rebase_related(rel: Related, old: FileModel, new: FileModel) -> Related | None:
-    holder = old.function_at(rel.span[0])
-    if holder is None:
+def _rebase_related(message: str, anchor: _Anchor | None, new: FileModel) -> Related | None:
+    if anchor is None:
         return None
-    candidates = [f for f in new.functions if f.name == holder.name and f.kind is holder.kind]
-    same = [f for f in candidates if f.length == holder.length] or candidates
+    name, kind, length, start, end = anchor
+    candidates = [f for f in new.functions if f.name == name and f.kind is kind]
+    same = [f for f in candidates if f.length == length] or candidates
     if not same:
         return None
-    target = same[0]
-    delta = target.base - holder.base
-    return Related(rel.message, (rel.span[0] + delta, rel.span[1] + delta))
+    base = same[0].base
+    return Related(message, (base + start, base + end))
 
 
 class MatchCache:
@@ -369,7 +392,7 @@ class MatchCache:
             entry = self._entries.get(key) or fresh.get(key)
             if entry is None:
                 self.misses += 1
-                entry = _Entry(model, fn, match_function(model, fn, cards, target_sm))
+                entry = _entry(model, fn, match_function(model, fn, cards, target_sm))
             else:
                 self.hits += 1
             fresh[key] = entry
@@ -381,11 +404,15 @@ class MatchCache:
 
     @staticmethod
     def _rebase(entry: _Entry, model: FileModel, fn: Any) -> list[Match]:
-        if entry.model is model and entry.function is fn:
+        if entry.model_id == id(model) and entry.function is fn:
             return entry.matches
         out = []
-        for m in entry.matches:
-            related = tuple(r for r in (_rebase_related(r, entry.model, model) for r in m.related) if r is not None)
+        for m, anchors in zip(entry.matches, entry.anchors, strict=True):
+            related = tuple(
+                r
+                for r in (_rebase_related(rel.message, a, model) for rel, a in zip(m.related, anchors, strict=True))
+                if r is not None
+            )
             region = dataclasses.replace(m.region, function=fn)
             out.append(dataclasses.replace(m, region=region, related=related))
         return out

@@ -17,7 +17,7 @@ from warpwise.analyzers.parse import captures, new_parser, query
 
 # The last few (model, tree) pairs, keyed by the model's identity; holding the model keeps its id unique.
 _TREES: OrderedDict[int, tuple[FileModel, Any]] = OrderedDict()
-_KEEP = 16
+_KEEP = 4
 _LOCK = threading.Lock()
 
 
