@@ -285,12 +285,20 @@ _WORD_BYTES = re.compile(rb"[A-Za-z_]\w*")
 
 
 class _HostIndex:
-    """The host functions of one model with the words each mentions (word sets reused for unchanged text)."""
+    """The host functions of one model, the words each mentions, and the launches of every kernel.
+
+    Built once per `match_file` call; word sets of unchanged host functions are reused from the previous call.
+    """
 
     def __init__(self, model: FileModel, memo: dict[bytes, frozenset[bytes]]) -> None:
         self.hosts: list[tuple[str, bytes, frozenset[bytes]]] = []
         self.digests: list[bytes] = []
+        self.by_word: dict[bytes, set[int]] = {}
+        self.by_caller: dict[str, set[int]] = {}
+        self.launches: dict[str, list[Any]] = {}
         for h in model.functions:
+            for launch in h.launches:
+                self.launches.setdefault(launch.kernel, []).append(launch)
             if h.kind is not FunctionKind.HOST:
                 continue
             body = model.text[h.base : h.base + h.length]
@@ -298,8 +306,12 @@ class _HostIndex:
             if words is None:
                 words = frozenset(_WORD_BYTES.findall(body))
             memo[body] = words
+            index = len(self.hosts)
             self.hosts.append((h.name, body, words))
             self.digests.append(hashlib.blake2b(body, digest_size=16).digest())
+            self.by_caller.setdefault(h.name, set()).add(index)
+            for w in words:
+                self.by_word.setdefault(w, set()).add(index)
 
 
 def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]:
@@ -308,14 +320,13 @@ def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]
     Checks read the launching host functions too (allocation sizes, alignment, `dim3` declarations), so the text
     of every host function that launches the kernel or mentions a buffer it is launched with is part of the key.
     """
-    launches = model.launches_of(fn.name)
-    callers = {host.name for host, _ in launches}
-    names = {part.encode() for _, launch in launches for arg in launch.args for part in _WORD.findall(arg)}
-    texts = tuple(
-        digest
-        for (name, _, words), digest in zip(hosts.hosts, hosts.digests, strict=True)
-        if name in callers or not names.isdisjoint(words)
-    )
+    launches = hosts.launches.get(fn.name, [])
+    relevant: set[int] = set()
+    for launch in launches:
+        relevant |= hosts.by_caller.get(launch.caller or "", set())
+        for arg in launch.args:
+            for part in _WORD.findall(arg):
+                relevant |= hosts.by_word.get(part.encode(), set())
     return (
         tuple(
             (
@@ -327,9 +338,9 @@ def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]
                 launch.block_value,
                 launch.smem_value,
             )
-            for _, launch in launches
+            for launch in launches
         ),
-        texts,
+        tuple(hosts.digests[i] for i in sorted(relevant)),
     )
 
 
