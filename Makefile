@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format bench clean help
+.PHONY: run test lint format bench clean help readme
 
 help:
 	@echo "make run    - set up a virtual environment and run 'warpwise check examples/'"
@@ -36,6 +36,10 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/analyze_latency.py
+
+# Regenerate the card table in README.md from the card library.
+readme: $(STAMP)
+	$(BIN)/python -m warpwise.skills.readme README.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -41,14 +41,9 @@ def _list(args: argparse.Namespace) -> int:
     lib = _library(args.dir)
     cards = sorted(lib, key=lambda c: c.skill_id)
     if args.markdown:
-        print("| card | status | fix | intent |")
-        print("| --- | --- | --- | --- |")
-        for c in cards:
-            fix = c.applicability.value if c.has_rewrite else "display-only"
-            print(
-                f"| [`{c.skill_id}`](skills/cards/{c.skill_id}.md) | {c.header.status.value} | {fix} | "
-                f"{c.header.intent} |"
-            )
+        from warpwise.skills.readme import table
+
+        print(table(), end="")
         return EXIT_CLEAN
     for c in cards:
         fix = c.applicability.value if c.has_rewrite else "display-only"
