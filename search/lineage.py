@@ -1,0 +1,246 @@
+"""Lineage-guided plans: when the kernel computes an operator of the expert corpus, propose the expert's steps.
+
+The expert corpus (`skills/lineages/corpus/<operator>/`) holds a tuned kernel per operator with its problem file;
+lineage building (issue 7) walks each expert backwards into a chain of simpler, verified kernels. Forward, that
+chain is a plan: from a naive kernel of the same operator, each step is a more optimized kernel, ending at the
+expert. This module
+
+1. **recognises** the operator: the kernel must take the same parameters as the expert (same count; pointers
+   where the expert has pointers, with the same element types; scalars of the same kind), and the kernel's name,
+   file name or problem file must name the operator (`softmax`, `gemm`/`matmul`, `transpose`, ...). Recognition
+   is a cheap filter: every step is still verified by the gate on the user's own problem, so a wrong guess costs
+   one gate job and is recorded as a rejected branch;
+2. **adapts** each step to the kernel: the step's kernel is renamed to the user's kernel and replaces its
+   definition in the user's file; its launch geometry is the expert problem file's own `launch(inputs)`, run on
+   the user's inputs (renamed position by position), so grids follow the user's shapes;
+3. **plans**: from a version at plan position `k`, the next step `k+1` and the final (expert) step are offered.
+
+Lineage steps come from the lineage files the lineage builder writes next to the corpus (`lineage.json`, read
+through `warpwise.skills.lineages` when it provides them); without them the plan is the expert kernel alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.model import Function
+from warpwise.search.actions import Action, ActionKind, ready
+from warpwise.search.context import SearchContext, literal_block
+from warpwise.search.version import LaunchOverride, Transform, Version
+from warpwise.verify.spec import element_type, kernel_function, scalar_ctype
+
+log = logging.getLogger(__name__)
+
+CORPUS = Path(__file__).resolve().parent.parent / "skills" / "lineages" / "corpus"
+STEP_PRIOR = 0.9
+EXPERT_PRIOR = 0.85
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "reduce_sum": ("sum", "reduce", "reduction"),
+    "softmax_rows": ("softmax",),
+    "layernorm": ("layernorm", "layer_norm"),
+    "transpose": ("transpose",),
+    "sgemm": ("sgemm", "gemm", "matmul", "mm"),
+    "gemv": ("gemv", "matvec"),
+    "histogram": ("histogram", "hist", "bincount"),
+    "blur3x3": ("blur", "stencil"),
+    "scan": ("scan", "cumsum", "prefix"),
+    "bias_gelu": ("gelu",),
+    "rmsnorm_f16": ("rmsnorm", "rms_norm"),
+}
+"""Words that name each corpus operator (besides its folder name)."""
+
+EXCLUDE: dict[str, tuple[str, ...]] = {"gemv": ("colmajor", "col", "column"), "sgemm": ("batched",)}
+"""Words that say a kernel is another variant than the corpus's (the corpus's GEMV is row-major)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One kernel of a lineage, forward: its title, its full translation unit, its kernel name and card."""
+
+    title: str
+    text: str
+    kernel: str
+    card: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The forward steps of one operator's lineage and the expert problem file's launch code."""
+
+    operator: str
+    steps: tuple[PlanStep, ...]
+    launch_code: str
+    rename: tuple[tuple[str, str], ...]
+    block: tuple[int, int, int] | None
+
+
+def _words(text: str) -> set[str]:
+    """Return the lower-case words of identifiers and file names (split at `_`, digits and case changes)."""
+    parts = re.findall(r"[A-Za-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text))
+    return {p.lower() for p in parts}
+
+
+def _signature(fn: Function) -> list[tuple[str, str]]:
+    """Return each parameter as (kind, type): pointers by element type, scalars as int or float."""
+    out = []
+    for p in fn.params:
+        if p.is_pointer:
+            et = element_type(p.base_type)
+            out.append(("ptr", et[0] if et else p.base_type))
+        else:
+            c = scalar_ctype(p) or p.type
+            out.append(("scalar", "float" if c in ("float", "double") else "int"))
+    return out
+
+
+def launch_source(problem: str) -> str:
+    """Return the parts of a problem file that its `launch(inputs)` needs: imports, constants, helpers, launch."""
+    tree = ast.parse(problem)
+    keep: list[ast.stmt] = []
+    for node in tree.body:
+        constant = isinstance(node, ast.Assign) and all(
+            isinstance(t, ast.Name) and t.id.isupper() for t in node.targets
+        )
+        helper = isinstance(node, ast.FunctionDef) and (node.name == "launch" or node.name.startswith("_"))
+        if isinstance(node, ast.Import | ast.ImportFrom) or constant or helper:
+            keep.append(node)
+    return ast.unparse(ast.Module(body=keep, type_ignores=[])) + "\n"
+
+
+def _lineage_steps(folder: Path, expert_kernel: str) -> list[PlanStep]:
+    """Return the forward steps of a built lineage in `folder` (none when no lineage has been built)."""
+    try:
+        from warpwise.skills import lineages
+    except ImportError:
+        lineages = None
+    steps_of = getattr(lineages, "forward_steps", None) if lineages is not None else None
+    if callable(steps_of):
+        try:
+            return [PlanStep(s.title, s.text, s.kernel, getattr(s, "card", None)) for s in steps_of(folder)]
+        except Exception:  # A lineage that does not read leaves the plan with the expert alone.
+            log.exception("the lineage of %s could not be read", folder.name)
+            return []
+    path = folder / "lineage.json"
+    if not path.is_file():
+        return []
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        rows = doc.get("forward") or []
+        return [PlanStep(r["title"], r["text"], r.get("kernel", expert_kernel), r.get("card")) for r in rows]
+    except (ValueError, KeyError, TypeError):
+        log.info("%s does not read as a lineage", path)
+        return []
+
+
+def plans_for(ctx: SearchContext, version: Version, corpus: Path = CORPUS) -> list[Plan]:
+    """Return the plans of every corpus operator the kernel is recognised as (usually none or one)."""
+    _, fn = ctx.function(version)
+    if fn is None or fn.template_params or not corpus.is_dir():
+        return []
+    words = _words(ctx.kernel) | _words(Path(ctx.path).stem) | _words(Path(ctx.path).parent.name)
+    if ctx.spec is not None and ctx.spec.source == "problem_file":
+        doc = ast.get_docstring(ast.parse(ctx.problem_source)) if ctx.problem_source else None
+        words |= _words((doc or "").split("\n")[0])
+    mine = _signature(fn)
+    out = []
+    for folder in sorted(p for p in corpus.iterdir() if (p / "expert.cu").is_file()):
+        names = set(ALIASES.get(folder.name, ())) | {folder.name}
+        if not any(set(n.split("_")) <= words for n in names) or words & set(EXCLUDE.get(folder.name, ())):
+            continue
+        problem_path = folder / "expert.problem.py"
+        text = (folder / "expert.cu").read_text(encoding="utf-8")
+        problem = problem_path.read_text(encoding="utf-8") if problem_path.is_file() else ""
+        m = re.search(r"^kernel\s*=\s*[\"'](\w+)[\"']", problem, re.M)
+        expert_model = analyze_text(text, str(folder / "expert.cu"))
+        expert_fn = kernel_function(expert_model, m.group(1)) if m else None
+        if expert_fn is None and len(expert_model.kernels) == 1:
+            expert_fn = expert_model.kernels[0]
+        if expert_fn is None or _signature(expert_fn) != mine or "def launch" not in problem:
+            continue
+        steps = _lineage_steps(folder, expert_fn.name)
+        steps.append(PlanStep(f"expert kernel of {folder.name}", text, expert_fn.name, None))
+        rename = tuple((theirs.name, ours.name) for theirs, ours in zip(expert_fn.params, fn.params, strict=True))
+        out.append(Plan(folder.name, tuple(steps), launch_source(problem), rename, literal_block(problem)))
+    return out
+
+
+def adapt(ctx: SearchContext, start: Version, plan: Plan, step: PlanStep) -> Version | None:
+    """Return the user's file with the kernel replaced by one plan step, renamed, with the expert's launch."""
+    model, fn = ctx.function(start)
+    if fn is None:
+        return None
+    renamed = re.sub(rf"\b{re.escape(step.kernel)}\b", ctx.kernel, step.text)
+    data = model.text
+    begin = data.rfind(b"\n", 0, fn.base) + 1
+    if data[begin : fn.base].strip():
+        begin = fn.base
+    text = (data[:begin] + renamed.encode() + data[fn.base + fn.length :]).decode("utf-8", "surrogateescape")
+    launch = None
+    if ctx.spec_source == "problem_file":
+        launch = LaunchOverride().then(
+            Transform(
+                "python", code=plan.launch_code, rename=plan.rename, label=f"launch of the {plan.operator} expert"
+            )
+        )
+    elif model.launches_of(ctx.kernel):
+        return None
+    return Version(text, launch, plan.block)
+
+
+class LineageActions:
+    """Lists the next step and the final step of every recognised operator's plan."""
+
+    def __init__(self, corpus: Path = CORPUS) -> None:
+        self.corpus = corpus
+        self._plans: dict[str, list[Plan]] = {}
+        self._start: Version | None = None
+        self._steps: set[str] = set()
+
+    def actions(self, version: Version, ctx: SearchContext) -> list[Action]:
+        """Return lineage actions from a version (steps after the version's own position in the plan)."""
+        if self._start is None:
+            self._start = version
+        key = self._start.key
+        if version.key != key and version.key not in self._steps:
+            return []  # A step replaces the whole kernel: offered from the start and from plan steps only.
+        if key not in self._plans:
+            self._plans[key] = plans_for(ctx, self._start, self.corpus)
+        out = []
+        position = _position(version)
+        for plan in self._plans[key]:
+            at = position.get(plan.operator, -1)
+            for i in sorted({at + 1, len(plan.steps) - 1}):
+                if i <= at or i >= len(plan.steps):
+                    continue
+                step = plan.steps[i]
+                adapted = adapt(ctx, self._start, plan, step)
+                if adapted is None:
+                    continue
+                reached = (*[(o, k) for o, k in version.plan if o != plan.operator], (plan.operator, i))
+                child = Version(adapted.text, adapted.launch, adapted.block, reached)
+                self._steps.add(child.key)
+                final = i == len(plan.steps) - 1
+                title = f"{plan.operator} lineage step {i + 1}/{len(plan.steps)}: {step.title}"
+                why = f"`{ctx.kernel}` takes the parameters of the {plan.operator} expert and its name says so"
+                prior = EXPERT_PRIOR if final else STEP_PRIOR
+                name = f"lineage:{plan.operator}:{i}"
+                out.append(Action(ActionKind.LINEAGE, name, title, prior, why, ready(child), step.card))
+        return out
+
+
+def _position(version: Version) -> dict[str, int]:
+    """Return the plan positions a version has reached."""
+    return dict(version.plan)
+
+
+def describe(plans: list[Plan]) -> list[dict[str, Any]]:
+    """Return plans as JSON for the report."""
+    return [{"operator": p.operator, "steps": [s.title for s in p.steps]} for p in plans]

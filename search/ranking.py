@@ -1,0 +1,47 @@
+"""The ranking model's predictions as search priors, when `warpwise.skills.ranking` provides a model.
+
+The ranking model (issue 9) predicts, for a (card, region) pair, the probability that verification succeeds and
+the expected speedup. The search uses it only to order expansions: the expected share of time saved is
+`p * (1 - 1 / speedup)`. Without an installed model the card priors come from the cards' evidence records.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Predictor = Callable[[str, list[Any], Any], tuple[float, str] | None]
+
+
+def predictor() -> Predictor | None:
+    """Return a function (card id, matches, model) -> (expected share of time saved, source), or None."""
+    try:
+        from warpwise.skills import ranking
+    except ImportError:
+        return None
+    load = getattr(ranking, "load_default", None) or getattr(ranking, "default_model", None)
+    if not callable(load):
+        return None
+    try:
+        model = load()
+    except Exception:  # No usable model: the evidence priors are used instead.
+        log.info("no ranking model could be loaded; card priors come from evidence records")
+        return None
+    if model is None or not hasattr(model, "predict_match"):
+        return None
+
+    def predict(card_id: str, matches: list[Any], file_model: Any) -> tuple[float, str] | None:
+        best: tuple[float, str] | None = None
+        for m in matches:
+            p = model.predict_match(file_model, m)
+            if p is None:
+                continue
+            gain = float(p.probability) * (1.0 - 1.0 / max(float(p.speedup), 1e-6))
+            if best is None or gain > best[0]:
+                best = (gain, f"the ranking model ({p.probability:.0%} likely, {p.speedup:.2f}x expected)")
+        return best
+
+    return predict
