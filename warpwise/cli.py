@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "warpwise.commands.verify",
     "warpwise.commands.cache",
     "warpwise.commands.worker",
+    "warpwise.commands.optimize",
+    "warpwise.commands.generate",
 )
 
 Handler = Callable[[argparse.Namespace], int]
