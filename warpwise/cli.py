@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "warpwise.commands.worker",
     "warpwise.commands.optimize",
     "warpwise.commands.generate",
+    "warpwise.commands.ranking",
 )
 
 Handler = Callable[[argparse.Namespace], int]

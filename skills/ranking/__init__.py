@@ -1,0 +1,142 @@
+"""The learned ranking: which card rewrites are likely to pay off on which code, learned from measured evidence.
+
+Every verification warpwise has measured (card evidence, lineage steps, admission roundtrips, the result cache,
+failures and "not faster" included) becomes a training example: the card, features of its region and kernel from
+the analyzers, the GPU's measured peaks, and the outcome (`dataset`). A pair of regularised linear models predicts,
+for a (card, kernel) pair, the chance that verification succeeds and the speedup with an 80% interval, and says
+which features weigh most (`model`). Three places use it:
+
+* the verification queue: `queue_priority` turns a prediction into the gate queue's priority (likely winners
+  first; predicted losers get a negative priority, which the queue skips when its GPU budget is short),
+* the editor: `predict_matches` gives each card item a prediction, so code actions are ordered by it and labelled
+  "predicted 1.3-1.9x",
+* the search: `expansion_priorities` orders the cards to try on a kernel.
+
+Prediction needs only this package and a model file; training needs scikit-learn (the `ranking` extra).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from warpwise.skills.ranking.features import GpuProfile, PairFeatures, pair_features
+from warpwise.skills.ranking.model import THRESHOLD, Prediction, RankingModel
+from warpwise.skills.ranking.store import DEFAULT_MODEL, data_dir, load_model, user_model_path, write_model
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "THRESHOLD",
+    "GpuProfile",
+    "PairFeatures",
+    "Prediction",
+    "RankingModel",
+    "data_dir",
+    "expansion_priorities",
+    "expansion_priority",
+    "load_default",
+    "load_model",
+    "predict_matches",
+    "queue_priority",
+    "user_model_path",
+    "write_model",
+]
+
+
+def load_default() -> RankingModel | None:
+    """Return the model in use (the user's trained one, else the package default); for `warpwise.search`."""
+    return load_model()
+
+
+def _gpu(model: RankingModel, gpu: str | None) -> GpuProfile | None:
+    if gpu and gpu in model.gpus:
+        return model.gpus[gpu]
+    return model.gpus.get(model.default_gpu)
+
+
+def predict_matches(
+    file_model: Any,
+    matches: Iterable[Any],
+    *,
+    model: RankingModel | None = None,
+    gpu: str | None = None,
+    extra: Mapping[str, Mapping[str, float]] | None = None,
+    top: int = 3,
+) -> dict[tuple[str, str], Prediction]:
+    """Return a prediction per (kernel, card) for card matches (engine `Match`es) of one file.
+
+    The card's matches in one kernel are one candidate (its fix applies to all of them), so they are predicted
+    together. `gpu` names the GPU to predict for (the model's default GPU when unknown); `extra` gives, per
+    kernel, features the source does not show (`k_registers`, `k_spills`, `k_block_log2`, `k_threads_log2`).
+    Returns an empty mapping when no model loads.
+    """
+    m = model if model is not None else load_model()
+    if m is None:
+        return {}
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for match in matches:
+        if getattr(match, "has_rewrite", False):
+            groups.setdefault((match.function, match.card_id), []).append(match)
+    profile = _gpu(m, gpu)
+    out: dict[tuple[str, str], Prediction] = {}
+    for (kernel, card), ms in groups.items():
+        fn = file_model.function(kernel)
+        if fn is None or not fn.is_kernel:
+            continue
+        try:
+            feats = pair_features(file_model, fn, ms, profile, (extra or {}).get(kernel))
+            out[(kernel, card)] = m.predict(feats, top=top)
+        except Exception:  # One pair that cannot be predicted is logged and left unranked.
+            log.exception("ranking: no prediction for %s in %s", card, kernel)
+    return out
+
+
+def queue_priority(prediction: Prediction | None) -> int:
+    """Return the verification queue priority of a candidate (higher runs first).
+
+    Predicted winners (P(verified) >= THRESHOLD) get a positive priority ordered by expected gain; an unranked
+    candidate gets 0; predicted losers get a negative one, the least likely last. The gate's queue skips negative
+    priorities when its GPU budget is short (`VerificationQueue(skip_below=0)`).
+    """
+    if prediction is None:
+        return 0
+    if prediction.will_be_faster:
+        return 1 + round(1000 * prediction.score)
+    return -1 - round(100 * (THRESHOLD - prediction.p_verified))
+
+
+def expansion_priorities(
+    text: str | bytes,
+    path: str = "<memory>",
+    kernel: str | None = None,
+    *,
+    model: RankingModel | None = None,
+    gpu: str | None = None,
+) -> list[tuple[str, str, float, Prediction]]:
+    """Return (kernel, card, priority, prediction) for every card with a rewrite in a source, best first.
+
+    For the search: the priority is the expected gain `Prediction.score` (P(verified) times the log of the upper
+    speedup), so expanding in this order tries likely, large wins first.
+    """
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.skills.engine import match_file
+
+    fm = analyze_text(text, path)
+    matches = [mt for mt in match_file(fm) if kernel is None or mt.function == kernel]
+    preds = predict_matches(fm, matches, model=model, gpu=gpu)
+    ranked = [(k, c, p.score, p) for (k, c), p in preds.items()]
+    ranked.sort(key=lambda r: (-r[2], r[0], r[1]))
+    return ranked
+
+
+def expansion_priority(
+    text: str | bytes, kernel: str, card: str, path: str = "<memory>", *, gpu: str | None = None
+) -> float | None:
+    """Return the search priority of applying one card to one kernel (None when the card does not bind there)."""
+    for k, c, score, _ in expansion_priorities(text, path, kernel, gpu=gpu):
+        if (k, c) == (kernel, card):
+            return score
+    return None

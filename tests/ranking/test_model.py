@@ -1,0 +1,137 @@
+"""The ranking model: training, prediction, intervals, explanations, the model file, and the shipped default."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from warpwise.skills import ranking
+from warpwise.skills.ranking import dataset, store
+from warpwise.skills.ranking.model import FORMAT, THRESHOLD, RankingModel, train
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dataset.TrainingSet:
+    ts = dataset.load_shipped()
+    assert ts is not None, "skills/ranking/default_training_set.json is missing: run `warpwise ranking train --default`"
+    return ts
+
+
+@pytest.fixture(scope="module")
+def small_model(shipped: dataset.TrainingSet) -> RankingModel:
+    return train(shipped.examples, shipped.gpus, alphas=(10.0,), cs=(0.1,))
+
+
+def test_predictions_are_probabilities_with_ordered_intervals(small_model, shipped) -> None:
+    for e in shipped.labelled:
+        p = small_model.predict(e.features)
+        assert 0.0 < p.p_verified < 1.0
+        assert 0 < p.low <= p.speedup <= p.high
+        assert p.label.startswith("predicted ") and p.label.endswith("x")
+        assert p.will_be_faster == (p.p_verified >= THRESHOLD)
+
+
+def test_explanations_name_features_in_words(small_model, shipped) -> None:
+    e = next(e for e in shipped.labelled if e.card == "scalar-global-access")
+    p = small_model.predict(e.features, top=3)
+    assert len(p.reasons) == 3
+    text = p.explain()
+    assert "`scalar-global-access`" in text and "chance to verify" in text
+    assert all(("raises" in r.text) or ("lowers" in r.text) for r in p.reasons)
+    assert not any("k_" in r.text or "r_" in r.text.split()[0] for r in p.reasons)
+
+
+def test_the_card_record_drives_the_prediction(small_model, shipped) -> None:
+    def mean_p(card: str) -> float:
+        ps = [small_model.predict(e.features).p_verified for e in shipped.labelled if e.card == card]
+        return sum(ps) / len(ps)
+
+    # Verified 4 of 4 against 2 of 16 in the committed evidence.
+    assert mean_p("shared-memory-block-reduction") > mean_p("missing-restrict")
+
+
+def test_model_file_round_trips(small_model, shipped, tmp_path: Path) -> None:
+    path = store.write_model(small_model, tmp_path / "m.json")
+    back = store.read_model(path)
+    assert back is not None and back.version == small_model.version
+    for e in shipped.labelled[:10]:
+        assert back.predict(e.features).to_dict() == small_model.predict(e.features).to_dict()
+
+
+def test_a_bad_model_file_is_skipped(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "something-else"}))
+    assert store.read_model(bad) is None
+    with pytest.raises(ValueError, match="format"):
+        RankingModel.from_dict({"format": "x"})
+    with pytest.raises(ValueError, match="incomplete"):
+        RankingModel.from_dict({"format": FORMAT})
+
+
+def test_the_user_model_wins_over_the_default(small_model, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("WARPWISE_DATA_DIR", str(tmp_path))
+    assert store.user_model_path() == tmp_path / "ranking" / "model-v1.json"
+    default = ranking.load_model()
+    assert default is not None and default.version != small_model.version
+    store.write_model(small_model, store.user_model_path())
+    loaded = ranking.load_model()
+    assert loaded is not None and loaded.version == small_model.version
+
+
+def test_training_needs_a_label() -> None:
+    with pytest.raises(ValueError, match="no labelled examples"):
+        train([], {})
+
+
+def test_queue_priority_orders_winners_first(small_model, shipped) -> None:
+    preds = [small_model.predict(e.features) for e in shipped.labelled]
+    winners = [p for p in preds if p.will_be_faster]
+    losers = [p for p in preds if not p.will_be_faster]
+    assert winners and losers
+    assert min(ranking.queue_priority(p) for p in winners) > 0 > max(ranking.queue_priority(p) for p in losers)
+    assert ranking.queue_priority(None) == 0
+    a, b = sorted(losers, key=lambda p: p.p_verified)[:2]
+    assert ranking.queue_priority(a) <= ranking.queue_priority(b)
+
+
+# -- the shipped default model ----------------------------------------------------------------------------------
+
+
+def test_the_default_model_loads() -> None:
+    model = store.read_model(store.DEFAULT_MODEL)
+    assert model is not None
+    assert model.trained_on["examples"] >= 80 and model.default_gpu == "NVIDIA H200"
+    assert math.isclose(model.gpus["NVIDIA H200"].copy_gbps, 4215.4)
+
+
+def test_the_shipped_training_set_is_the_committed_evidence(tmp_path: Path) -> None:
+    rebuilt = dataset.build(ROOT)
+    want = json.loads(dataset.SHIPPED_TRAINING_SET.read_text())
+    got = json.loads(dataset.write_training_set(rebuilt, tmp_path / "ts.json").read_text())
+    assert got == want, "the committed evidence changed: run `warpwise ranking train --default`"
+
+
+def _close(a: object, b: object, path: str = "") -> list[str]:
+    """Return where two JSON documents differ beyond a relative 1e-4 on numbers (BLAS may move the 6th digit)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
+        return [d for k in a if k != "version" for d in _close(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} != {len(b)} items"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, float | int) and isinstance(b, float | int) and not isinstance(a, bool):
+        return [] if math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) else [f"{path}: {a} != {b}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+@pytest.mark.slow
+def test_retraining_reproduces_the_default_model(shipped) -> None:
+    model = train(shipped.examples, shipped.gpus, sources=shipped.sources)
+    shipped_model = json.loads(store.DEFAULT_MODEL.read_text())
+    assert _close(model.to_dict(), shipped_model) == [], "run `warpwise ranking train --default`"
