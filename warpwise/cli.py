@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "warpwise.commands.verify",
     "warpwise.commands.cache",
     "warpwise.commands.worker",
+    "warpwise.commands.lineage",
     "warpwise.commands.optimize",
     "warpwise.commands.generate",
     "warpwise.commands.ranking",
