@@ -26,6 +26,37 @@ def _add_cards(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("results", metavar="RESULTS.json", help="a card_evidence.json written by bench/card_evidence.py")
     ev.add_argument("--source", help="what to record as the source (default: the results file's path)")
     ev.set_defaults(handler=_evidence)
+    adm = verbs.add_parser(
+        "admit",
+        help="admit cards after a measured roundtrip on held-out naive kernels",
+        description="For every card with mined lineage evidence, rewrite each naive suite kernel where the card "
+        "applies, verify the rewrite with the gate, and admit the card when the measured speedup has the same sign "
+        "as, and lies inside the spread of, its mined evidence (or a reason is given). Needs a GPU.",
+    )
+    adm.add_argument("--suite", default="bench/suite", metavar="DIR", help="the naive suite (default: bench/suite)")
+    adm.add_argument(
+        "--backend", choices=("auto", "local", "cluster"), default="auto", help="where to verify (a GPU is needed)"
+    )
+    adm.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address for --backend cluster")
+    adm.add_argument(
+        "--lineages",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also count the mined steps of these lineage files",
+    )
+    adm.add_argument(
+        "--reason",
+        action="append",
+        default=[],
+        metavar="CARD=TEXT",
+        help="documented reason to admit "
+        "a card whose held-out speedup has the same sign but lies outside the mined spread",
+    )
+    adm.add_argument("--out", metavar="FILE.json", help="write the results here (and FILE.md beside it)")
+    adm.add_argument("--budget-s", type=float, metavar="S", help="start no verification after this many seconds")
+    adm.add_argument("--no-write", action="store_true", help="change no card (statuses and records stay as they are)")
+    adm.set_defaults(handler=_admit)
     lint = verbs.add_parser("lint", help="validate cards; exit 1 when any card has a problem")
     lint.add_argument("paths", nargs="*", metavar="PATH", help="card files or folders (default: the built-in cards)")
     lint.set_defaults(handler=_lint)
@@ -124,4 +155,89 @@ def _evidence(args: argparse.Namespace) -> int:
             print(f"error: {card.path} no longer loads: {problems[0]}", file=sys.stderr)
             return EXIT_ERROR
         print(f"{card_id}: +{len(recs)} record(s), {total} in all")
+    return EXIT_CLEAN
+
+
+def _admit(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import json
+
+    from warpwise.skills.library import builtin_library
+    from warpwise.skills.lineages.admission import (
+        admission_markdown,
+        apply_admission,
+        decisions,
+        mined_evidence,
+        run_roundtrips,
+    )
+    from warpwise.skills.lineages.lineage import Budget
+    from warpwise.verify.backends import gpu_count, make_backend
+    from warpwise.verify.cache import ResultCache
+    from warpwise.verify.gate import Gate
+    from warpwise.verify.types import Options
+
+    reasons = {}
+    for item in args.reason:
+        card, sep, text = item.partition("=")
+        if not sep or not text.strip():
+            print(f"warpwise cards admit: error: --reason takes CARD=TEXT, not {item!r}", file=sys.stderr)
+            return EXIT_ERROR
+        reasons[card.strip()] = text.strip()
+    lineages = []
+    for f in args.lineages:
+        try:
+            doc = json.loads(Path(f).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"warpwise cards admit: error: cannot read {f}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        lineages += list(doc["lineages"].values()) if "lineages" in doc else [doc]
+    if not Path(args.suite).is_dir():
+        print(f"warpwise cards admit: error: {args.suite}: no such folder", file=sys.stderr)
+        return EXIT_ERROR
+    backend_name = args.backend if args.backend != "auto" else "local"
+    if backend_name == "local" and gpu_count() == 0:
+        print("warpwise cards admit: error: admission needs measured results and no GPU is visible", file=sys.stderr)
+        return EXIT_ERROR
+    lib = builtin_library()
+    mined = mined_evidence(lib, lineages)
+    cache = ResultCache()
+    try:
+        backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
+    except (ValueError, ImportError, OSError) as exc:
+        print(f"warpwise cards admit: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        rows = run_roundtrips(
+            Gate(backend, cache),
+            Path(args.suite),
+            mined,
+            Options(),
+            Budget(args.budget_s),
+            lambda m: print(m, file=sys.stderr, flush=True),
+            reasons,
+        )
+    finally:
+        backend.close()
+    device = next((r["device"] for r in rows if r.get("device")), None)
+    doc = {
+        "meta": {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": " ".join(["warpwise", *sys.argv[1:]]),
+            "device": f"{device['gpu']} ({device['arch']}, {device['toolkit']})" if device else None,
+        },
+        "mined": mined,
+        "reasons": reasons,
+        "roundtrips": rows,
+        "decisions": decisions(mined, rows, reasons),
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        out.with_suffix(".md").write_text(admission_markdown(doc), encoding="utf-8")
+    for d in doc["decisions"]:
+        print(f"{d['card']:40} {'admitted' if d['admitted'] else 'preview':9} {d['why']}")
+    if not args.no_write:
+        for change in apply_admission(doc, f"admission {args.out or '(no results file)'}", lib):
+            print(change, file=sys.stderr)
     return EXIT_CLEAN
