@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One call on one H200 (about 5 minutes; issue 7): build the lineages of the expert corpus (most valuable first,
+# as many as the budget allows), run card admission on the naive suite, and the quality report. Every
+# verification goes through the gate and its cache, so admission and quality reuse each other's results.
+#
+#   run from the repository root, with `.whl` carried:   bash bench/gpu/lineage_batch.sh
+#   then, on the workstation, with the files it wrote:   .venv/bin/warpwise lineage ingest DIR
+#
+# Files under $OUT (8): env.txt, batch.log, lineages.json (every lineage, with its chart), admission.json and
+# admission.md, quality.json and quality.md, cache.jsonl.gz (the gate's results, for `warpwise cache import`).
+# Budgets (seconds; a job already running finishes after its budget is spent, so each step also has a timeout):
+#   LINEAGE_BUDGET=130 (timeout 150), ADMIT_BUDGET=40 (55), QUALITY_BUDGET=65 (85).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-cache
+LOG="$OUT/batch.log"
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
+  python3 -c "import sys, torch, cuda.bindings; print(sys.version.split()[0], torch.__version__, cuda.bindings.__version__)"
+  python3 -c "import matplotlib; print('matplotlib', matplotlib.__version__)"
+  git rev-parse HEAD 2>/dev/null || true
+  date -u +%FT%TZ
+} > "$OUT/env.txt" 2>&1
+
+# Most valuable first: the lineages that exercise the most deoptimizers and cards.
+OPS=${LINEAGE_OPS:-"reduce_sum softmax_rows transpose sgemm histogram gemv layernorm bias_gelu rmsnorm_f16 blur3x3 scan"}
+EXPERTS=()
+for op in $OPS; do EXPERTS+=("skills/lineages/corpus/$op/expert.cu"); done
+
+echo "== lineages $(date -u +%T)" >> "$LOG"
+timeout "${LINEAGE_TIMEOUT:-150}" python3 -m warpwise lineage build "${EXPERTS[@]}" --backend local --no-write \
+  --no-evidence --pack "$OUT/lineages.json" --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
+echo "lineage build exit $?" >> "$LOG"
+
+echo "== admission $(date -u +%T)" >> "$LOG"
+LINEAGES=()
+[ -f "$OUT/lineages.json" ] && LINEAGES=(--lineages "$OUT/lineages.json")
+timeout "${ADMIT_TIMEOUT:-55}" python3 -m warpwise cards admit --suite bench/suite --backend local "${LINEAGES[@]}" \
+  --out "$OUT/admission.json" --no-write --budget-s "${ADMIT_BUDGET:-40}" >> "$LOG" 2>&1
+echo "cards admit exit $?" >> "$LOG"
+
+echo "== quality $(date -u +%T)" >> "$LOG"
+timeout "${QUALITY_TIMEOUT:-85}" python3 bench/quality.py --out "$OUT" --budget-s "${QUALITY_BUDGET:-65}" \
+  --per-kernel-s "${QUALITY_PER_KERNEL:-10}" >> "$LOG" 2>&1
+echo "quality exit $?" >> "$LOG"
+
+python3 -m warpwise cache export 2>> "$LOG" | gzip > "$OUT/cache.jsonl.gz"
+echo "== done $(date -u +%T)" >> "$LOG"
+grep -E "^[a-z_0-9]+: [0-9]+ steps|exit [0-9]+|^== |^[a-z-]+ +(admitted|preview) " "$LOG" | tail -n 40
