@@ -110,7 +110,8 @@ class CardActions:
             predicted = _ranked(ctx, card_id, matches, model)
             if predicted is not None:
                 gain, source = predicted
-            prior = prior_of(gain, verdicts)
+            # The ranking model's features include the verdicts already; the evidence estimate does not.
+            prior = prior_of(gain, [] if predicted is not None else verdicts)
             unknown = sum(1 for v in verdicts if str(getattr(v.status, "value", v.status)) == "unknown")
             why = f"expected {100 * gain:+.1f}% time from {source}; {unknown} precondition(s) unknown"
             out.append(

@@ -15,8 +15,9 @@ expert. This module
    the user's inputs (renamed position by position), so grids follow the user's shapes;
 3. **plans**: from a version at plan position `k`, the next step `k+1` and the final (expert) step are offered.
 
-Lineage steps come from the lineage files the lineage builder writes next to the corpus (`lineage.json`, read
-through `warpwise.skills.lineages` when it provides them); without them the plan is the expert kernel alone.
+Lineage steps come from the lineages `warpwise lineage build` writes beside the corpus
+(`skills/lineages/results/<operator>/lineage.json`: kernels K0 .. Kn with their launch changes); without one
+the plan is the expert kernel alone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,17 @@ from warpwise.verify.spec import element_type, kernel_function, scalar_ctype
 
 log = logging.getLogger(__name__)
 
-CORPUS = Path(__file__).resolve().parent.parent / "skills" / "lineages" / "corpus"
+
+def corpus_dir() -> Path:
+    """Return the expert corpus: `$WARPWISE_CORPUS`, else the one beside the installed skills package."""
+    import warpwise.skills
+
+    override = os.environ.get("WARPWISE_CORPUS")
+    if override:
+        return Path(override)
+    return Path(warpwise.skills.__file__).resolve().parent / "lineages" / "corpus"
+
+
 STEP_PRIOR = 0.9
 EXPERT_PRIOR = 0.85
 
@@ -69,6 +81,8 @@ class PlanStep:
     text: str
     kernel: str
     card: str | None = None
+    launch_code: str | None = None
+    block: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,33 +129,50 @@ def launch_source(problem: str) -> str:
     return ast.unparse(ast.Module(body=keep, type_ignores=[])) + "\n"
 
 
-def _lineage_steps(folder: Path, expert_kernel: str) -> list[PlanStep]:
-    """Return the forward steps of a built lineage in `folder` (none when no lineage has been built)."""
-    try:
-        from warpwise.skills import lineages
-    except ImportError:
-        lineages = None
-    steps_of = getattr(lineages, "forward_steps", None) if lineages is not None else None
-    if callable(steps_of):
-        try:
-            return [PlanStep(s.title, s.text, s.kernel, getattr(s, "card", None)) for s in steps_of(folder)]
-        except Exception:  # A lineage that does not read leaves the plan with the expert alone.
-            log.exception("the lineage of %s could not be read", folder.name)
-            return []
-    path = folder / "lineage.json"
+def _lineage_steps(folder: Path, expert_kernel: str, expert_launch: str, block: Any) -> list[PlanStep]:
+    """Return the forward steps K1 .. Kn-1 of the lineage built from this expert (none when none was built).
+
+    Lineages are read from `results/<operator>/lineage.json` beside the corpus (`warpwise lineage build`). A
+    kernel of the walk launches with the expert's geometry and its recorded launch changes applied
+    (`warpwise.skills.lineages.launch`); a step whose changes cannot be rebuilt is left out.
+    """
+    path = folder.parent.parent / "results" / folder.name / "lineage.json"
     if not path.is_file():
         return []
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        rows = doc.get("forward") or []
-        return [PlanStep(r["title"], r["text"], r.get("kernel", expert_kernel), r.get("card")) for r in rows]
-    except (ValueError, KeyError, TypeError):
+        kernels = list(doc.get("kernels") or [])
+        by_target = {int(s["to"]): s for s in doc.get("steps") or [] if "to" in s}
+        name = str(doc.get("kernel") or expert_kernel)
+    except (OSError, ValueError, TypeError, KeyError):
         log.info("%s does not read as a lineage", path)
         return []
+    out = []
+    for k in kernels[1:-1]:
+        try:
+            index, source, changes = int(k["index"]), str(k["source"]), list(k.get("launch_changes") or [])
+        except (KeyError, TypeError, ValueError):
+            continue
+        code, step_block = expert_launch, block
+        if changes:
+            try:
+                from warpwise.skills.lineages.deopt.base import LaunchChange
+                from warpwise.skills.lineages.launch import problem_source
+            except ImportError:
+                continue
+            parsed = tuple(LaunchChange.from_dict(c) for c in changes)
+            code = problem_source(expert_launch, parsed, parsed)
+            step_block = None if any(c.part == "block" for c in parsed) else block
+        step = by_target.get(index, {})
+        what = step.get("card") or step.get("pass") or "step"
+        title = f"{what}: {step.get('label', '')}".rstrip(": ") + f" (K{index})"
+        out.append(PlanStep(title, source, name, step.get("card"), code, step_block))
+    return out
 
 
-def plans_for(ctx: SearchContext, version: Version, corpus: Path = CORPUS) -> list[Plan]:
+def plans_for(ctx: SearchContext, version: Version, corpus: Path | None = None) -> list[Plan]:
     """Return the plans of every corpus operator the kernel is recognised as (usually none or one)."""
+    corpus = corpus or corpus_dir()
     _, fn = ctx.function(version)
     if fn is None or fn.template_params or not corpus.is_dir():
         return []
@@ -165,10 +196,12 @@ def plans_for(ctx: SearchContext, version: Version, corpus: Path = CORPUS) -> li
             expert_fn = expert_model.kernels[0]
         if expert_fn is None or _signature(expert_fn) != mine or "def launch" not in problem:
             continue
-        steps = _lineage_steps(folder, expert_fn.name)
-        steps.append(PlanStep(f"expert kernel of {folder.name}", text, expert_fn.name, None))
+        launch = launch_source(problem)
+        block = literal_block(problem)
+        steps = _lineage_steps(folder, expert_fn.name, launch, block)
+        steps.append(PlanStep(f"expert kernel of {folder.name}", text, expert_fn.name, None, launch, block))
         rename = tuple((theirs.name, ours.name) for theirs, ours in zip(expert_fn.params, fn.params, strict=True))
-        out.append(Plan(folder.name, tuple(steps), launch_source(problem), rename, literal_block(problem)))
+        out.append(Plan(folder.name, tuple(steps), launch, rename, block))
     return out
 
 
@@ -185,20 +218,18 @@ def adapt(ctx: SearchContext, start: Version, plan: Plan, step: PlanStep) -> Ver
     text = (data[:begin] + renamed.encode() + data[fn.base + fn.length :]).decode("utf-8", "surrogateescape")
     launch = None
     if ctx.spec_source == "problem_file":
-        launch = LaunchOverride().then(
-            Transform(
-                "python", code=plan.launch_code, rename=plan.rename, label=f"launch of the {plan.operator} expert"
-            )
-        )
+        code = step.launch_code or plan.launch_code
+        label = f"launch of the {plan.operator} lineage"
+        launch = LaunchOverride().then(Transform("python", code=code, rename=plan.rename, label=label))
     elif model.launches_of(ctx.kernel):
         return None
-    return Version(text, launch, plan.block)
+    return Version(text, launch, step.block if step.launch_code else plan.block)
 
 
 class LineageActions:
     """Lists the next step and the final step of every recognised operator's plan."""
 
-    def __init__(self, corpus: Path = CORPUS) -> None:
+    def __init__(self, corpus: Path | None = None) -> None:
         self.corpus = corpus
         self._plans: dict[str, list[Plan]] = {}
         self._start: Version | None = None

@@ -1,8 +1,9 @@
 """The ranking model's predictions as search priors, when `warpwise.skills.ranking` provides a model.
 
 The ranking model (issue 9) predicts, for a (card, region) pair, the probability that verification succeeds and
-the expected speedup. The search uses it only to order expansions: the expected share of time saved is
-`p * (1 - 1 / speedup)`. Without an installed model the card priors come from the cards' evidence records.
+the expected speedup (`predict_matches`, the card's matches in one kernel predicted together). The search uses it
+only to order expansions: the expected share of time saved is `p * (1 - 1 / speedup)`, on the same scale as the
+evidence estimate it replaces. Without a model that loads, the card priors come from the cards' evidence records.
 """
 
 from __future__ import annotations
@@ -30,18 +31,18 @@ def predictor() -> Predictor | None:
     except Exception:  # No usable model: the evidence priors are used instead.
         log.info("no ranking model could be loaded; card priors come from evidence records")
         return None
-    if model is None or not hasattr(model, "predict_match"):
+    predict_matches = getattr(ranking, "predict_matches", None)
+    if model is None or not callable(predict_matches):
         return None
 
     def predict(card_id: str, matches: list[Any], file_model: Any) -> tuple[float, str] | None:
-        best: tuple[float, str] | None = None
-        for m in matches:
-            p = model.predict_match(file_model, m)
-            if p is None:
-                continue
-            gain = float(p.probability) * (1.0 - 1.0 / max(float(p.speedup), 1e-6))
-            if best is None or gain > best[0]:
-                best = (gain, f"the ranking model ({p.probability:.0%} likely, {p.speedup:.2f}x expected)")
-        return best
+        if not matches:
+            return None
+        found = predict_matches(file_model, matches, model=model)
+        p = found.get((matches[0].function, card_id))
+        if p is None:
+            return None
+        gain = float(p.probability) * (1.0 - 1.0 / max(float(p.speedup), 1e-6))
+        return gain, f"the ranking model ({p.probability:.0%} likely to verify, {p.speedup:.2f}x expected)"
 
     return predict

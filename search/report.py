@@ -146,6 +146,7 @@ class SearchReport:
     trajectory: list[tuple[float, float]] = field(default_factory=list)
     plans: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    search: Any = field(default=None, repr=False, compare=False)
 
     @property
     def speedup(self) -> float | None:
@@ -282,4 +283,5 @@ def build_report(
         trajectory=list(search.trajectory),
         plans=plans or [],
         notes=notes or [],
+        search=search,
     )

@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ VERIFY_UNAVAILABLE = (
     "verification is not available: the verification gate (warpwise.verify) does not provide a verification "
     "queue in this installation yet"
 )
-SEARCH_UNAVAILABLE = "optimization search is not available: warpwise.search does not provide a search yet"
+SEARCH_UNAVAILABLE = "optimization search is not available: warpwise.search cannot be imported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,19 @@ class CandidateState:
     spread: float | None = None
     gpu: str | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeOutcome:
+    """The search's report for one kernel of one document version (`report` is a `SearchReport`)."""
+
+    uri: str
+    version: int
+    kernel: str
+    mode: str
+    report: Any
+    detail: str
+    text: bytes = b""
 
 
 def launch_shapes(model: FileModel) -> dict[str, LaunchShape]:
@@ -428,6 +442,86 @@ class VerificationService:
                 run=run,
                 priority=priority,
                 uri=snap.uri,
+                version=snap.version,
+            )
+        )
+
+    def submit_optimize(
+        self,
+        snap: Snapshot,
+        kernel: str,
+        *,
+        strategy: str = "mcts",
+        budget_s: float = 120.0,
+        candidates: int = 30,
+        priority: int = Priority.INTERACTIVE,
+    ) -> Job:
+        """Queue a search for a faster version of one kernel (`warpwise.search`), its jobs through the gate's queue.
+
+        Without a GPU the search is a compile-only dry run. The LLM takes part only when `llm.endpoint` is set.
+        Progress reports versions evaluated, the best verified speedup and GPU-seconds; cancelling the job stops
+        the search before its next candidate.
+        """
+        from warpwise.search.evaluate import QueueVerifier
+        from warpwise.search.llm import LLMConfig
+        from warpwise.search.optimize import OptimizeOptions, optimize
+        from warpwise.skills.library import builtin_library
+
+        s = snap.settings
+        text = snap.text.decode("utf-8", "replace")
+        mode = "compile-only" if self.backend() == "compile-only" else "gpu"
+        llm = LLMConfig.resolve(s.llm_endpoint, s.llm_model) if s.llm_endpoint else None
+        enabled = {c.skill_id for c in builtin_library() if s.rule_enabled(c.skill_id)}
+
+        async def run(job: Job) -> OptimizeOutcome:
+            loop = asyncio.get_running_loop()
+            cancel = threading.Event()
+
+            def progress(p: Any) -> None:  # Called on the search's thread.
+                best = f"{p.best_speedup:.2f}x" if p.best_speedup is not None else "none yet"
+                unit = "build-s" if mode == "compile-only" else "GPU-s"
+                message = f"{p.nodes} versions · best {best} · {p.gpu_seconds:.1f} {unit}"
+                percentage = min(99, int(100 * p.candidates / candidates)) if candidates else None
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(job.report, message, percentage)
+
+            job.report("preparing the search")
+            queue = await asyncio.to_thread(self._gate)
+            verifier = QueueVerifier(queue, priority=priority, group=f"optimize:{snap.uri}#{kernel}", cancel=cancel)
+            opts = OptimizeOptions(
+                strategy=strategy,
+                budget_s=budget_s,
+                candidates=candidates,
+                compile_only=mode == "compile-only",
+                llm=llm,
+                time_limit_s=s.compiler_timeout_seconds,
+                enabled_cards=enabled,
+            )
+            try:
+                report = await asyncio.to_thread(
+                    optimize, snap.path, kernel, opts, text=text, verifier=verifier, progress=progress, cancel=cancel
+                )
+            except asyncio.CancelledError:
+                cancel.set()
+                raise
+            if report.speedup is not None:
+                detail = f"`{kernel}`: verified {report.speedup:.2f}x in {report.budget.get('nodes', 0)} versions"
+            elif mode == "compile-only":
+                detail = f"`{kernel}`: built {report.budget.get('nodes', 0)} versions (compile-only, nothing timed)"
+            else:
+                detail = f"`{kernel}`: no version verified faster ({report.stop_reason})"
+            return OptimizeOutcome(snap.uri, snap.version, kernel, mode, report, detail, snap.text)
+
+        return self.queue.submit(
+            Job(
+                kind="optimize",
+                title=f"Optimize `{kernel}`",
+                key=("optimize", snap.uri, snap.content_hash, kernel, strategy, budget_s, candidates),
+                supersede=("optimize", snap.uri, kernel),
+                run=run,
+                priority=priority,
+                uri=snap.uri,
+                kernel=kernel,
                 version=snap.version,
             )
         )

@@ -19,7 +19,7 @@ from warpwise.server import convert
 from warpwise.server.features import profiling, verifying
 from warpwise.server.features.hover import verification_line
 from warpwise.server.jobs import JobState, Priority
-from warpwise.server.verification import SEARCH_UNAVAILABLE, ProfileReport
+from warpwise.server.verification import SEARCH_UNAVAILABLE, OptimizeOutcome, ProfileReport
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -118,7 +118,12 @@ async def verify_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) 
 
 
 async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
-    """Search for a faster version of one kernel under the GPU-time budget (job queue)."""
+    """Search for a faster version of one kernel under the GPU-time budget (job queue).
+
+    Optional arguments beside `uri`/`kernel`: `budgetSeconds`, `candidates`, `strategy` (mcts, greedy, random).
+    The reply carries the best verified version as a workspace edit (`edit`) and the search's report (`markdown`);
+    without a GPU the search is a compile-only dry run and proposes nothing.
+    """
     target = _target(ls, params)
     kernel, why = await _kernel(ls, target)
     if kernel is None:
@@ -129,7 +134,86 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
         search = None
     if search is None or not hasattr(search, "optimize"):
         return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: {SEARCH_UNAVAILABLE}")
-    return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: the search is not wired to the server yet")
+    if not ls.settings.verification_trusted_workspace:
+        return _reply(False, "untrusted", f"`{kernel}` is not optimized: this workspace is not trusted to run code")
+    if ls.settings.gpu_backend == "off":
+        return _reply(False, "off", f"`{kernel}` is not optimized: `warpwise.gpu.backend` is `off`")
+    assert target.uri is not None
+    doc = ls.documents.get(target.uri)
+    if doc is None:
+        return _reply(False, "no_document", "the document is not open in the server")
+    first = (params.arguments or [None])[0]
+    extra = first if isinstance(first, dict) else {}
+    budget = extra.get("budgetSeconds")
+    count = extra.get("candidates")
+    strategy = extra.get("strategy") if extra.get("strategy") in ("mcts", "greedy", "random") else "mcts"
+    job = ls.verification.submit_optimize(
+        doc.capture(ls.settings, ls.generation),
+        kernel,
+        strategy=strategy,
+        budget_s=float(budget) if isinstance(budget, int | float) and budget > 0 else 120.0,
+        candidates=int(count) if isinstance(count, int) and count > 0 else 30,
+    )
+    if params.work_done_token is not None:
+        from warpwise.server.features import progress
+
+        progress.attach_client_token(ls, job, params.work_done_token)
+    await job.done
+    if job.state is JobState.CANCELLED:
+        return _reply(False, "cancelled", f"the search was cancelled: {job.cancel_reason}", jobId=job.id)
+    if job.state is JobState.FAILED or not isinstance(job.result, OptimizeOutcome):
+        return _reply(False, "failed", f"the search failed: {job.error}", jobId=job.id)
+    outcome: OptimizeOutcome = job.result
+    report = outcome.report
+    if report.speedup is None:
+        status = "no_gpu" if outcome.mode == "compile-only" else "not_verified"
+        return _reply(False, status, outcome.detail, jobId=job.id, markdown=report.markdown())
+    current = ls.documents.get(outcome.uri)
+    if current is None or current.version != outcome.version:
+        message = f"{outcome.detail}, but the document changed during the search; run it again (results are cached)"
+        return _reply(False, "changed", message, jobId=job.id, markdown=report.markdown())
+    return _reply(
+        True,
+        "verified",
+        outcome.detail,
+        jobId=job.id,
+        speedup=report.speedup,
+        edit=_search_edit(ls, outcome),
+        markdown=report.markdown(),
+    )
+
+
+def _search_edit(ls: WarpwiseServer, outcome: OptimizeOutcome) -> types.WorkspaceEdit:
+    """Return the search's edits (the kernel's file, and the problem file when the launch changed) for the client."""
+    from pathlib import Path
+
+    from warpwise.analyzers.build import line_index
+
+    changes: list[tuple[str, int | None, types.TextEdit]] = []
+    for e in outcome.report.edits:
+        if e.path == outcome.report.file:
+            uri, version, data = outcome.uri, outcome.version, outcome.text
+        else:
+            path = Path(e.path)
+            uri, version = path.resolve().as_uri(), None
+            data = path.read_bytes() if path.is_file() else b""
+        rng = convert.span_range(line_index(data), (e.start, e.end))
+        changes.append((uri, version, types.TextEdit(range=rng, new_text=e.text)))
+    caps = ls.client_capabilities.workspace
+    if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                    edits=[edit],
+                )
+                for uri, version, edit in changes
+            ]
+        )
+    by_uri: dict[str, list[types.TextEdit]] = {}
+    for uri, _, edit in changes:
+        by_uri.setdefault(uri, []).append(edit)
+    return types.WorkspaceEdit(changes=by_uri)
 
 
 async def profile_file(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:

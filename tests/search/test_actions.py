@@ -179,3 +179,48 @@ def test_launch_override_code_and_problem_file_edit() -> None:
     # Adopted into the problem file, the new `launch` gives the same geometry as the candidate had.
     assert _geometry(base + override.problem_file_edit("k"), inputs) == ((2048, 1, 1), (128, 1, 1), 0)
     assert literal_block(base) == (256, 1, 1)
+
+
+def test_a_built_lineage_gives_intermediate_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import shutil
+
+    import torch
+
+    from warpwise.verify.gpu_job import Problem
+    from warpwise.verify.types import Side
+
+    monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
+    corpus = tmp_path / "lineages" / "corpus"
+    shutil.copytree(ROOT / "skills" / "lineages" / "corpus" / "reduce_sum", corpus / "reduce_sum")
+    expert = (corpus / "reduce_sum" / "expert.cu").read_text()
+    middle = expert.replace("#define SUM_UNROLL 4", "#define SUM_UNROLL 1")
+    change = {"part": "grid", "axis": 0, "python": "max(1, inputs['n'] // 1024)", "text": "grid.x = n / 1024"}
+    lineage = {
+        "kernel": "sum_f32",
+        "kernels": [
+            {"index": 0, "source": middle.replace("SUM_THREADS 256", "SUM_THREADS 128"), "launch_changes": []},
+            {"index": 1, "source": middle, "launch_changes": [change]},
+            {"index": 2, "source": expert, "launch_changes": [], "is_expert": True},
+        ],
+        "steps": [
+            {"to": 1, "card": "one-element-per-thread", "pass": "coarsening", "label": "grid-x"},
+            {"to": 2, "card": None, "pass": "unroll", "label": "loads"},
+        ],
+    }
+    (tmp_path / "lineages" / "results" / "reduce_sum").mkdir(parents=True)
+    (tmp_path / "lineages" / "results" / "reduce_sum" / "lineage.json").write_text(json.dumps(lineage))
+    monkeypatch.setenv("WARPWISE_CORPUS", str(corpus))
+    ctx, v = context(SUITE / "sum" / "naive.cu", "sum_naive")
+    source = LineageActions()
+    acts = {a.name: a for a in source.actions(v, ctx)}
+    assert set(acts) == {"lineage:reduce_sum:0", "lineage:reduce_sum:1"}
+    assert acts["lineage:reduce_sum:0"].title == "reduce_sum lineage step 1/2: one-element-per-thread: grid-x (K1)"
+    step = acts["lineage:reduce_sum:0"].produce()
+    assert "#define SUM_UNROLL 1" in step.text and "sum_naive(" in step.text
+    spec = Evaluator(None, ctx.path, ctx.kernel, v, ctx.spec, Options()).spec_for(step)  # type: ignore[arg-type]
+    case = Problem(spec.run, torch.device("cpu")).case(0)
+    n = case.scalars["n"]
+    assert case.geometry[Side.CANDIDATE].grid == (max(1, n // 1024), 1, 1)
+    # From K1 the plan goes on to the expert.
+    assert [a.name for a in source.actions(step, ctx)] == ["lineage:reduce_sum:1"]
