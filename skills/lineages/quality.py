@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from warpwise.skills.lineages.deopt.base import LaunchChange
 from warpwise.skills.lineages.launch import problem_source
 from warpwise.skills.lineages.lineage import Budget, summarize
-from warpwise.skills.lineages.suite import SuiteKernel, card_candidates
+from warpwise.skills.lineages.suite import CardCandidate, SuiteKernel, card_candidates
 from warpwise.verify.gate import Candidate, Gate
 from warpwise.verify.types import Options, Status, VerificationResult
 
@@ -123,9 +123,11 @@ def strategy(name: str) -> Strategy:
 class GreedyCards:
     """Apply the verified card rewrites warpwise proposes, in the order it proposes them, re-matching after each.
 
-    A card whose rewrite was not verified on a kernel is not proposed again for that kernel (its text changes
-    between steps, but GPU time is better spent on the proposals not yet tried), and at most `max_steps` steps
-    are taken.
+    The order is the editor's: by the learned ranking's expected gain when a ranking model loads
+    (`warpwise.skills.ranking.predict_matches`), unranked proposals after the ranked ones, each group in the
+    engine's order of matches. A card whose rewrite was not verified on a kernel is not proposed again for that
+    kernel (its text changes between steps, but GPU time is better spent on the proposals not yet tried), and at
+    most `max_steps` steps are taken.
     """
 
     name = "greedy-cards"
@@ -139,7 +141,7 @@ class GreedyCards:
         rejected: set[str] = set()
         for _ in range(self.max_steps):
             accepted = None
-            for cand in card_candidates(kernel, out.text):
+            for cand in ordered(kernel, out.text, card_candidates(kernel, out.text), out.notes):
                 if cand.card in rejected:
                     continue
                 if ctx.budget.spent:
@@ -160,6 +162,27 @@ class GreedyCards:
             out.text = accepted.candidate
             out.launch = out.launch + accepted.launch
         return out
+
+
+def ordered(kernel: SuiteKernel, text: str, cands: list[CardCandidate], notes: list[str]) -> list[CardCandidate]:
+    """Return card candidates in the editor's order: ranked by predicted gain when a model loads, else as matched."""
+    try:
+        from warpwise.analyzers.build import analyze_text
+        from warpwise.skills.engine import match_file
+        from warpwise.skills.ranking import predict_matches
+
+        model = analyze_text(text, str(kernel.path))
+        preds = predict_matches(model, [m for m in match_file(model) if m.function == kernel.kernel])
+    except Exception as exc:  # The ranking only orders; without it the engine's order stands.
+        if "engine order" not in " ".join(notes):
+            notes.append(f"proposals in the engine order (no ranking: {type(exc).__name__})")
+        return cands
+    if not preds:
+        return cands
+    if "ranked" not in " ".join(notes):
+        notes.append("proposals ranked by the learned ranking's expected gain, as the editor orders them")
+    score = {card: p.score for (k, card), p in preds.items() if k == kernel.kernel}
+    return sorted(cands, key=lambda c: (c.card not in score, -score.get(c.card, 0.0)))
 
 
 def roofline_ms(ns: dict[str, Any], inputs: dict[str, Any], peaks: dict[str, float]) -> float | None:
@@ -295,6 +318,8 @@ def quality_markdown(doc: dict[str, Any], chart_file: str | None = None) -> str:
         f"Peaks: copy {peaks.get('copy_gbps', 0):.0f} GB/s, cuBLAS float32 {peaks.get('cublas_sgemm_tflops', 0):.1f} "
         f"TFLOP/s ({peaks.get('source', 'unknown source')}). Times are gate medians at full size, L2 flushed; eager is "
         "timed the same way in the same run.",
+        "",
+        *[f"- {n}" for n in sorted({n for r in rows for n in r.get("notes", [])})],
         "",
         "| kernel | chain of cards | naive ms | final ms | speedup over naive (low..high) | vs torch eager | "
         "% of roofline (naive -> final) | GPU-s |",

@@ -38,7 +38,10 @@ def shuffles_pay(original: str, candidate: str) -> tuple[Status, float]:
     return Status.NOT_FASTER, 1.0
 
 
-def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again() -> None:
+def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpwise.skills.lineages import quality
+
+    monkeypatch.setattr(quality, "ordered", lambda kernel, text, cands, notes: cands)  # the engine's order
     (k,) = suite_kernels(SUITE, {"sum"})
     backend = ScriptedBackend(shuffles_pay)
     ctx = QualityContext(Gate(backend), Options(), Budget())
@@ -48,6 +51,31 @@ def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again() -> N
     # The rejected card is not proposed again after the accepted step.
     assert [a["card"] for a in out.attempts].count("readonly-data-without-restrict") == 1
     assert "__shfl" in out.text
+
+
+def test_proposals_follow_the_ranking_when_it_predicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpwise.skills import ranking
+    from warpwise.skills.lineages.quality import ordered
+    from warpwise.skills.lineages.suite import card_candidates
+
+    (k,) = suite_kernels(SUITE, {"sum"})
+    cands = card_candidates(k)
+    assert [c.card for c in cands] == ["readonly-data-without-restrict", "shared-memory-block-reduction"]
+
+    class Pred:
+        def __init__(self, score: float) -> None:
+            self.score = score
+
+    fake = {
+        ("sum_naive", "shared-memory-block-reduction"): Pred(0.5),
+        ("sum_naive", "readonly-data-without-restrict"): Pred(0.1),
+    }
+    monkeypatch.setattr(ranking, "predict_matches", lambda model, matches: fake)
+    notes: list[str] = []
+    assert [c.card for c in ordered(k, k.expert.text, cands, notes)] == [c.card for c in reversed(cands)]
+    assert "ranked" in notes[0]
+    monkeypatch.setattr(ranking, "predict_matches", lambda model, matches: {})
+    assert ordered(k, k.expert.text, cands, []) == cands
 
 
 def test_a_quality_row_measures_naive_against_final() -> None:
