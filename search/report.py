@@ -9,6 +9,7 @@ never proposes one.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,15 @@ def minimal_edit(path: str, before: str, after: str) -> FileEdit | None:
     while 0 < j < len(a) and (a[len(a) - j] & 0xC0) == 0x80:
         j -= 1
     return FileEdit(path, i, len(a) - j, b[i : len(b) - j].decode("utf-8", "surrogateescape"))
+
+
+def _unified(path: str, before: str, after: str) -> str:
+    """Return a unified diff of one file."""
+    name = Path(path).name
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def summary(result: VerificationResult | None) -> dict[str, Any]:
@@ -147,6 +157,22 @@ class SearchReport:
     plans: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     search: Any = field(default=None, repr=False, compare=False)
+    start_text: str | None = field(default=None, repr=False)
+
+    def diff(self) -> str:
+        """Return the proposed edits as a unified diff (empty without a proposal)."""
+        if self.best_text is None or self.start_text is None:
+            return ""
+        out = _unified(self.file, self.start_text, self.best_text)
+        for e in self.edits[1:]:
+            try:
+                old = Path(e.path).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            data = old.encode("utf-8", "surrogatepass")
+            new = (data[: e.start] + e.text.encode("utf-8", "surrogatepass") + data[e.end :]).decode("utf-8")
+            out += _unified(e.path, old, new)
+        return out
 
     @property
     def speedup(self) -> float | None:
@@ -227,6 +253,9 @@ class SearchReport:
             out.append(f"- {n['title']} (from node {n['parent']}): **{n.get('status')}**{spt}: {detail}")
         for r in self.rejected:
             out.append(f"- {r['title']} (from node {r['from']}): not evaluated: {r['reason']}")
+        diff = self.diff()
+        if diff:
+            out += ["", "## Proposed edit", "", "```diff", diff.rstrip("\n"), "```"]
         if self.notes:
             out += ["", "## Notes", ""] + [f"- {note}" for note in self.notes]
         return "\n".join(out) + "\n"
@@ -284,4 +313,5 @@ def build_report(
         plans=plans or [],
         notes=notes or [],
         search=search,
+        start_text=search.root.version.text,
     )

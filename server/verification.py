@@ -324,8 +324,9 @@ class VerificationService:
             self._gate_error = f"the {name} verification backend did not start: {exc}"
             raise
         self._gate_error = ""
+        # Negative priorities are the learned ranking's predicted losers: skipped once the budget is short.
         self._gate_queue = VerificationQueue(
-            Gate(backend, cache), budget_s=self.settings.verification_gpu_time_budget_seconds
+            Gate(backend, cache), budget_s=self.settings.verification_gpu_time_budget_seconds, skip_below=0
         )
         self._gate_config = config
         return self._gate_queue
@@ -366,8 +367,13 @@ class VerificationService:
         candidate_text: bytes,
         title: str,
         priority: int = Priority.INTERACTIVE,
+        gate_priority: int | None = None,
     ) -> Job:
-        """Queue the verification of one candidate rewrite of a kernel."""
+        """Queue the verification of one candidate rewrite of a kernel.
+
+        `gate_priority` is its priority in the gate's queue (higher first; the learned ranking's), when it differs
+        from the server job's `priority`.
+        """
         from warpwise.verify.gate import Candidate
         from warpwise.verify.types import Options
 
@@ -386,7 +392,8 @@ class VerificationService:
         async def run(job: Job) -> CandidateState | None:
             self._candidates[key] = CandidateState("queued", detail="waiting for the GPU")  # type: ignore[index]
             try:
-                result = await self._run_gate(job, candidate, tolerances, priority, group, snap.version)
+                gp = priority if gate_priority is None else gate_priority
+                result = await self._run_gate(job, candidate, tolerances, gp, group, snap.version)
             except BaseException:
                 self._candidates.pop(key, None)  # type: ignore[arg-type]
                 raise

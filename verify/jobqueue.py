@@ -13,7 +13,10 @@ profile), `finished`, `cancelled`, `refused`.
   already running finish (their result is cached, as it is still true of that text) but are marked
   `superseded`, so their results are never shown on newer text.
 - **Budget**: the seconds the backend spent on jobs are added up; once the budget is spent, jobs still queued
-  are `refused` rather than run.
+  are `refused` rather than run. With `skip_below` set, a job whose priority is below it (the learned ranking,
+  `warpwise.skills.ranking.queue_priority`, gives predicted losers a negative priority) is `refused` as soon as the
+  budget is short: when the seconds left are fewer than the mean seconds of the jobs run so far times the jobs
+  still waiting.
 """
 
 from __future__ import annotations
@@ -90,10 +93,19 @@ class JobHandle:
 class VerificationQueue:
     """Runs submitted candidates on a gate's backend, highest priority first."""
 
-    def __init__(self, gate: Gate, *, budget_s: float | None = None, concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        *,
+        budget_s: float | None = None,
+        concurrency: int | None = None,
+        skip_below: int | None = None,
+    ) -> None:
         self.gate = gate
         self.budget_s = budget_s
+        self.skip_below = skip_below
         self.spent_s = 0.0
+        self.jobs_run = 0
         self._lock = threading.Condition()
         self._heap: list[tuple[int, int, JobHandle]] = []
         self._seq = itertools.count()
@@ -173,10 +185,22 @@ class VerificationQueue:
         with self._lock:
             self._supersede(group, below_generation)
 
-    def _refuse(self, handle: JobHandle) -> None:
-        """Mark a job refused because the GPU-time budget is spent."""
+    def _budget_short(self, handle: JobHandle) -> bool:
+        """Return whether a low-priority job should be skipped: the budget left cannot run every waiting job."""
+        if self.skip_below is None or self.budget_s is None or handle.priority >= self.skip_below or not self.jobs_run:
+            return False
+        waiting = 1 + sum(1 for _, _, h in self._heap if h.state is JobState.QUEUED)
+        return self.budget_s - self.spent_s < self.spent_s / self.jobs_run * waiting
+
+    def _refuse(self, handle: JobHandle, skipped: bool = False) -> None:
+        """Mark a job refused because the GPU-time budget is spent (or short, for a predicted loser)."""
         handle.state = JobState.REFUSED
         handle.message = f"the GPU-time budget of {self.budget_s:.0f} s is spent ({self.spent_s:.1f} s used)"
+        if skipped:
+            handle.message = (
+                f"skipped: predicted not to pay off (priority {handle.priority}) and the GPU-time budget is short "
+                f"({(self.budget_s or 0) - self.spent_s:.1f} s of {self.budget_s:.0f} s left)"
+            )
         self._emit(handle, JobEvent("refused", handle.job_id, handle.group, handle.generation, message=handle.message))
         handle._done.set()
 
@@ -210,6 +234,10 @@ class VerificationQueue:
                         self._active.pop(h.dedupe_key, None)
                         self._refuse(h)
                         continue
+                    if self._budget_short(h):
+                        self._active.pop(h.dedupe_key, None)
+                        self._refuse(h, skipped=True)
+                        continue
                     h.state = JobState.RUNNING
                     return h
                 self._lock.wait()
@@ -236,6 +264,7 @@ class VerificationQueue:
                 result = VerificationResult(status=Status.CRASHED, message=f"{type(exc).__name__}: {exc}")
             with self._lock:
                 self.spent_s += time.perf_counter() - t0
+                self.jobs_run += 1
                 self._finish(h, result)
 
     def pending(self) -> int:

@@ -4,7 +4,8 @@ Listing actions reads the current version's `Analysis` (analysis lane) and compu
 on `codeAction/resolve`, in a worker thread over the immutable analysis, and refused with `ContentModified` if the
 document changed since the action was listed. Clients that cannot resolve edits get them computed at listing time
 (still off the event loop). A fix whose verification failed is not offered; only `safe` fixes that were verified
-are marked preferred, and only `safe` fixes join "fix all".
+are marked preferred, and only `safe` fixes join "fix all". Quick fixes come verified first, then in the learned
+ranking's order, and an unverified one carries its prediction ("unverified, predicted 1.1-1.4x").
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 
 from warpwise.server import convert
 from warpwise.server.analysis import Analysis
+from warpwise.server.features import ranking
 from warpwise.server.providers import ComputedFix, FixEdit, Item
 from warpwise.server.verification import CandidateState, SpecAnnotation, has_spec_annotation, spec_annotation
 
@@ -44,14 +46,16 @@ def _wanted(only: list[str] | None, kind: str) -> bool:
     return any(kind == o or kind.startswith(o + ".") for o in only)
 
 
-def title_suffix(state: CandidateState) -> str:
-    """Return the verification state as the end of a quick-fix title."""
+def title_suffix(state: CandidateState, prediction: Any = None) -> str:
+    """Return the verification state as the end of a quick-fix title (with the ranking's prediction, if any)."""
     if state.state == "verified" and state.speedup is not None:
         return f"verified {state.speedup:.1f}x on {state.gpu}"
     if state.state == "queued":
         return "verification queued"
     if state.state == "running":
         return f"verifying{': ' + state.detail if state.detail else ''}"
+    if prediction is not None:
+        return f"unverified, {prediction.label}"
     return "not yet verified"
 
 
@@ -68,6 +72,8 @@ async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> lis
     actions: list[types.CodeAction] = []
     base = {"uri": uri, "version": analysis.version}
     if _wanted(only, types.CodeActionKind.QuickFix):
+        preds = await asyncio.to_thread(ranking.predictions, ls, analysis) if analysis.items_at(start, end) else {}
+        fixes: list[tuple[tuple[float, int], types.CodeAction]] = []
         for item in analysis.items_at(start, end):
             if not item.has_fix:
                 continue
@@ -75,15 +81,22 @@ async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> lis
             if state.state in FAILED_STATES:
                 continue
             diags = [d for d in params.context.diagnostics if d.code == item.id]
-            actions.append(
-                types.CodeAction(
-                    title=f"{item.fix_title} — {title_suffix(state)}",
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=diags or None,
-                    is_preferred=item.applicability == "safe" and state.state == "verified",
-                    data={**base, "action": "fix", "id": item.id, "span": list(item.span)},
+            pred = preds.get((item.function or "", item.id))
+            # Verified fixes first (fastest first), then by the ranking's priority: likely winners before losers.
+            order = (-(state.speedup or 0.0), 0) if state.state == "verified" else (0.0, -ranking.queue_priority(pred))
+            fixes.append(
+                (
+                    order,
+                    types.CodeAction(
+                        title=f"{item.fix_title} — {title_suffix(state, pred)}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=diags or None,
+                        is_preferred=item.applicability == "safe" and state.state == "verified",
+                        data={**base, "action": "fix", "id": item.id, "span": list(item.span)},
+                    ),
                 )
             )
+        actions += [a for _, a in sorted(fixes, key=lambda f: f[0])]
     if _wanted(only, FIX_ALL_KIND):
         safe = _safe_items(ls, analysis)
         if safe:

@@ -6,6 +6,7 @@ thread has not finished it yet); building the text is a lookup, a few hundred mi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from lsprotocol import types
 from warpwise.analyzers.model import FileModel, Function
 from warpwise.server import convert
 from warpwise.server.analysis import Analysis
+from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
 from warpwise.server.providers import Item
 from warpwise.server.verification import CandidateState
@@ -36,6 +38,8 @@ async def hover(ls: WarpwiseServer, params: types.HoverParams) -> types.Hover | 
     rng = None
     if items:
         items.sort(key=lambda i: i.span[1] - i.span[0])
+        if any(i.source == "card" and i.has_fix for i in items[:3]):
+            await asyncio.to_thread(ranking.predictions, ls, analysis)  # Computed once per version, off the loop.
         for item in items[:3]:
             sections.append(_item_markdown(ls, analysis, item))
         rng = convert.span_range(lines, items[0].span)
@@ -163,6 +167,10 @@ def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
         state = ls.verification.candidate_state(analysis.uri, analysis_hash, item.id, item.span)
         if item.has_fix:
             out += ["", f"**Verification.** {verification_line(state)}"]
+            pred = ranking.predictions(ls, analysis).get((item.function or "", item.id))
+            if pred is not None and state.state != "verified":
+                gpu = ls.verification.gpu
+                out += ["", ranking.hover_line(pred, gpu.name if gpu is not None and gpu.found else None)]
         elif item.applicability == "display-only":
             out += ["", "**Fix.** advice only; this card has no automatic rewrite"]
     if item.related:

@@ -3,7 +3,8 @@
 Triggered by `warpwise.verifyKernel`, by saving (`warpwise.verification.trigger` = `onSave`), or by typing
 (`onType`, debounced: only the version the user paused on is verified). Each candidate is the current text with
 one fix applied; results are kept per (document, content hash, card, span), so titles and hovers only ever
-describe the exact text they were measured on.
+describe the exact text they were measured on. Candidates are submitted in the learned ranking's order, each with
+the gate priority the ranking gives it (`warpwise.skills.ranking.queue_priority`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from warpwise.server.features import ranking
 from warpwise.server.jobs import Job, Priority
 from warpwise.server.providers import FixEdit
 
@@ -49,15 +51,29 @@ async def verify_candidates(
         return []
     snap = doc.capture(ls.settings, ls.generation)
     jobs = []
-    for item in analysis.items:
-        if not item.has_fix or (kernel is not None and item.function != kernel) or item.function is None:
-            continue
+    preds = await asyncio.to_thread(ranking.predictions, ls, analysis)
+    items = [
+        i for i in analysis.items if i.has_fix and i.function is not None and (kernel is None or i.function == kernel)
+    ]
+    # Likely winners first (the queue runs equal priorities in submission order); predicted losers last, and the
+    # gate's queue skips them when its GPU budget is short.
+    items.sort(key=lambda i: -ranking.queue_priority(preds.get((i.function or "", i.id))))
+    for item in items:
+        assert item.function is not None
+        pred = preds.get((item.function, item.id))
         fix = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
         if fix is None:
             continue
         candidate = apply_edits(analysis.model.text, fix.edits)
         job = ls.verification.submit_verify(
-            snap, item.id, item.span, item.function, candidate, item.fix_title or item.id, priority
+            snap,
+            item.id,
+            item.span,
+            item.function,
+            candidate,
+            item.fix_title or item.id,
+            priority,
+            gate_priority=ranking.queue_priority(pred) if pred is not None else None,
         )
         if token is not None:
             from warpwise.server.features import progress

@@ -18,10 +18,12 @@ Prediction needs only this package and a model file; training needs scikit-learn
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from warpwise.skills.ranking.features import GpuProfile, PairFeatures, pair_features
+from warpwise.skills.ranking.features import GpuProfile, PairFeatures, kernel_features, pair_features
 from warpwise.skills.ranking.model import THRESHOLD, Prediction, RankingModel
 from warpwise.skills.ranking.store import DEFAULT_MODEL, data_dir, load_model, user_model_path, write_model
 
@@ -40,6 +42,7 @@ __all__ = [
     "load_default",
     "load_model",
     "predict_matches",
+    "predictions_for",
     "queue_priority",
     "user_model_path",
     "write_model",
@@ -82,16 +85,53 @@ def predict_matches(
             groups.setdefault((match.function, match.card_id), []).append(match)
     profile = _gpu(m, gpu)
     out: dict[tuple[str, str], Prediction] = {}
+    kernels: dict[str, dict[str, float]] = {}
     for (kernel, card), ms in groups.items():
         fn = file_model.function(kernel)
         if fn is None or not fn.is_kernel:
             continue
         try:
-            feats = pair_features(file_model, fn, ms, profile, (extra or {}).get(kernel))
+            if kernel not in kernels:
+                kernels[kernel] = kernel_features(file_model, fn, profile, (extra or {}).get(kernel))
+            feats = pair_features(file_model, fn, ms, profile, kernel=kernels[kernel])
             out[(kernel, card)] = m.predict(feats, top=top)
         except Exception:  # One pair that cannot be predicted is logged and left unranked.
             log.exception("ranking: no prediction for %s in %s", card, kernel)
     return out
+
+
+_cache_lock = threading.Lock()
+_cache: OrderedDict[tuple[Hashable, str], dict[tuple[str, str], Prediction]] = OrderedDict()
+_CACHE_SIZE = 16
+
+
+def predictions_for(
+    key: Hashable, file_model: Any, matches: Iterable[Any], gpu: str | None = None
+) -> dict[tuple[str, str], Prediction]:
+    """Return `predict_matches` with the model in use, remembered under `key` (say, a document's content hash).
+
+    For the editor: code actions, hovers and the verification queue ask for the same version's predictions; they
+    are computed once per version and model. Never raises: a failure is logged and gives no predictions.
+    """
+    try:
+        model = load_model()
+        if model is None:
+            return {}
+        ck = (key, f"{model.version}:{gpu}")
+        with _cache_lock:
+            hit = _cache.get(ck)
+            if hit is not None:
+                _cache.move_to_end(ck)
+                return hit
+        preds = predict_matches(file_model, matches, model=model, gpu=gpu)
+    except Exception:  # The ranking only orders and labels; it never stops the editor.
+        log.exception("ranking: no predictions for %r", key)
+        return {}
+    with _cache_lock:
+        _cache[ck] = preds
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return preds
 
 
 def queue_priority(prediction: Prediction | None) -> int:

@@ -362,15 +362,16 @@ def pair_features(
     matches: Iterable[Any],
     gpu: GpuProfile | None = None,
     extra: Mapping[str, float] | None = None,
+    kernel: Mapping[str, float] | None = None,
 ) -> PairFeatures:
-    """Return the features of one card's matches in one kernel."""
+    """Return the features of one card's matches in one kernel (`kernel`: its `kernel_features`, if computed)."""
     ms = list(matches)
     if not ms:
         raise ValueError("pair_features needs at least one match of the card")
     card = ms[0].card
     numeric = {
         **region_features(ms),
-        **kernel_features(model, fn, gpu, extra),
+        **(kernel if kernel is not None else kernel_features(model, fn, gpu, extra)),
         **(gpu.features() if gpu is not None else dict.fromkeys(GPU_FEATURES, NAN)),
     }
     # Rounded as the training set file stores them, so a model trained on a fresh build and one trained on the

@@ -2,7 +2,7 @@
 
 `Marks` offers actions that append `// mark:NAME` lines to the kernel file; which marks are offered depends on the
 marks already there, so a test writes the search space as a small graph. `RecordedBackend` plays the GPU: it
-reads the marks of each candidate and returns the result recorded for that sequence, built the way the real
+reads the marks of each candidate (or asks `by_text` about its text) and returns the result recorded for it, built the way the real
 worker builds one (timings, then `decide_status`, the only place that says "verified"), with fixed durations so
 GPU-second budgets are exact. It counts how often it really ran, so cache hits are visible.
 """
@@ -124,6 +124,7 @@ class RecordedBackend:
     runs: list[tuple[str, ...]] = field(default_factory=list)
     delay_s: float = 0.0
     on_run: Callable[[tuple[str, ...]], None] | None = None
+    by_text: Callable[[str], float | str | None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def identity(self) -> DeviceIdentity | None:
@@ -140,7 +141,10 @@ class RecordedBackend:
             self.on_run(marks)
         if self.delay_s:
             time.sleep(self.delay_s)
-        return recorded(self.outcomes.get(marks, 1.0)).with_(key=job.key)
+        outcome = self.by_text(job.candidate.text) if self.by_text is not None else None
+        if outcome is None:
+            outcome = self.outcomes.get(marks, 1.0)
+        return recorded(outcome).with_(key=job.key)
 
     def close(self) -> None:
         return None

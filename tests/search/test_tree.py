@@ -40,6 +40,7 @@ def test_mcts_goes_past_the_decoy_and_reports_the_path(run: Runner) -> None:
     assert wrong["status"] == "incorrect" and wrong["reward"] == -1.0
     assert "incorrect" in report.markdown() and "## Rejected branches" in report.markdown()
     assert report.edits and report.edits[0].text.endswith("// mark:b\n// mark:b1\n// mark:b2\n")
+    assert "## Proposed edit" in report.markdown() and "+// mark:b2" in report.diff()
 
 
 def test_greedy_takes_the_best_first_step_and_stops(run: Runner) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import threading
@@ -71,15 +70,6 @@ def _fmt_progress(t0: float, p: Any) -> str:
     return f"  [{time.perf_counter() - t0:6.1f} s] nodes {p.nodes} · best {best} · {p.gpu_seconds:.1f} GPU-s · {p.last}"
 
 
-def _diff(path: str, before: str, after: str) -> str:
-    """Return a unified diff of the proposed edit."""
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-        )
-    )
-
-
 def _run_optimize(args: argparse.Namespace) -> int:
     from warpwise.search.llm import LLMConfig
     from warpwise.search.optimize import OptimizeError, OptimizeOptions, optimize
@@ -145,20 +135,13 @@ def _run_optimize(args: argparse.Namespace) -> int:
     if report.stop_reason.startswith("there is no kernel"):
         print(f"warpwise optimize: error: {report.stop_reason}", file=sys.stderr)
         return EXIT_ERROR
-    diffs = []
-    if report.best_text is not None:
-        diffs.append(_diff(args.file, text, report.best_text))
-        for e in report.edits[1:]:
-            old = Path(e.path).read_text(encoding="utf-8")
-            diffs.append(_diff(e.path, old, old[: e.start] + e.text + old[e.end :]))
+    diff = report.diff()
     if args.report:
-        Path(args.report).write_text(report.markdown() + ("\n```diff\n" + "".join(diffs) + "```\n" if diffs else ""))
+        Path(args.report).write_text(report.markdown(), encoding="utf-8")
     if args.json:
-        print(json.dumps({**report.to_dict(), "diff": "".join(diffs)}, indent=2))
+        print(json.dumps({**report.to_dict(), "diff": diff}, indent=2))
     else:
         print(report.markdown())
-        if diffs:
-            print("## Proposed edit\n\n```diff\n" + "".join(diffs) + "```")
     if args.write and report.best_text is not None:
         _write(report)
         if not args.json:
