@@ -10,12 +10,16 @@
 # admission.md, quality.json and quality.md, cache.jsonl.gz (the gate's results, for `warpwise cache import`).
 # Budgets (seconds; a job already running finishes after its budget is spent, so each step also has a timeout):
 #   LINEAGE_BUDGET=130 (timeout 150), ADMIT_BUDGET=40 (55), QUALITY_BUDGET=65 (85).
+# STEPS picks the steps (default "lineages admission quality"); a run split over two calls passes the first call's
+# lineages.json as LINEAGES_FILE and its cache.jsonl.gz as CACHE_IMPORT, so no measurement is repeated.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-cache
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=${WARPWISE_CACHE_DIR:-/tmp/warpwise-cache}
+STEPS=${STEPS:-"lineages admission quality"}
+has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 LOG="$OUT/batch.log"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
@@ -24,29 +28,40 @@ LOG="$OUT/batch.log"
   git rev-parse HEAD 2>/dev/null || true
   date -u +%FT%TZ
 } > "$OUT/env.txt" 2>&1
+if [ -n "${CACHE_IMPORT:-}" ]; then
+  gzip -dc "$CACHE_IMPORT" | python3 -P -m warpwise cache import >> "$LOG" 2>&1
+  echo "cache import exit $?" >> "$LOG"
+fi
 
 # Most valuable first: the lineages that exercise the most deoptimizers and cards.
 OPS=${LINEAGE_OPS:-"reduce_sum softmax_rows transpose sgemm histogram gemv layernorm bias_gelu rmsnorm_f16 blur3x3 scan"}
 EXPERTS=()
 for op in $OPS; do EXPERTS+=("skills/lineages/corpus/$op/expert.cu"); done
 
-echo "== lineages $(date -u +%T)" >> "$LOG"
-timeout "${LINEAGE_TIMEOUT:-150}" python3 -m warpwise lineage build "${EXPERTS[@]}" --backend local --no-write \
-  --no-evidence --pack "$OUT/lineages.json" --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
-echo "lineage build exit $?" >> "$LOG"
+if has lineages; then
+  echo "== lineages $(date -u +%T)" >> "$LOG"
+  timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "${EXPERTS[@]}" --backend local --no-write \
+    --no-evidence --pack "$OUT/lineages.json" --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
+  echo "lineage build exit $?" >> "$LOG"
+fi
 
-echo "== admission $(date -u +%T)" >> "$LOG"
-LINEAGES=()
-[ -f "$OUT/lineages.json" ] && LINEAGES=(--lineages "$OUT/lineages.json")
-timeout "${ADMIT_TIMEOUT:-55}" python3 -m warpwise cards admit --suite bench/suite --backend local "${LINEAGES[@]}" \
-  --out "$OUT/admission.json" --no-write --budget-s "${ADMIT_BUDGET:-40}" >> "$LOG" 2>&1
-echo "cards admit exit $?" >> "$LOG"
+if has admission; then
+  echo "== admission $(date -u +%T)" >> "$LOG"
+  LINEAGES=()
+  LFILE=${LINEAGES_FILE:-$OUT/lineages.json}
+  [ -f "$LFILE" ] && LINEAGES=(--lineages "$LFILE")
+  timeout "${ADMIT_TIMEOUT:-55}" python3 -P -m warpwise cards admit --suite bench/suite --backend local "${LINEAGES[@]}" \
+    --out "$OUT/admission.json" --no-write --budget-s "${ADMIT_BUDGET:-40}" >> "$LOG" 2>&1
+  echo "cards admit exit $?" >> "$LOG"
+fi
 
-echo "== quality $(date -u +%T)" >> "$LOG"
-timeout "${QUALITY_TIMEOUT:-85}" python3 bench/quality.py --out "$OUT" --budget-s "${QUALITY_BUDGET:-65}" \
-  --per-kernel-s "${QUALITY_PER_KERNEL:-10}" >> "$LOG" 2>&1
-echo "quality exit $?" >> "$LOG"
+if has quality; then
+  echo "== quality $(date -u +%T)" >> "$LOG"
+  timeout "${QUALITY_TIMEOUT:-85}" python3 bench/quality.py --out "$OUT" --budget-s "${QUALITY_BUDGET:-65}" \
+    --per-kernel-s "${QUALITY_PER_KERNEL:-10}" >> "$LOG" 2>&1
+  echo "quality exit $?" >> "$LOG"
+fi
 
-python3 -m warpwise cache export 2>> "$LOG" | gzip > "$OUT/cache.jsonl.gz"
+python3 -P -m warpwise cache export 2>> "$LOG" | gzip > "$OUT/cache.jsonl.gz"
 echo "== done $(date -u +%T)" >> "$LOG"
 grep -E "^[a-z_0-9]+: [0-9]+ steps|exit [0-9]+|^== |^[a-z-]+ +(admitted|preview) " "$LOG" | tail -n 40
