@@ -206,8 +206,10 @@ class SearchReport:
         """Return the report as Markdown: verdict, path taken (the new kernel's lineage), rejected branches."""
         out = [f"# Optimize `{self.kernel}` ({Path(self.file).name})", ""]
         b = self.budget
+        device = next((n["device"] for n in self.nodes if n.get("device")), None)
+        where = f"{self.mode} on {device}" if device else self.mode
         out.append(
-            f"Strategy **{self.strategy}** ({self.mode}); {b.get('nodes', 0)} versions evaluated, "
+            f"Strategy **{self.strategy}** ({where}); {b.get('nodes', 0)} versions evaluated, "
             f"{b.get('candidates', 0)} gate jobs charged, {b.get('gpu_seconds', 0.0):.1f} GPU-seconds "
             f"({b.get('new', 0)} new, {b.get('cached', 0)} from the cache); stopped: {self.stop_reason}."
         )

@@ -10,14 +10,14 @@
 #   cuda-bindings and PyYAML already.
 # The call (from the repository root, carrying `.whl`):
 #   bash bench/gpu/search_batch.sh
-# Knobs: SEARCH_TIMEOUT (hard limit, 230 s), SEARCH_ARGS (extra arguments for bench/search_compare.py, e.g.
+# Knobs: SEARCH_TIMEOUT (hard limit, 230 s), WARPWISE_CACHE_DIR, SEARCH_ARGS (extra arguments for bench/search_compare.py, e.g.
 # "--kernels softmax matmul --candidates 12").
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-cache
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=${WARPWISE_CACHE_DIR:-/tmp/warpwise-cache}
 export WARPWISE_CORPUS="$PWD/skills/lineages/corpus"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv

@@ -324,6 +324,36 @@ def body_is_per_element(ctx: CheckContext, vector: bool = False) -> Verdict:
     return holds(f"the body computes element `{shape.var}` from element `{shape.var}` alone")
 
 
+# The most loop iterations per thread that still count as "one element's worth of work".
+_LIGHT_TRIP = 16
+
+
+@check("body_is_light")
+def body_is_light(ctx: CheckContext) -> Verdict:
+    """Hold when each thread's element takes a bounded, small amount of work (no loop over a runtime bound).
+
+    A thread that already loops over a row (a GEMV, a row-wise loss, a per-row selection) is launched with one thread
+    per row, not per element: the grid is small, and dividing it leaves most of the GPU idle. Measured on the H200
+    (bench/results/admission-2026-11-29.md): coarsening such kernels made them 1.6x to 8x slower.
+    """
+    fn = ctx.function
+    body = ctx.fact("shape").body
+    lo, hi = body.start_byte - fn.base, body.end_byte - fn.base
+    for lp in fn.loops:
+        if not (lo <= lp.span[0] < hi):
+            continue
+        if lp.trip_count is not None and lp.trip_count <= _LIGHT_TRIP:
+            continue
+        what = f"over `{lp.var}`" if lp.var else f"`{lp.condition or lp.kind}`"
+        trips = f"{lp.trip_count} times" if lp.trip_count is not None else f"up to `{lp.bound or 'a runtime bound'}`"
+        line = _line(ctx.model, fn.base + lp.span[0])
+        return violated(
+            f"each thread of `{fn.name}` already loops {what} ({trips}, line {line}): "
+            "it does a whole row's work, so its grid is small, and a quarter of it would leave most of the GPU idle"
+        )
+    return holds(f"each thread of `{fn.name}` does a small, bounded amount of work for its element")
+
+
 def _all(node: Any, type_: str) -> list[Any]:
     return _below(node, (type_,))
 

@@ -124,6 +124,27 @@ def mined_interval(records: list[dict[str, Any]]) -> tuple[float, float] | None:
     return (min(lows), max(highs)) if lows else None
 
 
+REASONS_FILE = Path(__file__).parent / "admission_reasons.yaml"
+
+
+def documented_reasons(path: Path | None = None) -> dict[str, str]:
+    """Return the committed reasons for admitting cards whose held-out effect lies outside the mined spread.
+
+    The file maps a card id to one paragraph: why the effect's size differs between the kernel it was mined from
+    and the held-out kernels. A reason never admits a card by itself: a verified held-out roundtrip with the same
+    sign is still required.
+    """
+    import yaml
+
+    path = REASONS_FILE if path is None else path
+    if not path.is_file():
+        return {}
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise ValueError(f"{path}: expected a mapping of card id to reason text")
+    return {k: " ".join(v.split()) for k, v in doc.items()}
+
+
 def decide(
     card: str, mined: list[dict[str, Any]], roundtrips: list[dict[str, Any]], reason: str | None = None
 ) -> dict[str, Any]:

@@ -89,7 +89,13 @@ def ingest(
     """
     from warpwise.skills.evidence import add_records
     from warpwise.skills.library import load_library
-    from warpwise.skills.lineages.admission import admission_markdown, apply_admission, decisions, mined_evidence
+    from warpwise.skills.lineages.admission import (
+        admission_markdown,
+        apply_admission,
+        decisions,
+        documented_reasons,
+        mined_evidence,
+    )
     from warpwise.skills.lineages.evidence import lineage_records
     from warpwise.skills.lineages.quality import quality_chart, quality_markdown
 
@@ -140,8 +146,10 @@ def ingest(
         else:
             lins = [lin for _, lin in read_lineages(results)]
         mined = mined_evidence(lib, lins)
-        decided = decisions(mined, admission.get("roundtrips", []), admission.get("reasons"))
-        doc = {**admission, "mined": mined, "decisions": decided}
+        # The committed reasons (skills/lineages/admission_reasons.yaml), then any the batch was given.
+        reasons = {**documented_reasons(), **(admission.get("reasons") or {})}
+        decided = decisions(mined, admission.get("roundtrips", []), reasons)
+        doc = {**admission, "mined": mined, "reasons": reasons, "decisions": decided}
         target = bench_results / f"admission-{stamp}.json"
         for d in doc["decisions"]:
             changes.append(f"admission: {d['card']}: {'admitted' if d['admitted'] else 'stays preview'}: {d['why']}")

@@ -398,3 +398,44 @@ def kernel_times(lineage: dict[str, Any]) -> list[dict[str, Any] | None]:
         else:
             out.append(None)
     return out
+
+
+def profile_steps(builder: LineageBuilder, expert: Expert, lineage: dict[str, Any]) -> int:
+    """Add Nsight Compute profiles to the accepted steps of a built lineage; return how many steps were profiled.
+
+    Each step's two kernels (K<i-1> as the gate's original, K<i> as its candidate, with their launches) are run
+    again with profiling on. The walk's own timings, speedups and verdicts are kept: the profile run only adds
+    `before_profile`, `after_profile` and `profile_delta` (with `profile_run` saying where they come from), so a
+    step's measured speedup is never replaced by a run that profiling slowed down.
+    """
+    from warpwise.skills.lineages.deopt.base import LaunchChange
+
+    kernels = {int(k["index"]): k for k in lineage.get("kernels", [])}
+
+    def launch_of(i: int) -> tuple[LaunchChange, ...]:
+        return tuple(LaunchChange.from_dict(c) for c in kernels[i].get("launch_changes") or [])
+
+    done = 0
+    for step in lineage.get("steps", []):
+        if builder.budget.spent:
+            break
+        a, b = int(step["from"]), int(step["to"])
+        if a not in kernels or b not in kernels:
+            continue
+        result = builder._verify(
+            expert, str(kernels[a]["source"]), launch_of(a), str(kernels[b]["source"]), launch_of(b)
+        )
+        got = summarize(result)
+        if not (got.get("before_profile") and got.get("after_profile")):
+            builder.log(f"{expert.operator}: K{a} -> K{b}: no profile ({result.status.value}: {result.message})")
+            continue
+        step["before_profile"], step["after_profile"] = got["before_profile"], got["after_profile"]
+        step["profile_delta"] = got.get("profile_delta", {})
+        step["profile_run"] = {
+            "status": got["status"],
+            "date": _dt.date.today().isoformat(),
+            "note": "profiled in a separate run; the step's timings and speedup are the walk's",
+        }
+        builder.log(f"{expert.operator}: K{a} -> K{b}: profile delta {step['profile_delta']}")
+        done += 1
+    return done

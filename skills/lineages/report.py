@@ -103,6 +103,26 @@ def _speedup(s: dict[str, Any] | None) -> str:
     return f"{s['median']:.2f}x ({s['low']:.2f}..{s['high']:.2f})"
 
 
+def _profile_text(step: dict[str, Any]) -> str:
+    """Return a step's two profiles in words: DRAM and SM throughput, occupancy, registers, bottleneck."""
+    b, a = step["before_profile"], step["after_profile"]
+    parts = []
+    for key, name, unit in (
+        ("dram_gbps", "DRAM", " GB/s"),
+        ("dram_pct", "DRAM throughput", "% of peak"),
+        ("sm_pct", "SM throughput", "% of peak"),
+        ("occupancy_pct", "achieved occupancy", "%"),
+        ("registers", "registers", ""),
+    ):
+        x, y = b.get(key), a.get(key)
+        if isinstance(x, int | float) and isinstance(y, int | float):
+            parts.append(f"{name} {x:.0f} -> {y:.0f}{unit}")
+    if b.get("bottleneck") or a.get("bottleneck"):
+        parts.append(f"bottleneck {b.get('bottleneck') or '?'} -> {a.get('bottleneck') or '?'}")
+    note = (step.get("profile_run") or {}).get("note")
+    return "; ".join(parts) + (f" ({note})" if note else "")
+
+
 def _card(step: dict[str, Any]) -> str:
     if step.get("card"):
         return f"[`{step['card']}`](../../../cards/{step['card']}.md)"
@@ -184,8 +204,8 @@ def lineage_markdown(lineage: dict[str, Any], chart_file: str | None = None) -> 
             )
         if s.get("resource_delta"):
             out.append(f"- resources (after - before): {s['resource_delta']}")
-        if s.get("profile_delta"):
-            out.append(f"- profile (after - before): {s['profile_delta']}")
+        if s.get("before_profile") and s.get("after_profile"):
+            out.append(f"- profile (Nsight Compute, before -> after): {_profile_text(s)}")
         if s.get("launch_text"):
             out.append(f"- the simpler kernel is launched with {s['launch_text']}")
         out += ["", "```diff", s["diff"].rstrip("\n") or "(no change to the source: the launch differs)", "```", ""]

@@ -13,8 +13,13 @@ Sources, read in this order (an outcome already read from an earlier source is n
    each card's rewrite makes of them, exactly as `bench/card_evidence.py` and the server build candidates.
 
 For each outcome the source file named in the record is analysed again and the card re-matched in the kernel,
-so the features are those of the code as it is now. A record whose file is gone or whose card no longer binds in
-that kernel is kept out of the set and listed in `TrainingSet.problems` with the reason.
+so the features are those of the code as it is now. A lineage record (`source: lineage PATH K<i> PASS`) is about
+the simpler kernel of its step, not the expert file it names: the forward step's `from` kernel, or for a rejected
+deoptimization the kernel the pass made of `K<i>` (the pass is run again; it is deterministic). A record whose file
+is gone is kept out of the set and listed in `TrainingSet.problems`. A record whose card does not bind in that code
+is kept out and listed in `TrainingSet.unbound`: the model only ranks regions a card binds to. For lineage steps
+this measures a gap of the cards' matchers (they do not recognise most deoptimized forms; the evaluation counts
+them); for other records, a precondition added since excludes the region, so the card no longer proposes it.
 
 Compiler reports (registers, spills) and launch geometry that the source does not show are taken from recorded
 results where they exist: the corpus check's builds and problem-file launches (`bench/results/corpus_check-*.json`)
@@ -26,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -114,6 +120,7 @@ class TrainingSet:
     gpus: dict[str, GpuProfile] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
+    unbound: list[str] = field(default_factory=list)
 
     @property
     def labelled(self) -> list[Example]:
@@ -134,6 +141,7 @@ class TrainingSet:
             "gpus": {k: g.to_dict() for k, g in sorted(self.gpus.items())},
             "problems": self.problems,
             "sources": self.sources,
+            "unbound": self.unbound,
         }
 
 
@@ -182,6 +190,46 @@ class _Record:
     card: str
     gpu: str
     outcome: Outcome
+    # The code the card's rewrite applied to, when it is not the named file as committed (a lineage step).
+    text: str | None = None
+
+
+_LINEAGE_REF = re.compile(r"^lineage (\S+) K(\d+) (\S+)$")
+
+
+def lineage_text(root: Path, source: str, lineages: dict[str, Any] | None = None) -> str | None:
+    """Return the simpler kernel a lineage evidence record measured the card's optimization on (None if unknown).
+
+    For a forward step K<i-1> -> K<i> it is K<i-1>; for a rejected deoptimization of K<i> it is what the pass made of
+    K<i> (passes are deterministic, so running it again gives the kernel that was measured).
+    """
+    m = _LINEAGE_REF.match(source)
+    if m is None:
+        return None
+    rel, at, key = m.group(1), int(m.group(2)), m.group(3)
+    cache = lineages if lineages is not None else {}
+    if rel not in cache:
+        cache[rel] = _load_json(root / rel)
+    lin = cache[rel]
+    if not isinstance(lin, dict):
+        return None
+    kernels = {int(k["index"]): k for k in lin.get("kernels", []) if isinstance(k, dict) and "index" in k}
+    for step in lin.get("steps", []):
+        if step.get("key") == key and int(step.get("to", -1)) == at:
+            before = kernels.get(int(step.get("from", -1)))
+            return str(before["source"]) if before else None
+    for att in lin.get("rejected", []):
+        if att.get("key") != key or int(att.get("at_kernel", -1)) != at or at not in kernels:
+            continue
+        from warpwise.skills.lineages.deopt import candidates
+        from warpwise.skills.lineages.deopt.base import KernelSource
+
+        current = str(kernels[at]["source"])
+        src = KernelSource.parse(current, str(lin.get("kernel")), str(lin.get("expert")))
+        for d in candidates(src):
+            if d.key == key:
+                return d.apply(current)
+    return None
 
 
 # -- GPUs and recorded reports -------------------------------------------------------------------------------------
@@ -285,9 +333,10 @@ def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list
     return out
 
 
-def card_records(library: Any) -> list[_Record]:
+def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
     """Return the evidence records on the cards that name their source file."""
     out: list[_Record] = []
+    lineages: dict[str, Any] = {}
     for card in sorted(library, key=lambda c: c.skill_id):
         for rec in card.header.evidence:
             ctx = dict(rec.context or {})
@@ -310,7 +359,8 @@ def card_records(library: Any) -> list[_Record]:
             oc = _outcome(row)
             if ctx.get("noise") is not None:
                 oc = replace(oc, noise=_num(ctx.get("noise")))
-            out.append(_Record(rec.source, str(file), rec.kernel, card.skill_id, rec.gpu, oc))
+            text = lineage_text(root, rec.source, lineages) if rec.source.startswith("lineage ") else None
+            out.append(_Record(rec.source, str(file), rec.kernel, card.skill_id, rec.gpu, oc, text))
     return out
 
 
@@ -454,7 +504,7 @@ def build(
     reports = recorded_reports(root)
     records = result_file_records(root, result_globs)
     ts.sources["result files"] = len(records)
-    from_cards = card_records(lib) if include_cards else []
+    from_cards = card_records(lib, root) if include_cards else []
     ts.sources["card evidence records"] = len(from_cards)
     records += from_cards
     if cache is not None:
@@ -484,19 +534,25 @@ def build(
         if rec.source != CACHE_SOURCE:
             committed.add(pair)
         path = root / rec.file
-        if rec.file not in models:
+        mkey = rec.file if rec.text is None else f"{rec.file}#{_sha(rec.text.encode('utf-8', 'surrogatepass'))}"
+        if rec.source.startswith("lineage ") and rec.text is None:
+            ts.problems.append(f"{rec.source}: the step's kernel is not in the lineage file; `{rec.card}` left out")
+            continue
+        if mkey not in models:
             try:
-                data = path.read_bytes()
+                data = path.read_bytes() if rec.text is None else rec.text.encode("utf-8", "surrogatepass")
             except OSError:
                 ts.problems.append(f"{rec.source}: {rec.file} is not readable; `{rec.kernel}`/{rec.card} left out")
                 continue
-            models[rec.file] = analyze_text(data, rec.file)
-            matches[rec.file] = match_file(models[rec.file], lib)
-        model = models[rec.file]
+            models[mkey] = analyze_text(data, rec.file)
+            matches[mkey] = match_file(models[mkey], lib)
+        model = models[mkey]
         fn = model.function(rec.kernel)
-        ms = [m for m in matches[rec.file] if m.function == rec.kernel and m.card_id == rec.card]
+        ms = [m for m in matches[mkey] if m.function == rec.kernel and m.card_id == rec.card]
         if fn is None or not ms:
-            ts.problems.append(f"{rec.source}: `{rec.card}` no longer binds in `{rec.kernel}` of {rec.file}; left out")
+            # The model only ever ranks regions a card binds to; a pair without one is outside what it predicts.
+            where = f"the simpler kernel of {rec.file}" if rec.text is not None else rec.file
+            ts.unbound.append(f"{rec.source}: `{rec.card}` does not bind in `{rec.kernel}` of {where}; left out")
             continue
         gpu = ts.gpus.get(rec.gpu)
         feats = pair_features(model, fn, ms, gpu, reports.get((rec.file, rec.kernel)))
@@ -536,6 +592,7 @@ def read_training_set(path: Path) -> TrainingSet:
             gpus={k: GpuProfile.from_dict(v) for k, v in doc.get("gpus", {}).items()},
             problems=list(doc.get("problems", [])),
             sources=dict(doc.get("sources", {})),
+            unbound=list(doc.get("unbound", [])),
         )
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path}: not a training set ({type(exc).__name__}: {exc})") from exc

@@ -207,8 +207,9 @@ class RankingModel:
             f.card,
             p,
             math.exp(mu),
-            math.exp(mu + q[0]),
-            math.exp(mu + q[1]),
+            # A card whose held-out residuals all lie on one side still gets an interval around its prediction.
+            math.exp(mu + min(q[0], 0.0)),
+            math.exp(mu + max(q[1], 0.0)),
             tuple(self._reasons(f, x, top)) if top else (),
             self.version,
         )

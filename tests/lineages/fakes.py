@@ -13,6 +13,7 @@ from warpwise.verify.types import (
     BuildInfo,
     DeviceIdentity,
     Durations,
+    ProfileReport,
     Status,
     Timing,
     VerificationResult,
@@ -27,6 +28,10 @@ Rule = Callable[[str, str], tuple[Status, float]]
 
 def _timing(ms: float) -> Timing:
     return Timing(ms, ms * 0.99, ms * 1.01, 20)
+
+
+def _profile(ms: float, dram_pct: float) -> ProfileReport:
+    return ProfileReport(ms, dram_pct, 10.0, 50.0, 32, dram_pct * 48.0, 0.0, "memory-bound", "scripted")
 
 
 class ScriptedBackend:
@@ -61,12 +66,18 @@ class ScriptedBackend:
             return base
         original = _timing(self.base_ms * factor)
         candidate = _timing(self.base_ms)
-        return base.with_(
+        out = base.with_(
             original_timing=original,
             candidate_timing=candidate,
             control_timing=original,
             speedup=speedup_of(original, candidate, original),
         )
+        if job.options.profile:  # Invented metrics that fit the timings: the faster kernel moves more bytes.
+            out = out.with_(
+                original_profile=_profile(self.base_ms * factor, 40.0 / factor),
+                candidate_profile=_profile(self.base_ms, 40.0),
+            )
+        return out
 
     def close(self) -> None:
         pass

@@ -19,7 +19,14 @@ from tests.lineages.kernels import CORPUS, scale
 from warpwise.skills.lineages.deopt.base import LaunchChange
 from warpwise.skills.lineages.evidence import is_mined, lineage_records
 from warpwise.skills.lineages.launch import problem_source
-from warpwise.skills.lineages.lineage import Budget, LineageBuilder, LineageError, kernel_times, load_expert
+from warpwise.skills.lineages.lineage import (
+    Budget,
+    LineageBuilder,
+    LineageError,
+    kernel_times,
+    load_expert,
+    profile_steps,
+)
 from warpwise.skills.lineages.report import lineage_markdown, text_bar_chart
 from warpwise.skills.lineages.store import write_lineage, write_proposed_cards
 from warpwise.verify.gate import Gate
@@ -184,3 +191,32 @@ def test_compile_only_walk_builds_every_step(tmp_path: Path, monkeypatch: pytest
     assert {s["status"] for s in lin["steps"]} == {"no_gpu"} and len(lin["steps"]) == 6
     assert all(s["before_build"]["ok"] and s["after_build"]["ok"] for s in lin["steps"])
     assert "Compile-only preview" in lineage_markdown(lin)
+
+
+def test_profile_steps_adds_profiles_and_keeps_the_walks_timings(reduce_lineage: dict) -> None:
+    lin = json.loads(json.dumps(reduce_lineage))
+    backend = ScriptedBackend(lambda o, c: (Status.VERIFIED, 2.0))  # A profile run that measures other timings.
+    builder = LineageBuilder(Gate(backend), Options(profile=True))
+    before = [(s["speedup"], s["before_timing"]) for s in lin["steps"]]
+    assert profile_steps(builder, load_expert(REDUCE), lin) == len(lin["steps"])
+    assert [(s["speedup"], s["before_timing"]) for s in lin["steps"]] == before
+    step = lin["steps"][-1]
+    assert step["before_profile"]["dram_pct"] == pytest.approx(20.0) and step["after_profile"]["dram_pct"] == 40.0
+    assert step["profile_delta"]["dram_pct"] == pytest.approx(20.0) and "separate run" in step["profile_run"]["note"]
+    # Each profile run is the step's own pair: K<i-1> as the original, K<i> as the candidate, with their launches.
+    kernels = {k["index"]: k["source"] for k in lin["kernels"]}
+    pairs = [(j.original.text, j.candidate.text) for j in backend.jobs]
+    assert [
+        (a.endswith(kernels[s["from"]]), b.endswith(kernels[s["to"]]))
+        for (a, b), s in zip(pairs, lin["steps"], strict=True)
+    ] == [(True, True)] * len(lin["steps"])
+    assert all(j.options.profile for j in backend.jobs)
+    md = lineage_markdown(lin)
+    assert "- profile (Nsight Compute, before -> after): DRAM 960 -> 1920 GB/s; DRAM throughput 20 -> 40% of peak" in md
+
+
+def test_profile_steps_stops_when_the_budget_is_spent(reduce_lineage: dict) -> None:
+    lin = json.loads(json.dumps(reduce_lineage))
+    builder = LineageBuilder(Gate(ScriptedBackend(rule)), Options(profile=True), Budget(0.0))
+    assert profile_steps(builder, load_expert(REDUCE), lin) == 0
+    assert not any("before_profile" in s and s["before_profile"] for s in lin["steps"])

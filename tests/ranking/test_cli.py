@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import EXAMPLES
 from warpwise.cli import main
-from warpwise.skills.ranking import store
+from warpwise.skills.ranking import dataset, store
 
 
 def test_explain_lists_every_rewrite_best_first(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,6 +49,8 @@ def test_train_writes_the_user_model(capsys: pytest.CaptureFixture[str], tmp_pat
     # A project without evidence of its own trains on the shipped training set (and its cache: none here).
     assert main(["ranking", "train", "--root", str(root), "--no-cache", "--dataset", str(tmp_path / "ts.json")]) == 0
     out = capsys.readouterr().out
-    assert "trained on 80 labelled examples" in out
+    shipped = dataset.load_shipped()
+    assert shipped is not None
+    assert f"trained on {len(shipped.labelled)} labelled examples" in out
     assert store.user_model_path().is_file()
-    assert json.loads((tmp_path / "ts.json").read_text())["sources"]["shipped training set"] >= 80
+    assert json.loads((tmp_path / "ts.json").read_text())["sources"]["shipped training set"] == len(shipped.examples)

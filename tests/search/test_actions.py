@@ -145,8 +145,11 @@ def test_lineage_step_renames_the_expert_and_brings_its_launch(monkeypatch: pyte
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
     ctx, v = context(SUITE / "matmul" / "naive.cu", "matmul_naive")
     source = LineageActions()
-    (action,) = source.actions(v, ctx)
-    assert action.prior > 0.8 and action.name == "lineage:sgemm:0"
+    actions = source.actions(v, ctx)
+    # The first forward step of the built lineage (when one is committed) and the expert itself, last.
+    action = actions[-1]
+    assert action.prior > 0.8 and action.name.startswith("lineage:sgemm:") and "expert kernel" in action.title
+    assert all(a.name.startswith("lineage:sgemm:") for a in actions) and len(actions) <= 2
     step = action.produce()
     assert step is not None and "sgemm_f32" not in step.text and "matmul_naive(" in step.text
     spec = Evaluator(None, ctx.path, ctx.kernel, v, ctx.spec, Options()).spec_for(step)  # type: ignore[arg-type]
@@ -155,6 +158,10 @@ def test_lineage_step_renames_the_expert_and_brings_its_launch(monkeypatch: pyte
     assert case.geometry[Side.CANDIDATE].block == (256, 1, 1) and case.geometry[Side.CANDIDATE].smem > 0
     # From the plan's last step nothing more is offered; from a card edit of the start no lineage jump either.
     assert source.actions(step, ctx) == []
+    if len(actions) == 2:  # From the first step, the walk goes on: the next step and the expert.
+        first = actions[0].produce()
+        assert first is not None
+        assert [a.name for a in source.actions(first, ctx)][-1] == action.name
     edited = v.derive(v.text + "\n")
     assert source.actions(edited, ctx) == []
 

@@ -20,7 +20,9 @@ async def test_quick_fix_title_carries_the_verification_state(session: Session) 
     fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix]
     # Unverified: the title carries the learned ranking's prediction instead (issue 9).
     assert len(fixes) == 1
-    assert re.fullmatch(r"Add `#pragma unroll` to the loop over `k` — unverified, predicted [\d.]+-[\d.]+x", fixes[0].title)
+    assert re.fullmatch(
+        r"Add `#pragma unroll` to the loop over `k` — unverified, predicted [\d.]+-[\d.]+x", fixes[0].title
+    )
     # Safe but not verified: offered, not preferred.
     assert not fixes[0].is_preferred
     assert fixes[0].diagnostics and str(fixes[0].diagnostics[0].code) == "constant-trip-loop-without-unroll"

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 from lsprotocol import types
+from pygls.protocol import default_converter
 
-from tests.server.conftest import KERNELS, PINNED, Session
+from tests.conftest import ROOT
+from tests.server.conftest import KERNELS, PINNED, Session, apply_edit
 
 pytestmark = pytest.mark.gpu
 
@@ -62,3 +64,33 @@ async def test_save_profiles_kernels_on_the_gpu(sessions) -> None:
     titles = [lens.command.title for lens in lenses or [] if lens.command and lens.range.start.line == 14]
     print("code lenses:", titles)
     assert any(" ms on NVIDIA" in t for t in titles)
+
+
+async def test_optimize_kernel_on_the_gpu(sessions) -> None:
+    # The naive sum of the suite (problem file beside it): one atomic per thread into one address, which the
+    # committed search comparison sped up about 10x on an H200; the search must find and verify a faster version.
+    s: Session = await sessions("visual-studio-code", PINNED)
+    await s.status(lambda p: p["gpu"]["found"])
+    path = ROOT / "bench" / "suite" / "sum" / "naive.cu"
+    uri = s.open(path)
+    await s.static(uri)
+    args = {"uri": uri, "kernel": "sum_naive", "candidates": 6, "budgetSeconds": 60}
+    result = await s.command("warpwise.optimizeKernel", args, token="optimize-gpu")
+    print("optimizeKernel:", {k: v for k, v in result.items() if k not in ("markdown", "edit")})
+    md = result["markdown"]
+    print(md[:600])
+    assert md.startswith("# Optimize `sum_naive` (naive.cu)") and "(gpu on NVIDIA" in md
+    assert result["status"] == "verified" and result["ok"], result["message"]
+    # Only the gate's verdict makes a speedup: the best version beat the start by more than the measured spread.
+    assert result["speedup"] > 1.0 and "verified" in result["message"]
+    assert "## Proposed edit" in md and "```diff" in md
+    edit = default_converter().structure(result["edit"], types.WorkspaceEdit)
+    uris = [c.text_document.uri for c in edit.document_changes or [] if isinstance(c, types.TextDocumentEdit)]
+    assert uris and uris[0] == uri and set(uris) <= {uri, path.with_suffix(".problem.py").as_uri()}
+    # The kernel's own edit; a path that changed the launch also edits the problem file beside it.
+    own = types.WorkspaceEdit(document_changes=[c for c in edit.document_changes or [] if c.text_document.uri == uri])
+    new = apply_edit(path.read_text(), own, uri)
+    assert new != path.read_text() and "sum_naive" in new
+    messages = [v.message or "" for _, v in s.recorder.progress if isinstance(v, types.WorkDoneProgressReport)]
+    print("progress:", messages[-3:])
+    assert any("GPU-s" in m for m in messages), messages

@@ -167,6 +167,7 @@ def _admit(args: argparse.Namespace) -> int:
         admission_markdown,
         apply_admission,
         decisions,
+        documented_reasons,
         mined_evidence,
         run_roundtrips,
     )
@@ -176,7 +177,11 @@ def _admit(args: argparse.Namespace) -> int:
     from warpwise.verify.gate import Gate
     from warpwise.verify.types import Options
 
-    reasons = {}
+    try:
+        reasons = documented_reasons()  # The committed ones; --reason adds or replaces.
+    except (OSError, ValueError) as exc:
+        print(f"warpwise cards admit: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     for item in args.reason:
         card, sep, text = item.partition("=")
         if not sep or not text.strip():

@@ -46,6 +46,17 @@ def _add_lineage(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-cache", action="store_true", help="ignore and do not update the result cache")
     b.add_argument("--time-limit", type=float, default=120.0, metavar="S", help="per-job limit in seconds")
     b.set_defaults(handler=_build)
+    f = verbs.add_parser(
+        "profile",
+        help="add Nsight Compute profiles to the steps of built lineages (timings and verdicts are kept)",
+    )
+    f.add_argument("lineages", nargs="*", metavar="LINEAGE.json", help="default: every built lineage")
+    f.add_argument("--pack", metavar="FILE", required=True, help="write the profiled lineages into one JSON file")
+    f.add_argument("--backend", choices=BACKENDS, default="auto", help="where to run (default: local GPU if any)")
+    f.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address for --backend cluster")
+    f.add_argument("--budget-s", type=float, metavar="S", help="start no profile run after this many seconds")
+    f.add_argument("--time-limit", type=float, default=120.0, metavar="S", help="per-job limit in seconds")
+    f.set_defaults(handler=_profile_steps)
     r = verbs.add_parser("render", help="render a lineage.json as Markdown (and its chart, with matplotlib)")
     r.add_argument("lineage", metavar="LINEAGE.json")
     r.set_defaults(handler=_render)
@@ -123,6 +134,61 @@ def _build(args: argparse.Namespace) -> int:
         backend.close()
     if compile_only:
         _log("compile-only: the lineages are previews (status no_gpu); no evidence was written")
+    return EXIT_CLEAN
+
+
+def _profile_steps(args: argparse.Namespace) -> int:
+    from warpwise.skills.lineages.lineage import Budget, LineageBuilder, LineageError, load_expert, profile_steps
+    from warpwise.skills.lineages.report import lineage_chart
+    from warpwise.skills.lineages.store import read_lineages
+    from warpwise.verify.backends import make_backend
+    from warpwise.verify.cache import ResultCache
+    from warpwise.verify.gate import Gate
+    from warpwise.verify.types import Options
+
+    backend_name = _backend_name(args.backend)
+    if backend_name == "compile-only":
+        print("warpwise lineage profile: error: profiling needs a GPU and none is visible", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        if args.lineages:
+            found = [(Path(p), json.loads(Path(p).read_text(encoding="utf-8"))) for p in args.lineages]
+        else:
+            found = read_lineages()
+    except (OSError, ValueError) as exc:
+        print(f"warpwise lineage profile: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    cache = ResultCache()
+    try:
+        backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
+    except (ValueError, ImportError, OSError) as exc:
+        print(f"warpwise lineage profile: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    options = Options(time_limit_s=args.time_limit, profile=True)
+    builder = LineageBuilder(Gate(backend, cache), options, Budget(args.budget_s), _log)
+    pack: dict[str, Any] = {"lineages": {}, "charts": {}}
+    try:
+        for path, lineage in found:
+            if lineage.get("mode") != "gpu":
+                _log(f"{path}: a {lineage.get('mode')} lineage; only GPU lineages are profiled")
+                continue
+            try:
+                expert = load_expert(lineage["expert"], lineage.get("problem"), lineage["kernel"], lineage["operator"])
+            except (LineageError, KeyError) as exc:
+                _log(f"{path}: skipped: {exc}")
+                continue
+            n = profile_steps(builder, expert, lineage)
+            _log(f"{expert.operator}: {n} of {len(lineage.get('steps', []))} steps profiled")
+            pack["lineages"][expert.operator] = lineage
+            chart = lineage_chart(lineage)
+            if chart:
+                pack["charts"][expert.operator] = chart
+            Path(args.pack).write_text(json.dumps(pack) + "\n", encoding="utf-8")
+            if builder.budget.spent:
+                _log("the time budget is spent; the remaining lineages are not profiled")
+                break
+    finally:
+        backend.close()
     return EXIT_CLEAN
 
 
