@@ -341,25 +341,33 @@ def _walk_identifiers(node: Node) -> list[Node]:
     return out
 
 
-_CACHE: OrderedDict[tuple[int, int, int], tuple[FileModel, KernelSyntax]] = OrderedDict()
-_KEEP = 256
+# Syntax facts of the functions of the last few models, keyed by the model's identity; holding the model keeps its
+# id unique. A `KernelSyntax` holds nodes, and so its whole syntax tree: bounding the models (not the functions)
+# bounds how many trees stay alive.
+_CACHE: OrderedDict[int, tuple[FileModel, dict[tuple[int, int], KernelSyntax]]] = OrderedDict()
+_KEEP = 4
 _LOCK = threading.Lock()
 
 
 def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
     """Return the syntax facts of a function (cached per model and function)."""
-    key = (id(model), fn.base, fn.length)
-    hit = _CACHE.get(key)  # A plain read: dict lookups are atomic, and a miss only costs a rebuild.
-    if hit is not None and hit[0] is model:
-        return hit[1]
+    key = (fn.base, fn.length)
+    hit = _CACHE.get(id(model))  # A plain read: dict lookups are atomic, and a miss only costs a rebuild.
+    if hit is not None and hit[0] is model and (ks := hit[1].get(key)) is not None:
+        return ks
     node = function_node(model, fn)
     if node is None:
         return None
     ks = KernelSyntax(model, fn, node)
     with _LOCK:
-        _CACHE[key] = (model, ks)
-        while len(_CACHE) > _KEEP:
-            _CACHE.popitem(last=False)
+        entry = _CACHE.get(id(model))
+        if entry is None or entry[0] is not model:
+            entry = (model, {})
+            _CACHE[id(model)] = entry
+            _CACHE.move_to_end(id(model))
+            while len(_CACHE) > _KEEP:
+                _CACHE.popitem(last=False)
+        entry[1][key] = ks
     return ks
 
 
