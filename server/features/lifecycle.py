@@ -33,6 +33,9 @@ def initialize(ls: WarpwiseServer, params: types.InitializeParams) -> None:
     # document does not pay for it.
     ls.card_provider.available()
     log.info("analysis warm-up took %.0f ms", warm_up(ls.providers, ls.settings))
+    # The first status (sent after `initialized`) imports the verification modules; do that here too, or it would
+    # block the event loop while the first document arrives.
+    ls.status_payload()
     # Everything loaded so far (protocol types, the card library, compiled queries) lives as long as the server:
     # keep it out of the cyclic collector's full passes, which would otherwise stall a keystroke now and then.
     gc.collect()
