@@ -44,6 +44,12 @@ VECTOR_TYPES = {
     "unsigned long long": ("ulonglong2", 2),
     "int64_t": ("longlong2", 2),
     "uint64_t": ("ulonglong2", 2),
+    # 2-byte types have no 16-byte vector type of their own: eight of them travel as one `uint4`, read back through
+    # a pointer to the element type (the rewrite's packed form).
+    "__half": ("uint4", 8),
+    "half": ("uint4", 8),
+    "__nv_bfloat16": ("uint4", 8),
+    "nv_bfloat16": ("uint4", 8),
 }
 
 
@@ -93,13 +99,13 @@ def vector_accesses(fn: Function, ks: KernelSyntax, shape: Any) -> list[Access]:
 
 @matcher("scalar_elementwise_accesses")
 def scalar_elementwise_accesses(ctx: MatchContext) -> Iterator[Region]:
-    """Find elementwise kernels whose arrays are read or written one 4- or 8-byte element per thread."""
+    """Find elementwise kernels whose arrays are read or written one 2-, 4- or 8-byte element per thread."""
     fn = ctx.function
     if fn.kind is not FunctionKind.KERNEL:
         return
     if not any(
         a.space is MemorySpace.GLOBAL
-        and a.width in (4, 8)
+        and a.width in (2, 4, 8)
         and not a.vector_cast
         and a.pattern is AccessPattern.CONTIGUOUS
         for a in fn.accesses
@@ -110,7 +116,7 @@ def scalar_elementwise_accesses(ctx: MatchContext) -> Iterator[Region]:
         return
     for shape in ks.elementwise:
         accesses = vector_accesses(fn, ks, shape)
-        scalar = [a for a in accesses if a.width in (4, 8) and not a.vector_cast and not a.via_ldg]
+        scalar = [a for a in accesses if a.width in (2, 4, 8) and not a.vector_cast and not a.via_ldg]
         if not scalar:
             continue
         arrays = sorted({a.base for a in accesses}, key=lambda b: _param_index(fn, b))

@@ -147,6 +147,10 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
     else:
         span = (body.start_byte, body.end_byte)
         declares = body.type == "declaration"
+    # More than four lanes (2-byte elements) is the packed form: the vector is a `uint4` held in `<a>_u`, and the
+    # lanes are read and written through `<a>_v`, a pointer to the element type into it.
+    packed = k > len(_COMPONENTS)
+    units = {a: _fresh(ctx, f"{a}_u") for a in arrays} if packed else names
     lines = []
     for name in arrays:
         vec = vectors[name][0]
@@ -156,13 +160,18 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
         written = any(a.base == name and a.kind is not AccessKind.READ for a in accesses)
         load = f"reinterpret_cast<const {vec}*>({name})[{var}]"
         if read and not written:
-            lines.append(f"const {vec} {names[name]} = {load};")
+            lines.append(f"const {vec} {units[name]} = {load};")
         elif read:
-            lines.append(f"{vec} {names[name]} = {load};")
+            lines.append(f"{vec} {units[name]} = {load};")
         else:
-            lines.append(f"{vec} {names[name]};")
-    for comp in _COMPONENTS[:k]:
-        repl = [(ctx.abs(a.span), f"{names[a.base]}.{comp}") for a in accesses]
+            lines.append(f"{vec} {units[name]};")
+        if packed:
+            const = "const " if read and not written else ""
+            elem = p.base_type
+            lines.append(f"{const}{elem}* {names[name]} = reinterpret_cast<{const}{elem}*>(&{units[name]});")
+    for lane in range(k):
+        comp = f"[{lane}]" if packed else f".{_COMPONENTS[lane]}"
+        repl = [(ctx.abs(a.span), f"{names[a.base]}{comp}") for a in accesses]
         text = _substitute(ctx, span, repl)
         if body.type != "compound_statement":
             text = _indent_more(text, unit)
@@ -172,7 +181,7 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
             lines.append(text)
     for name in arrays:
         if any(a.base == name and a.kind is not AccessKind.READ for a in accesses):
-            lines.append(f"reinterpret_cast<{vectors[name][0]}*>({name})[{var}] = {names[name]};")
+            lines.append(f"reinterpret_cast<{vectors[name][0]}*>({name})[{var}] = {units[name]};")
     block = "{\n" + "".join(f"{inner}{line}\n" for line in lines) + ind + "}"
     stmt = (shape.stmt.start_byte, shape.stmt.end_byte)
     if shape.form in ("if", "return"):
