@@ -285,63 +285,91 @@ _WORD_BYTES = re.compile(rb"[A-Za-z_]\w*")
 
 
 class _HostIndex:
-    """The host functions of one model, the words each mentions, and the launches of every kernel.
+    """The host functions of one model, the words each mentions, and the keys of the kernels' launch contexts.
 
-    Built once per `match_file` call; word sets of unchanged host functions are reused from the previous call.
+    Built when the host code changes; a `match_file` call whose host functions have the same names and text as
+    the previous call's reuses the previous index (and the launch keys it computed), since none of it depends on
+    where the host functions sit in the file. Word sets of unchanged host functions are reused from the previous
+    index.
     """
 
-    def __init__(self, model: FileModel, memo: dict[bytes, frozenset[bytes]]) -> None:
+    def __init__(self, text: tuple[tuple[str, bytes], ...], memo: dict[bytes, frozenset[bytes]]) -> None:
+        self.text = text
         self.hosts: list[tuple[str, bytes, frozenset[bytes]]] = []
         self.digests: list[bytes] = []
         self.by_word: dict[bytes, set[int]] = {}
         self.by_caller: dict[str, set[int]] = {}
-        self.launches: dict[str, list[Any]] = {}
-        for h in model.functions:
-            for launch in h.launches:
-                self.launches.setdefault(launch.kernel, []).append(launch)
-            if h.kind is not FunctionKind.HOST:
-                continue
-            body = model.text[h.base : h.base + h.length]
+        self.keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        for name, body in text:
             words = memo.get(body)
             if words is None:
                 words = frozenset(_WORD_BYTES.findall(body))
-            memo[body] = words
             index = len(self.hosts)
-            self.hosts.append((h.name, body, words))
+            self.hosts.append((name, body, words))
             self.digests.append(hashlib.blake2b(body, digest_size=16).digest())
-            self.by_caller.setdefault(h.name, set()).add(index)
+            self.by_caller.setdefault(name, set()).add(index)
             for w in words:
                 self.by_word.setdefault(w, set()).add(index)
 
 
-def _launch_key(model: FileModel, fn: Any, hosts: _HostIndex) -> tuple[Any, ...]:
+MAX_LAUNCH_KEYS = 4096
+"""Launch keys kept per host index (one per kernel and launch context)."""
+
+
+def _host_text(model: FileModel) -> tuple[tuple[str, bytes], ...]:
+    """Return the name and text of every host function, in file order."""
+    return tuple(
+        (h.name, model.text[h.base : h.base + h.length]) for h in model.functions if h.kind is FunctionKind.HOST
+    )
+
+
+def _launches(model: FileModel) -> dict[str, list[Any]]:
+    """Return the launches of every kernel, wherever they are."""
+    out: dict[str, list[Any]] = {}
+    for f in model.functions:
+        for launch in f.launches:
+            out.setdefault(launch.kernel, []).append(launch)
+    return out
+
+
+def _launch_key(fn: Any, launches: list[Any], hosts: _HostIndex) -> tuple[Any, ...]:
     """Key the launch context of a kernel: each launch's arguments and geometry, and the host code around it.
 
     Checks read the launching host functions too (allocation sizes, alignment, `dim3` declarations), so the text
     of every host function that launches the kernel or mentions a buffer it is launched with is part of the key.
     """
-    launches = hosts.launches.get(fn.name, [])
+    shapes = tuple(
+        (
+            launch.caller,
+            launch.args,
+            launch.template_values,
+            launch.grid,
+            launch.block,
+            launch.grid_value,
+            launch.block_value,
+            launch.smem_value,
+        )
+        for launch in launches
+    )
+    memo = (fn.name, shapes)
+    key = hosts.keys.get(memo)
+    if key is not None:
+        return key
     relevant: set[int] = set()
     for launch in launches:
         relevant |= hosts.by_caller.get(launch.caller or "", set())
         for arg in launch.args:
             for part in _WORD.findall(arg):
                 relevant |= hosts.by_word.get(part.encode(), set())
-    return (
-        tuple(
-            (
-                launch.args,
-                launch.template_values,
-                launch.grid,
-                launch.block,
-                launch.grid_value,
-                launch.block_value,
-                launch.smem_value,
-            )
-            for launch in launches
-        ),
+    key = (
+        tuple(shape[1:] for shape in shapes),
         tuple(hosts.digests[i] for i in sorted(relevant)),
     )
+    if len(hosts.keys) >= MAX_LAUNCH_KEYS:
+        # Launches inside device code can change without the host code changing; keep the memo bounded.
+        hosts.keys.clear()
+    hosts.keys[memo] = key
+    return key
 
 
 def _rebase_related(message: str, anchor: _Anchor | None, new: FileModel) -> Related | None:
@@ -367,7 +395,7 @@ class MatchCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[Any, ...], _Entry] = {}
-        self._words: dict[bytes, frozenset[bytes]] = {}
+        self._hosts: _HostIndex | None = None
         self.hits = 0
         self.misses = 0
 
@@ -387,7 +415,12 @@ class MatchCache:
             frozenset(f.name for f in model.functions if f.kind is not FunctionKind.HOST),
         )
         fresh: dict[tuple[Any, ...], _Entry] = {}
-        hosts = _HostIndex(model, dict(self._words))
+        text = _host_text(model)
+        hosts = self._hosts
+        if hosts is None or hosts.text != text:
+            words = {body: ws for _, body, ws in hosts.hosts} if hosts is not None else {}
+            hosts = _HostIndex(text, words)
+        launches = _launches(model)
         out: list[Match] = []
         for fn in model.functions:
             if fn.kind is FunctionKind.HOST:
@@ -396,7 +429,7 @@ class MatchCache:
                 model.text[fn.base : fn.base + fn.length],
                 fn.kind,
                 fn.template_binding,
-                _launch_key(model, fn, hosts),
+                _launch_key(fn, launches.get(fn.name, []), hosts),
                 card_key,
                 ctx_key,
             )
@@ -409,7 +442,7 @@ class MatchCache:
             fresh[key] = entry
             out.extend(self._rebase(entry, model, fn))
         self._entries = fresh
-        self._words = {body: ws for _, body, ws in hosts.hosts}
+        self._hosts = hosts
         out.sort(key=lambda m: (m.span[0], m.card_id))
         return out
 
