@@ -22,7 +22,7 @@ export WARPWISE_CORPUS="$PWD/skills/lineages/corpus"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
   python3 -c "import torch, cuda.bindings, sys; print(sys.version.split()[0], torch.__version__, cuda.bindings.__version__)"
-  python3 -c "import warpwise.search, warpwise.search.optimize; print('warpwise.search', warpwise.search.__file__)"
+  python3 -P -c "import warpwise.search, warpwise.search.optimize; print('warpwise.search', warpwise.search.__file__)"
 } 2>&1 | tee "$OUT/env.txt"
 timeout "${SEARCH_TIMEOUT:-230}" python3 bench/search_compare.py --out "$OUT" ${SEARCH_ARGS:-} 2>&1 \
   | tee "$OUT/search.log" | tail -n 60
