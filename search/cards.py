@@ -22,6 +22,7 @@ from warpwise.search.actions import Action, ActionKind, ready
 from warpwise.search.context import SearchContext
 from warpwise.search.reward import time_saved
 from warpwise.search.version import LaunchOverride, Transform, Version
+from warpwise.skills.launches import GRID_FACTOR_CARDS, grid_factor
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,6 @@ PSEUDO_RECORDS = 2.0
 SAME_KERNEL_WEIGHT = 3.0
 UNKNOWN_SOUNDNESS_FACTOR = 0.85
 UNKNOWN_BENEFIT_FACTOR = 0.95
-
-_GRID_FACTOR_CARDS = {"one-element-per-thread": "factor", "scalar-global-access": "lanes"}
 
 
 def evidence_gain(card: Any, kernel: str) -> tuple[float, int]:
@@ -91,7 +90,7 @@ class CardActions:
                 continue
             if any(e.end > limit or e.start >= limit for e in edits):
                 # The rewrite also changes the (virtual) launch site: only grid shrinking has a launch override.
-                if card_id not in _GRID_FACTOR_CARDS:
+                if card_id not in GRID_FACTOR_CARDS:
                     continue
                 edits = [e for e in edits if e.end <= limit and e.start < limit]
             try:
@@ -124,33 +123,14 @@ class CardActions:
         version: Version, ctx: SearchContext, card_id: str, matches: list[Any], model: Any
     ) -> LaunchOverride | None:
         """Return the child's launch override: the grid shrunk by the rewrite's factor for problem-file launches."""
-        arg = _GRID_FACTOR_CARDS.get(card_id)
         own = ctx.model(version)
-        if arg is None or ctx.spec_source != "problem_file" or own.launches_of(ctx.kernel):
+        if card_id not in GRID_FACTOR_CARDS or ctx.spec_source != "problem_file" or own.launches_of(ctx.kernel):
             return version.launch
-        factor = _grid_factor(card_id, matches)
+        factor = grid_factor(card_id, matches)
         if factor is None or factor <= 1:
             return version.launch
         label = f"grid / {factor} ({card_id})"
         return (version.launch or LaunchOverride()).then(Transform("grid_div", factor=factor, label=label))
-
-
-def _grid_factor(card_id: str, matches: list[Any]) -> int | None:
-    """Return how many elements each thread covers after the rewrite (the grid shrinks by as much)."""
-    if card_id == "one-element-per-thread":
-        return int(matches[0].card.header.anchor.args.get("factor", 4))
-    from warpwise.skills.matchers.memory import VECTOR_TYPES
-
-    region = matches[0].region
-    fn = region.function
-    lanes = set()
-    for name in region.facts.get("arrays", []):
-        p = fn.param(name)
-        vec = VECTOR_TYPES.get(p.base_type) if p is not None else None
-        if vec is None:
-            return None
-        lanes.add(vec[1])
-    return lanes.pop() if len(lanes) == 1 else None
 
 
 def _ranked(ctx: SearchContext, card_id: str, matches: list[Any], model: Any) -> tuple[float, str] | None:

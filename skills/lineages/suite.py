@@ -3,19 +3,20 @@
 `suite_kernels(folder)` lists `bench/suite/<name>/naive.cu` with the problem file beside it. `card_candidates`
 turns every card match with a rewrite in a suite kernel into one candidate (all of that card's fixes in the
 kernel, as `warpwise verify --skill` does). A card whose rewrite launches the kernel differently in host code
-cannot edit a problem file's launch; `LAUNCH_ADAPTERS` says how the problem's launch changes instead, so that
-such a rewrite is measured the way it is meant to run (the coarsening card needs a quarter of the blocks).
+cannot edit a problem file's launch; `warpwise.skills.launches.grid_factor` says how the problem's launch changes
+instead, so that such a rewrite is measured the way it is meant to run (coarsening by 4 needs a quarter of the
+blocks, 16-byte vectors of 2-byte elements an eighth).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from warpwise.analyzers.build import analyze_text
+from warpwise.skills.launches import grid_factor
 from warpwise.skills.lineages.deopt.base import LaunchChange
 from warpwise.skills.lineages.lineage import Expert, LineageError, load_expert
 
@@ -66,15 +67,9 @@ def suite_kernels(folder: Path, only: set[str] | None = None) -> list[SuiteKerne
     return out
 
 
-def _coarsen_grid(card_args: dict[str, Any]) -> tuple[LaunchChange, ...]:
-    factor = int(card_args.get("factor", 4))
+def shrink_grid(factor: int) -> tuple[LaunchChange, ...]:
+    """Return the problem-file launch change of a rewrite whose threads each cover `factor` elements."""
     return (LaunchChange("grid", 0, f"max(1, -(-value // {factor}))", f"grid.x / {factor} (rounded up)"),)
-
-
-LAUNCH_ADAPTERS: dict[str, Callable[[dict[str, Any]], tuple[LaunchChange, ...]]] = {
-    "one-element-per-thread": _coarsen_grid,
-}
-"""Cards whose rewrite shrinks the launches in host code, and the same change for a problem file's launch."""
 
 
 def card_candidates(
@@ -100,8 +95,9 @@ def card_candidates(
         new = apply_edits(data, edits).decode("utf-8", "surrogatepass")
         if new == source:
             continue
-        adapter = LAUNCH_ADAPTERS.get(card_id)
-        launch = adapter(dict(matches[0].card.header.anchor.args)) if adapter else ()
+        # A rewrite that shrinks launches in host code cannot edit the problem file's: shrink it the same way.
+        factor = grid_factor(card_id, matches)
+        launch = shrink_grid(factor) if factor is not None and factor > 1 else ()
         applic = min((m.applicability.value for m in matches), key=lambda a: ("safe", "unsafe").index(a))
         out.append(CardCandidate(card_id, applic, kernel, source, new, launch))
     return out

@@ -75,6 +75,14 @@ def test_card_candidates_adapt_the_launch_of_coarsening() -> None:
     assert all(c.candidate != c.original for c in cands.values())
 
 
+def test_card_candidates_adapt_the_launch_of_16_byte_vectors() -> None:
+    (k,) = suite_kernels(SUITE, {"gelu_f16"})
+    cands = {c.card: c for c in card_candidates(k)}
+    (change,) = cands["scalar-global-access"].launch  # Eight 2-byte values per thread: an eighth of the grid.
+    assert eval(change.python, {}, {"value": 17, "inputs": {}, "g": None}) == 3
+    assert cands["missing-restrict"].launch == ()
+
+
 def test_roundtrips_run_in_rounds_and_stop_once_a_card_is_admitted() -> None:
     backend = ScriptedBackend(lambda o, c: (Status.VERIFIED, 1.5))
     recs = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, FIXTURES
+from tests.conftest import EXAMPLES, FIXTURES, ROOT
 
 
 def run(*args: str, cache: Path) -> tuple[int, str, str]:
@@ -136,3 +136,26 @@ def test_verify_a_skill_rewrite(tmp_path: Path) -> None:
         "verify", str(EXAMPLES / "vector_ops.cu"), "--kernel", "saxpy", "--skill", "no-such-card", cache=tmp_path
     )
     assert code == 2 and "unknown skill" in err
+
+
+def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The problem file launches one thread per value; the 16-byte rewrite of 2-byte values covers eight per thread,
+    # so its candidate runs with an eighth of the grid while the original keeps the problem's launch.
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
+    from warpwise.commands.verify import _problem_launch, _skill_candidate
+    from warpwise.verify.gpu_job import Problem
+    from warpwise.verify.types import Side
+
+    monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")  # 4096 values: 16 blocks of 256 threads
+    path = ROOT / "bench" / "suite" / "gelu_f16" / "naive.cu"
+    text = path.read_text()
+    candidate, factor = _skill_candidate(str(path), text, "gelu_f16_naive", "scalar-global-access")
+    assert factor == 8 and "reinterpret_cast<const uint4*>(x)" in candidate
+    spec = _problem_launch(str(path), text, "gelu_f16_naive", factor)
+    assert spec is not None
+    case = Problem(spec.run, torch.device("cpu")).case(0)
+    assert case.geometry[Side.ORIGINAL].grid == (16, 1, 1)
+    assert case.geometry[Side.CANDIDATE].grid == (2, 1, 1)
+    # A card that does not change launches keeps the file's geometry for both kernels.
+    _, none = _skill_candidate(str(path), text, "gelu_f16_naive", "missing-restrict")
+    assert none is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import sys
@@ -52,10 +53,11 @@ def _backend_name(args: argparse.Namespace) -> str:
     return "local" if gpu_count() > 0 else "compile-only"
 
 
-def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> str:
+def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str, int | None]:
     """Return the file rewritten by every fix of one skill card in `kernel`, or raise ValueError saying why not.
 
-    Unsafe fixes are included: measuring whether they hold is what verification is for.
+    Also returns the factor by which the rewrite shrinks the kernel's grid where it launches it (None when it does
+    not). Unsafe fixes are included: measuring whether they hold is what verification is for.
     """
     try:
         engine = importlib.import_module("warpwise.skills.engine")
@@ -77,7 +79,27 @@ def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> str:
     edits = engine.merge_fixes(fixes)
     if not edits:
         raise ValueError(f"skill `{skill}` applies to `{kernel}` but offers no rewrite there (display-only)")
-    return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape"))
+    from warpwise.skills.launches import grid_factor
+
+    factor = grid_factor(skill, matches) if not model.launches_of(kernel) else None
+    return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape")), factor
+
+
+def _problem_launch(path: str, text: str, kernel: str, factor: int) -> Any:
+    """Return the problem-file spec that launches the rewrite with its grid divided by `factor` (None if none).
+
+    A rewrite that shrinks launches in host code finds none to shrink when a problem file launches the kernel; the
+    candidate is then launched with the grid the rewrite would have given it, the original as the file says.
+    """
+    from warpwise.skills.lineages.launch import problem_source
+    from warpwise.skills.lineages.suite import shrink_grid
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    spec = resolve_spec(path, text, kernel)
+    if not isinstance(spec, ProblemSpec) or spec.source != "problem_file" or spec.run.problem_source is None:
+        return None
+    run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), shrink_grid(factor)))
+    return dataclasses.replace(spec, run=run)
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -88,9 +110,18 @@ def _run_verify(args: argparse.Namespace) -> int:
 
     try:
         original = Path(args.file).read_text(encoding="utf-8", errors="replace")
+        spec = None
         if args.skill:
-            cand_text = _skill_candidate(args.file, original, args.kernel, args.skill)
+            cand_text, factor = _skill_candidate(args.file, original, args.kernel, args.skill)
             cand_path = args.file
+            if factor is not None and factor > 1:
+                spec = _problem_launch(args.file, original, args.kernel, factor)
+                if spec is not None and not args.json:
+                    print(
+                        f"  the problem file launches `{args.kernel}`: the rewrite runs with its grid divided by "
+                        f"{factor}, as the rewrite divides launches in the file",
+                        file=sys.stderr,
+                    )
         elif args.candidate:
             cand_text = Path(args.candidate).read_text(encoding="utf-8", errors="replace")
             cand_path = args.candidate
@@ -113,7 +144,7 @@ def _run_verify(args: argparse.Namespace) -> int:
         profile=args.profile,
         compile_only=backend_name == "compile-only",
     )
-    candidate = Candidate(args.file, original, args.kernel, cand_text, cand_path, args.candidate_kernel)
+    candidate = Candidate(args.file, original, args.kernel, cand_text, cand_path, args.candidate_kernel, spec=spec)
     cache = None if args.no_cache else ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
