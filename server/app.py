@@ -66,6 +66,14 @@ class WarpwiseProtocol(LanguageServerProtocol):
                 return _Answered()
             raise
 
+    def unstructure(self, value: Any) -> Any:
+        """Return an lsprotocol value as JSON values."""
+        return self._converter.unstructure(value)
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification whose params are JSON values already (skipping the pass over lsprotocol types)."""
+        self._send_data({"jsonrpc": self.VERSION, "method": method, "params": params})
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         """Initialize, offering UTF-16 positions only (the engine counts UTF-16 columns)."""

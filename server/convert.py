@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
 from warpwise.analyzers.findings import Severity
@@ -38,3 +40,14 @@ def plain_position(pos: types.Position) -> Position:
 def offset(lines: LineIndex, pos: types.Position) -> int:
     """Return the byte offset of an LSP position (clamped to the text)."""
     return lines.offset(plain_position(pos))
+
+
+def position_json(lines: LineIndex, offset: int) -> dict[str, int]:
+    """Return the LSP position of an absolute byte offset as JSON values."""
+    pos = lines.position(offset)
+    return {"line": pos.line, "character": pos.character}
+
+
+def span_range_json(lines: LineIndex, span: Span) -> dict[str, Any]:
+    """Return the LSP range of an absolute byte span as JSON values (what `span_range` gives, unstructured)."""
+    return {"start": position_json(lines, span[0]), "end": position_json(lines, span[1])}
