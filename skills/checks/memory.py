@@ -334,7 +334,7 @@ def body_is_light(ctx: CheckContext) -> Verdict:
 
     A thread that already loops over a row (a GEMV, a row-wise loss, a per-row selection) is launched with one thread
     per row, not per element: the grid is small, and dividing it leaves most of the GPU idle. Measured on the H200
-    (bench/results/admission-2026-11-29.md): coarsening such kernels made them 1.6x to 8x slower.
+    (bench/results/admission-2026-11-29-a.md): coarsening such kernels made them 1.6x to 8x slower.
     """
     fn = ctx.function
     body = ctx.fact("shape").body

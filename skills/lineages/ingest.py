@@ -146,8 +146,9 @@ def ingest(
         else:
             lins = [lin for _, lin in read_lineages(results)]
         mined = mined_evidence(lib, lins)
-        # The committed reasons (skills/lineages/admission_reasons.yaml), then any the batch was given.
-        reasons = {**documented_reasons(), **(admission.get("reasons") or {})}
+        # The reasons the batch ran with, updated by the committed ones (skills/lineages/admission_reasons.yaml): the
+        # file in the tree is the reviewed text, and it may have been revised since the batch's package was built.
+        reasons = {**(admission.get("reasons") or {}), **documented_reasons()}
         decided = decisions(mined, admission.get("roundtrips", []), reasons)
         doc = {**admission, "mined": mined, "reasons": reasons, "decisions": decided}
         target = bench_results / f"admission-{stamp}.json"

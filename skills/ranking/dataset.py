@@ -520,6 +520,8 @@ def build(
 
     seen: set[tuple[str, ...]] = set()
     committed: set[tuple[str, ...]] = set()
+    # The same measurement reported by two committed files (a cached result repeated by a later run) is one example.
+    measured: set[tuple[Any, ...]] = set()
     models: dict[str, Any] = {}
     matches: dict[str, list[Any]] = {}
     for rec in records:
@@ -531,6 +533,12 @@ def build(
         if key in seen or (rec.source == CACHE_SOURCE and pair in committed):
             continue
         seen.add(key)
+        oc = rec.outcome
+        if oc.measured and oc.original_ms and oc.candidate_ms:
+            same = (*pair, oc.status, round(oc.original_ms, 4), round(oc.candidate_ms, 4))
+            if same in measured:
+                continue
+            measured.add(same)
         if rec.source != CACHE_SOURCE:
             committed.add(pair)
         path = root / rec.file
