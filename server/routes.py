@@ -108,6 +108,9 @@ ROUTES: tuple[Route, ...] = (
 COMMANDS: tuple[CommandRoute, ...] = (
     CommandRoute("warpwise.verifyKernel", commands.verify_kernel, Lane.QUEUE, "verify a kernel's candidate rewrites"),
     CommandRoute("warpwise.optimizeKernel", commands.optimize_kernel, Lane.QUEUE, "search for a faster kernel"),
+    CommandRoute(
+        "warpwise.generateKernel", commands.generate_kernel, Lane.QUEUE, "write a kernel and its problem from words"
+    ),
     CommandRoute("warpwise.profileFile", commands.profile_file, Lane.QUEUE, "profile the kernels of a file now"),
     CommandRoute("warpwise.showLineage", commands.show_lineage, Lane.LOOP, "show where a skill card comes from"),
     CommandRoute("warpwise.clearCache", commands.clear_cache, Lane.LOOP, "forget cached reports and results"),

@@ -172,8 +172,9 @@ class Settings:
     llm_endpoint: str = _setting(
         "llm.endpoint",
         "",
-        "OpenAI-compatible endpoint used by `warpwise.optimizeKernel` for LLM-proposed edits; empty means no "
-        "LLM (nothing leaves the machine).",
+        "OpenAI-compatible endpoint used by `warpwise.optimizeKernel` for LLM-proposed edits and by "
+        "`warpwise.generateKernel` to write a kernel from a description; empty means no LLM (nothing leaves the "
+        "machine).",
         kind="string",
         pattern=r"^$|^https?://\S+$",
         pattern_help="write it as an http(s) URL, for example http://localhost:8000/v1",

@@ -533,6 +533,50 @@ class VerificationService:
             )
         )
 
+    def submit_generate(
+        self, settings: Settings, description: str, name: str, folder: str, *, priority: int = Priority.INTERACTIVE
+    ) -> Job:
+        """Queue the generation of a problem file and a first kernel from a description (`warpwise.search.generate`).
+
+        The LLM writes `NAME.problem.py` and `NAME.cu` into `folder`; the gate checks the kernel against the
+        problem's `reference()` (compile-only without a GPU), and a failing kernel goes back with the gate's message.
+        The caller has checked that an LLM is configured. The result is the `GenerateReport`.
+        """
+        from warpwise.search.evaluate import QueueVerifier
+        from warpwise.search.generate import generate
+        from warpwise.search.llm import LLMClient, LLMConfig
+        from warpwise.verify.types import Options
+
+        llm = LLMConfig.resolve(settings.llm_endpoint, settings.llm_model)
+        if llm is None:
+            raise ValueError("no LLM is configured")
+        compile_only = self.backend() == "compile-only"
+
+        async def run(job: Job) -> Any:
+            job.report("asking the LLM for a problem file and a kernel")
+            queue = await asyncio.to_thread(self._gate)
+            verifier = QueueVerifier(queue, priority=priority, group=f"generate:{folder}/{name}")
+            client = LLMClient(llm)
+            options = Options(compile_only=compile_only, time_limit_s=settings.compiler_timeout_seconds)
+            try:
+                return await asyncio.to_thread(
+                    generate, description, name, folder, client, verifier, compile_only=compile_only, options=options
+                )
+            finally:
+                client.close()
+
+        return self.queue.submit(
+            Job(
+                kind="generate",
+                title=f"Generate `{name}`",
+                key=("generate", folder, name, description),
+                supersede=("generate", folder, name),
+                run=run,
+                priority=priority,
+                kernel=name,
+            )
+        )
+
     # -- compile-only reports ----------------------------------------------------------------------------------
 
     async def toolkit(self, nvcc: str) -> str | None:

@@ -183,6 +183,80 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     )
 
 
+async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Write a problem file and a first kernel from a description with the configured LLM, checked by the gate.
+
+    Arguments: `description`, `name` (a C identifier; the files are `NAME.cu` and `NAME.problem.py`), and `folder`
+    (a folder URI; else the folder of `uri`). Existing files are never replaced. The reply names the files
+    (`kernelUri`, `problemUri`), each attempt's outcome and the gate's result; `checked` means the kernel matched
+    the problem's `reference()` on every seed, `built` that it builds (compile-only, nothing was run).
+    """
+    import re
+    from pathlib import Path
+
+    from pygls.uris import from_fs_path, to_fs_path
+
+    first = (params.arguments or [None])[0]
+    extra = first if isinstance(first, dict) else {}
+    description = str(extra.get("description") or "").strip()
+    name = str(extra.get("name") or "").strip()
+    if not description:
+        return _reply(False, "bad_arguments", "describe the kernel to generate (`description`)")
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return _reply(False, "bad_arguments", f"`{name}` is not a C identifier (letters, digits and _)")
+    folder_uri = extra.get("folder") if isinstance(extra.get("folder"), str) else None
+    doc_uri = extra.get("uri") if isinstance(extra.get("uri"), str) else None
+    folder_path = to_fs_path(folder_uri) if folder_uri else None
+    if folder_path is None and doc_uri:
+        doc_path = to_fs_path(doc_uri)
+        folder_path = str(Path(doc_path).parent) if doc_path else None
+    if not folder_path or not Path(folder_path).is_dir():
+        return _reply(False, "bad_arguments", "no folder to write into: open a workspace folder or a CUDA file")
+    folder = Path(folder_path)
+    cu, problem = folder / f"{name}.cu", folder / f"{name}.problem.py"
+    if cu.exists() or problem.exists():
+        return _reply(False, "exists", f"{cu.name} or {problem.name} exists already in {folder}; choose another name")
+    if not ls.settings.verification_trusted_workspace:
+        return _reply(False, "untrusted", "nothing is generated: this workspace is not trusted to run code")
+    if ls.settings.gpu_backend == "off":
+        return _reply(False, "off", "nothing is generated: `warpwise.gpu.backend` is `off`")
+    try:
+        importlib.import_module("warpwise.search.generate")
+    except ImportError:
+        return _reply(False, "unavailable", f"kernels cannot be generated: {SEARCH_UNAVAILABLE}")
+    from warpwise.search.llm import LLMConfig
+
+    if LLMConfig.resolve(ls.settings.llm_endpoint, ls.settings.llm_model) is None:
+        return _reply(
+            False,
+            "no_llm",
+            "no LLM is configured: set `warpwise.llm.endpoint` and `warpwise.llm.model` (the key comes from "
+            "WARPWISE_LLM_API_KEY or OPENAI_API_KEY in the server's environment)",
+        )
+    job = ls.verification.submit_generate(ls.settings, description, name, str(folder))
+    if params.work_done_token is not None:
+        from warpwise.server.features import progress
+
+        progress.attach_client_token(ls, job, params.work_done_token)
+    await job.done
+    if job.state is JobState.CANCELLED:
+        return _reply(False, "cancelled", f"generation was cancelled: {job.cancel_reason}", jobId=job.id)
+    if job.state is JobState.FAILED or job.result is None:
+        return _reply(False, "failed", f"generation failed: {job.error}", jobId=job.id)
+    report = job.result
+    written = Path(report.kernel_path).is_file() and Path(report.problem_path).is_file()
+    files = {"kernelUri": from_fs_path(report.kernel_path), "problemUri": from_fs_path(report.problem_path)}
+    return _reply(
+        report.ok,
+        report.status,
+        f"`{name}`: {report.message}",
+        jobId=job.id,
+        attempts=report.attempts,
+        result=report.result,
+        **(files if written else {}),
+    )
+
+
 def _search_edit(ls: WarpwiseServer, outcome: OptimizeOutcome) -> types.WorkspaceEdit:
     """Return the search's edits (the kernel's file, and the problem file when the launch changed) for the client."""
     from pathlib import Path

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 from lsprotocol import types
 
+from tests.search.llm_server import ReplayServer, load
 from tests.server.conftest import KERNELS, PINNED, Session
 
 COMMANDS = {
     "warpwise.verifyKernel",
     "warpwise.optimizeKernel",
+    "warpwise.generateKernel",
     "warpwise.profileFile",
     "warpwise.showLineage",
     "warpwise.clearCache",
@@ -172,3 +175,33 @@ async def test_capabilities_and_commands_are_advertised(sessions) -> None:
     assert isinstance(sync, types.TextDocumentSyncOptions) and sync.change == types.TextDocumentSyncKind.Incremental
     assert isinstance(caps.code_action_provider, types.CodeActionOptions) and caps.code_action_provider.resolve_provider
     assert caps.diagnostic_provider is not None and caps.hover_provider and caps.code_lens_provider is not None
+
+
+async def test_generate_a_kernel_from_a_description(sessions, tmp_path: Path) -> None:
+    # The LLM is a local server replaying recorded answers: the first problem file imports `subprocess` and is
+    # refused, the second is written with its kernel and built by the gate (no GPU here: compile-only).
+    with ReplayServer(load("generate")) as llm:
+        settings = {**PINNED, "llm": {"endpoint": llm.url, "model": "recorded-model"}}
+        s: Session = await sessions("visual-studio-code", settings)
+        await s.status(lambda p: p["gpu"]["detail"] != "looking for a GPU")
+        args = {"description": "double every element", "name": "scale2", "folder": tmp_path.as_uri()}
+        result = await s.command("warpwise.generateKernel", args)
+    assert result["status"] == "built" and result["ok"], result
+    assert result["attempts"][0]["outcome"].startswith("refused: the problem file imports `subprocess`")
+    assert result["kernelUri"] == (tmp_path / "scale2.cu").as_uri()
+    assert "__global__ void scale2(" in (tmp_path / "scale2.cu").read_text()
+    assert 'kernel = "scale2"' in (tmp_path / "scale2.problem.py").read_text()
+    # Nothing is replaced, and a missing LLM, a bad name or a missing folder is said in words.
+    again = await s.command("warpwise.generateKernel", args)
+    assert again["status"] == "exists" and not again["ok"]
+    bad = await s.command("warpwise.generateKernel", {**args, "name": "2x"})
+    assert bad["status"] == "bad_arguments" and "not a C identifier" in bad["message"]
+    nowhere = await s.command("warpwise.generateKernel", {"description": "x", "name": "k"})
+    assert nowhere["status"] == "bad_arguments"
+
+
+async def test_generate_without_an_llm_says_how_to_configure_one(session: Session, tmp_path: Path) -> None:
+    args = {"description": "double every element", "name": "scale2", "folder": tmp_path.as_uri()}
+    result = await session.command("warpwise.generateKernel", args)
+    assert result["status"] == "no_llm" and "warpwise.llm.endpoint" in result["message"]
+    assert not list(tmp_path.iterdir())

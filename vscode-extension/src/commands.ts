@@ -10,8 +10,8 @@ export interface ServerCommand {
   id: string;
   /** Words for messages ("verify a kernel"). */
   action: string;
-  /** What the command needs from the editor: the kernel or card under the cursor, or nothing. */
-  needs: "cursor" | "document" | "nothing";
+  /** What the command needs from the editor: the kernel or card under the cursor, a description typed in, or nothing. */
+  needs: "cursor" | "document" | "description" | "nothing";
   /** True when the command compiles or runs code, so it is refused in an untrusted workspace. */
   runsCode: boolean;
 }
@@ -20,6 +20,7 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "warpwise.verifyKernel", action: "verify the kernel under the cursor", needs: "cursor", runsCode: true },
   { id: "warpwise.optimizeKernel", action: "optimize the kernel under the cursor", needs: "cursor", runsCode: true },
   { id: "warpwise.profileFile", action: "profile the kernels of this file", needs: "document", runsCode: true },
+  { id: "warpwise.generateKernel", action: "generate a kernel from a description", needs: "description", runsCode: true },
   { id: "warpwise.showLineage", action: "show the lineage of the skill card under the cursor", needs: "cursor", runsCode: false },
   { id: "warpwise.clearCache", action: "clear the verification cache", needs: "nothing", runsCode: false },
   { id: "warpwise.restartWorker", action: "restart the GPU worker", needs: "nothing", runsCode: false },
@@ -81,3 +82,23 @@ export function commandOutcome(result: unknown): CommandOutcome {
   }
   return { kind: "none" };
 }
+
+/** A C identifier, as the server requires for a generated kernel's name (it is also the files' stem). */
+export function kernelNameProblem(name: string): string | undefined {
+  if (name.trim() === "") {
+    return "Name the kernel (it also names NAME.cu and NAME.problem.py).";
+  }
+  return /^[A-Za-z_]\w*$/.test(name.trim()) ? undefined : "A kernel name is a C identifier: letters, digits and _, not starting with a digit.";
+}
+
+/** The files a generation wrote, from the server's answer (none when it wrote nothing). */
+export function generatedFiles(result: unknown): { kernel: string; problem: string } | undefined {
+  if (!result || typeof result !== "object") {
+    return undefined;
+  }
+  const r = result as Record<string, unknown>;
+  return typeof r.kernelUri === "string" && typeof r.problemUri === "string"
+    ? { kernel: r.kernelUri, problem: r.problemUri }
+    : undefined;
+}
+

@@ -5,7 +5,14 @@
  */
 import * as vscode from "vscode";
 import { ExecuteCommandRequest } from "vscode-languageclient/node";
-import { type ServerCommand, SERVER_COMMANDS, commandOutcome, serverCommandId } from "./commands";
+import {
+  type ServerCommand,
+  SERVER_COMMANDS,
+  commandOutcome,
+  generatedFiles,
+  kernelNameProblem,
+  serverCommandId,
+} from "./commands";
 import { PYTHON_EXTENSION_ID } from "./host";
 import { WarpwiseServer } from "./server";
 
@@ -104,6 +111,9 @@ async function runServerCommand(s: WarpwiseServer, command: ServerCommand, args:
     );
     return undefined;
   }
+  if (command.needs === "description") {
+    return generateKernel(client, id, args);
+  }
   const serverArgs =
     command.needs === "cursor"
       ? cursorArguments(args, true)
@@ -133,6 +143,72 @@ async function runServerCommand(s: WarpwiseServer, command: ServerCommand, args:
     const doc = await vscode.workspace.openTextDocument(uri);
     await vscode.languages.setTextDocumentLanguage(doc, outcome.language);
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  }
+  return result;
+}
+
+/**
+ * Generate a Kernel from a Description: ask for the description and the kernel's name, let the server have the
+ * configured LLM write NAME.problem.py and NAME.cu into the active file's workspace folder (checked by the gate),
+ * open both, and offer to optimize the kernel.
+ */
+async function generateKernel(
+  client: NonNullable<WarpwiseServer["languageClient"]>,
+  id: string,
+  args: unknown[],
+): Promise<unknown> {
+  const given = args[0] !== undefined && isJsonValue(args[0]) ? (args[0] as Record<string, unknown>) : {};
+  const description =
+    typeof given.description === "string"
+      ? given.description
+      : await vscode.window.showInputBox({
+          title: "warpwise: Generate a Kernel from a Description",
+          prompt: "What should the kernel compute? (sizes and data types help)",
+          placeHolder: "e.g. row-wise softmax of a 4096 x 4096 float32 matrix",
+          ignoreFocusOut: true,
+        });
+  if (!description) {
+    return undefined;
+  }
+  const name =
+    typeof given.name === "string"
+      ? given.name
+      : await vscode.window.showInputBox({
+          title: "warpwise: Generate a Kernel from a Description",
+          prompt: "The kernel's name (the files are NAME.cu and NAME.problem.py)",
+          validateInput: kernelNameProblem,
+          ignoreFocusOut: true,
+        });
+  if (!name) {
+    return undefined;
+  }
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const folder =
+    typeof given.folder === "string"
+      ? given.folder
+      : ((active && vscode.workspace.getWorkspaceFolder(active)) ?? vscode.workspace.workspaceFolders?.[0])?.uri.toString();
+  const serverArgs = [
+    { description, name: name.trim(), ...(folder ? { folder } : {}), ...(active ? { uri: active.toString() } : {}) },
+  ];
+  const result: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command: id, arguments: serverArgs });
+  const outcome = commandOutcome(result);
+  const files = generatedFiles(result);
+  if (files) {
+    const problem = await vscode.workspace.openTextDocument(vscode.Uri.parse(files.problem));
+    await vscode.window.showTextDocument(problem, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+    const kernel = await vscode.workspace.openTextDocument(vscode.Uri.parse(files.kernel));
+    await vscode.window.showTextDocument(kernel, { preview: false, viewColumn: vscode.ViewColumn.One });
+  }
+  const text = `warpwise: ${outcome.kind === "message" ? outcome.text : "generation finished"}`;
+  if (files && (result as Record<string, unknown>).ok === true) {
+    const pick = await vscode.window.showInformationMessage(text, "Optimize Kernel");
+    if (pick) {
+      await vscode.commands.executeCommand("warpwise.optimizeKernel", { uri: files.kernel, kernel: name.trim() });
+    }
+  } else if (outcome.kind === "message" && outcome.severity === "error") {
+    void vscode.window.showErrorMessage(text);
+  } else {
+    void vscode.window.showWarningMessage(text);
   }
   return result;
 }

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { SingleFlight } from "../src/singleFlight";
 import { describeState, parseBackendStatus } from "../src/status";
 import { RESTRICTED_OVERRIDES, serverSettings } from "../src/serverSettings";
-import { commandOutcome, serverCommandId, SERVER_COMMANDS } from "../src/commands";
+import { commandOutcome, generatedFiles, kernelNameProblem, serverCommandId, SERVER_COMMANDS } from "../src/commands";
 
 test("a GPU, a queue and a running job read as the issue words them", () => {
   const backend = parseBackendStatus({ gpu: { name: "NVIDIA H200" }, queue: 1, running: { kernel: "saxpy", stage: "timing" } });
@@ -124,4 +124,16 @@ test("the first report, while the server still looks for a GPU, does not claim t
   assert.equal(describeState({ kind: "running", backend: off, restricted: false }).text, "GPU verification off");
   const none = parseBackendStatus({ gpu: { found: false, name: null, detail: "no NVIDIA GPU found" }, backend: "compile-only", queue: { length: 0 } });
   assert.equal(describeState({ kind: "running", backend: none, restricted: false }).text, "no GPU: compile-only");
+});
+
+test("a generated kernel's name is a C identifier, and the answer names the files it wrote", () => {
+  assert.equal(kernelNameProblem("scale2"), undefined);
+  assert.equal(kernelNameProblem(" _k9 "), undefined);
+  assert.match(kernelNameProblem("2x") ?? "", /C identifier/);
+  assert.match(kernelNameProblem("soft max") ?? "", /C identifier/);
+  assert.match(kernelNameProblem("") ?? "", /Name the kernel/);
+  const written = { ok: true, status: "built", kernelUri: "file:///w/scale2.cu", problemUri: "file:///w/scale2.problem.py" };
+  assert.deepEqual(generatedFiles(written), { kernel: "file:///w/scale2.cu", problem: "file:///w/scale2.problem.py" });
+  assert.equal(generatedFiles({ ok: false, status: "no_llm", message: "no LLM is configured" }), undefined);
+  assert.ok(SERVER_COMMANDS.some((c) => c.id === "warpwise.generateKernel" && c.needs === "description" && c.runsCode));
 });
