@@ -33,9 +33,6 @@ def initialize(ls: WarpwiseServer, params: types.InitializeParams) -> None:
     # document does not pay for it.
     ls.card_provider.available()
     log.info("analysis warm-up took %.0f ms", warm_up(ls.providers, ls.settings))
-    # The first status (sent after `initialized`) imports the verification modules; do that here too, or it would
-    # block the event loop while the first document arrives.
-    ls.status_payload()
     # Everything loaded so far (protocol types, the card library, compiled queries) lives as long as the server:
     # keep it out of the cyclic collector's full passes, which would otherwise stall a keystroke now and then.
     gc.collect()
@@ -44,21 +41,22 @@ def initialize(ls: WarpwiseServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: WarpwiseServer, params: types.InitializedParams) -> None:
-    """Report setting problems found at start, pull the configuration, schedule GPU detection (event loop)."""
+    """Report setting problems found at start, pull the configuration, schedule the first status (event loop)."""
     ls.initialized = True
     configuration.announce_problems(ls)
-    ls.notify_status()
     if ls.client.configuration and not ls.initialization_options:
         ls.spawn(configuration.pull(ls), "pull-configuration")
-    # Looking for a GPU imports the CUDA driver bindings; do it after the first analysis (or a second from now)
-    # rather than while the first document is being analysed.
+    # The first status says whether verification is available, which imports the verification modules (tens of
+    # milliseconds on the event loop), and looking for a GPU imports the CUDA driver bindings: do both after the
+    # first analysis is published (or a second from now) rather than while the first document is being read.
     asyncio.get_running_loop().call_later(GPU_DETECTION_DELAY_S, start_gpu_detection, ls)
 
 
 def start_gpu_detection(ls: WarpwiseServer) -> None:
-    """Look for a GPU once, in the background, and report it in the status."""
+    """Send the first status, then look for a GPU once, in the background, and report it in the status."""
     if ls.gpu_detection is not None:
         return
+    ls.notify_status()
 
     async def detect() -> None:
         await ls.verification.detect_gpu()
