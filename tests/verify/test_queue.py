@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,6 +58,11 @@ def test_priorities_duplicates_and_generations(gate: Gate) -> None:
     q = VerificationQueue(gate, concurrency=1)
     rec = Recorder()
     blocker = q.submit(candidate(slow_source(6000)), OPTS, on_event=rec)
+    # The blocker must hold the only slot before the others arrive (on a loaded machine the dispatcher may not have
+    # picked it up yet, and the higher-priority job would rightly go first).
+    deadline = time.monotonic() + 30
+    while "started" not in rec.kinds(blocker.job_id) and time.monotonic() < deadline:
+        time.sleep(0.01)
     low = q.submit(candidate(variant(10)), OPTS, priority=0, on_event=rec)
     high = q.submit(candidate(variant(11)), OPTS, priority=5, on_event=rec)
     dup = q.submit(candidate(variant(10)), OPTS, priority=0, on_event=rec)
