@@ -192,6 +192,7 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     the problem's `reference()` on every seed, `built` that it builds (compile-only, nothing was run).
     """
     import re
+    from importlib.util import find_spec
     from pathlib import Path
 
     from pygls.uris import from_fs_path, to_fs_path
@@ -232,6 +233,13 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
             "no_llm",
             "no LLM is configured: set `warpwise.llm.endpoint` and `warpwise.llm.model` (the key comes from "
             "WARPWISE_LLM_API_KEY or OPENAI_API_KEY in the server's environment)",
+        )
+    if find_spec("openai") is None:
+        return _reply(
+            False,
+            "unavailable",
+            "kernels cannot be generated: the `openai` package is not installed (pip install "
+            "'warpwise[llm]' in the server's environment)",
         )
     job = ls.verification.submit_generate(ls.settings, description, name, str(folder))
     if params.work_done_token is not None:

@@ -94,3 +94,19 @@ async def test_optimize_kernel_on_the_gpu(sessions) -> None:
     messages = [v.message or "" for _, v in s.recorder.progress if isinstance(v, types.WorkDoneProgressReport)]
     print("progress:", messages[-3:])
     assert any("GPU-s" in m for m in messages), messages
+
+
+async def test_generate_kernel_on_the_gpu(sessions, tmp_path) -> None:
+    # The LLM is the loopback server replaying recorded answers; on a GPU the gate runs the generated kernel against
+    # the generated problem's reference() on every seed ("checked"), not just builds it.
+    from tests.search.llm_server import ReplayServer, load
+
+    with ReplayServer(load("generate")) as llm:
+        s: Session = await sessions("visual-studio-code", {**PINNED, "llm": {"endpoint": llm.url, "model": "recorded"}})
+        await s.status(lambda p: p["gpu"]["found"])
+        args = {"description": "double every element", "name": "scale2", "folder": tmp_path.as_uri()}
+        result = await s.command("warpwise.generateKernel", args)
+    print("generateKernel:", result)
+    assert result["status"] == "checked" and result["ok"], result
+    assert result["result"]["status"] in ("not_faster", "verified") and "NVIDIA" in result["result"].get("device", "")
+    assert (tmp_path / "scale2.cu").is_file() and (tmp_path / "scale2.problem.py").is_file()
