@@ -11,10 +11,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.build import analyze_document
 from warpwise.analyzers.findings import Finding, check_model
 from warpwise.analyzers.model import FileModel
+from warpwise.analyzers.parse import CudaDocument
 from warpwise.skills.engine import Match, match_file
+from warpwise.skills.facts import set_tree
 from warpwise.skills.rewrite import Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
@@ -101,8 +103,15 @@ def analyze_path(
         data = Path(path).read_bytes()
     except OSError as exc:
         return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
-    model = analyze_text(data, path)
-    return analyze_model(model, select)
+    return analyze_model(parsed_model(data, path), select)
+
+
+def parsed_model(data: bytes, path: str) -> FileModel:
+    """Analyse a text once and hand its syntax tree to the card engine, which would otherwise parse it again."""
+    doc = CudaDocument(path, data)
+    model = analyze_document(doc)
+    set_tree(model, doc.tree)
+    return model
 
 
 @dataclass(slots=True)
@@ -130,7 +139,7 @@ def fix_text(
     outcome = FixOutcome(data, data)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if include_unsafe else set())
     for _ in range(max_rounds):
-        model = analyze_text(outcome.text, path)
+        model = parsed_model(outcome.text, path)
         fixes = []
         for m in match_file(model, enabled=select):
             if not m.has_rewrite or m.applicability not in allowed:
