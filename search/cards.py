@@ -123,8 +123,8 @@ class CardActions:
         version: Version, ctx: SearchContext, card_id: str, matches: list[Any], model: Any
     ) -> LaunchOverride | None:
         """Return the child's launch override: the grid shrunk by the rewrite's factor for problem-file launches."""
-        own = ctx.model(version)
-        if card_id not in GRID_FACTOR_CARDS or ctx.spec_source != "problem_file" or own.launches_of(ctx.kernel):
+        # A problem file decides both kernels' geometry, even where the file's own launches were shrunk.
+        if card_id not in GRID_FACTOR_CARDS or ctx.spec_source != "problem_file":
             return version.launch
         factor = grid_factor(card_id, matches)
         if factor is None or factor <= 1:

@@ -169,6 +169,7 @@ def generate(
         {"role": "user", "content": f"Description: {description}\nKernel name: {name}"},
     ]
     options = options or Options(compile_only=compile_only)
+    created = False
     for attempt in range(1, attempts + 1):
         try:
             answer = client.chat("author", messages)
@@ -191,8 +192,19 @@ def generate(
             ]
             continue
         assert python is not None and cuda is not None
-        problem.write_text(python.strip("\n") + "\n", encoding="utf-8")
-        cu.write_text(cuda.strip("\n") + "\n", encoding="utf-8")
+        try:
+            # The first attempt creates the files and never replaces one that appeared meanwhile; later attempts
+            # rewrite the files this call created.
+            mode = "w" if created or overwrite else "x"
+            with problem.open(mode, encoding="utf-8") as f:
+                f.write(python.strip("\n") + "\n")
+            with cu.open(mode, encoding="utf-8") as f:
+                f.write(cuda.strip("\n") + "\n")
+        except FileExistsError as exc:
+            report.attempts.append({"attempt": attempt, "outcome": f"not written: {exc.filename} exists"})
+            report.message = f"{exc.filename} appeared while the LLM was answering; it was not replaced"
+            return report
+        created = True
         text = cu.read_text(encoding="utf-8")
         result = verifier.verify(Candidate(str(cu), text, name, text, str(cu)), options)
         if result is None:

@@ -22,11 +22,14 @@ def grid_factor(card_id: str, matches: list[Any]) -> int | None:
     """
     if card_id not in GRID_FACTOR_CARDS or not matches:
         return None
+    region = matches[0].region
+    shape = region.facts.get("shape")
+    if shape is not None and getattr(shape, "form", None) not in ("if", "return"):
+        return None  # A grid-stride loop covers the elements with any grid: the rewrite leaves launches alone.
     if card_id == "one-element-per-thread":
         return int(matches[0].card.header.anchor.args.get("factor", 4))
     from warpwise.skills.matchers.memory import VECTOR_TYPES
 
-    region = matches[0].region
     fn = region.function
     lanes = set()
     for name in region.facts.get("arrays", []):

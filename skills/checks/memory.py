@@ -328,6 +328,24 @@ def body_is_per_element(ctx: CheckContext, vector: bool = False) -> Verdict:
 _LIGHT_TRIP = 16
 
 
+def _heavy_loop(fn: Any, inside: Any) -> tuple[Any, str] | None:
+    """Return the first selected loop whose iterations, times those of the loops around it, exceed the light limit."""
+    by_id = {lp.id: lp for lp in fn.loops}
+    for lp in fn.loops:
+        if not inside(lp):
+            continue
+        total: int | None = 1
+        cur = lp
+        while cur is not None and total is not None and inside(cur):
+            total = None if cur.trip_count is None else total * cur.trip_count
+            cur = by_id.get(cur.parent) if cur.parent is not None else None
+        if total is None:
+            return lp, f"up to `{lp.bound or 'a runtime bound'}` times"
+        if total > _LIGHT_TRIP:
+            return lp, f"{total} times with the loops around it"
+    return None
+
+
 @check("body_is_light")
 def body_is_light(ctx: CheckContext) -> Verdict:
     """Hold when each thread's element takes a bounded, small amount of work (no loop over a runtime bound).
@@ -339,18 +357,27 @@ def body_is_light(ctx: CheckContext) -> Verdict:
     fn = ctx.function
     body = ctx.fact("shape").body
     lo, hi = body.start_byte - fn.base, body.end_byte - fn.base
-    for lp in fn.loops:
-        if not (lo <= lp.span[0] < hi):
-            continue
-        if lp.trip_count is not None and lp.trip_count <= _LIGHT_TRIP:
-            continue
+    heavy = _heavy_loop(fn, lambda lp: lo <= lp.span[0] < hi)
+    if heavy is not None:
+        lp, trips = heavy
         what = f"over `{lp.var}`" if lp.var else f"`{lp.condition or lp.kind}`"
-        trips = f"{lp.trip_count} times" if lp.trip_count is not None else f"up to `{lp.bound or 'a runtime bound'}`"
         line = _line(ctx.model, fn.base + lp.span[0])
         return violated(
             f"each thread of `{fn.name}` already loops {what} ({trips}, line {line}): "
             "it does a whole row's work, so its grid is small, and a quarter of it would leave most of the GPU idle"
         )
+    for call in fn.calls:
+        if not (lo <= call.span[0] < hi) or call.category != "call" or _PURE_CALLS.match(call.name):
+            continue
+        callee = ctx.model.function(call.name)
+        if callee is None:
+            return unknown(f"the body calls `{call.name}`, whose work per call is not known here")
+        inner = _heavy_loop(callee, lambda lp: True)
+        if inner is not None:
+            return violated(
+                f"the body calls `{call.name}`, which loops {f'over `{inner[0].var}`' if inner[0].var else ''} "
+                f"({inner[1]}): each thread already does a row's work"
+            )
     return holds(f"each thread of `{fn.name}` does a small, bounded amount of work for its element")
 
 

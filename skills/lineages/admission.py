@@ -165,7 +165,14 @@ def decide(
             **base,
             "why": "no held-out naive kernel where the card's matcher finds a region and its rewrite applies",
         }
+    # A roundtrip slower beyond its spread is a measured loss where the card fires: no admission while it stands.
+    losses = [r for r in mine if r.get("speedup") and _slower(r["speedup"])]
+    if losses:
+        s = ", ".join(f"{r['operator']} {r['speedup']['median']:.2f}x" for r in losses)
+        return {**base, "why": f"slower beyond the measured spread on held-out kernels where the card fires ({s})"}
     verified = [r for r in mine if r.get("status") == "verified" and r.get("speedup")]
+    sign = 1.0 if interval[0] > 1.0 else -1.0 if interval[1] < 1.0 else 0.0
+    verified = [r for r in verified if sign == 0.0 or (r["speedup"]["median"] - 1.0) * sign > 0]
     inside = [r for r in verified if interval[0] <= r["speedup"]["median"] <= interval[1]]
     if inside:
         best = inside[0]
@@ -194,6 +201,12 @@ def decide(
         }
     outcomes = ", ".join(f"{r['operator']}: {r.get('status')}" for r in mine)
     return {**base, "why": f"no held-out roundtrip was verified ({outcomes})"}
+
+
+def _slower(sp: dict[str, Any]) -> bool:
+    """Return whether a measured speedup is a loss beyond its spread and the A/A noise."""
+    high = float(sp["high"] if sp.get("high") is not None else sp["median"])
+    return high * (1.0 + float(sp.get("noise") or 0.0)) < 1.0
 
 
 def decisions(

@@ -148,9 +148,18 @@ def ingest(
         mined = mined_evidence(lib, lins)
         # The reasons the batch ran with, updated by the committed ones (skills/lineages/admission_reasons.yaml): the
         # file in the tree is the reviewed text, and it may have been revised since the batch's package was built.
-        reasons = {**(admission.get("reasons") or {}), **documented_reasons()}
+        batch_reasons = admission.get("batch_reasons", admission.get("reasons")) or {}
+        reasons = {**batch_reasons, **documented_reasons()}
         decided = decisions(mined, admission.get("roundtrips", []), reasons)
-        doc = {**admission, "mined": mined, "reasons": reasons, "decisions": decided}
+        doc = {
+            **admission,
+            "mined": mined,
+            "batch_reasons": batch_reasons,
+            "reasons": reasons,
+            "reasons_source": "skills/lineages/admission_reasons.yaml as of ingestion (it replaces the batch's text "
+            "for the cards it lists; the batch's own reasons are kept in batch_reasons)",
+            "decisions": decided,
+        }
         target = bench_results / f"admission-{stamp}.json"
         for d in doc["decisions"]:
             changes.append(f"admission: {d['card']}: {'admitted' if d['admitted'] else 'stays preview'}: {d['why']}")

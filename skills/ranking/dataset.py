@@ -311,6 +311,19 @@ def _gpu_name(row: Mapping[str, Any]) -> str:
     return str(row.get("gpu") or "")
 
 
+def launch_not_adapted(source: str, file: str, card: str) -> bool:
+    """Return whether a record measured a launch-shrinking rewrite with the problem file's grid left unshrunk.
+
+    The card-evidence run of 2026-11-29 launched every candidate with its problem file's geometry, so coarsening
+    and 16-byte vector rewrites of problem-file kernels ran with 4 or 8 times the threads they need: a measurement of
+    that launch, not of the rewrite as it is meant to run. Such records are kept on the cards, marked, but are not
+    evidence for the ranking.
+    """
+    from warpwise.skills.launches import GRID_FACTOR_CARDS
+
+    return card in GRID_FACTOR_CARDS and "card_evidence" in source and file.startswith("bench/suite/")
+
+
 def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list[_Record]:
     """Return the outcome rows of every gate result file under the roots (sorted by path)."""
     out: list[_Record] = []
@@ -327,6 +340,8 @@ def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list
             for row in rows:
                 if not isinstance(row, dict) or not all(row.get(k) for k in ("file", "kernel", "card", "status")):
                     continue
+                if launch_not_adapted(rel, str(row["file"]), str(row["card"])):
+                    continue
                 out.append(
                     _Record(rel, str(row["file"]), str(row["kernel"]), str(row["card"]), _gpu_name(row), _outcome(row))
                 )
@@ -341,7 +356,7 @@ def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
         for rec in card.header.evidence:
             ctx = dict(rec.context or {})
             file = ctx.get("file")
-            if not file:
+            if not file or launch_not_adapted(rec.source, str(file), card.skill_id):
                 continue
             status = str(ctx.get("status") or "")
             if not status:
@@ -563,7 +578,9 @@ def build(
             ts.unbound.append(f"{rec.source}: `{rec.card}` does not bind in `{rec.kernel}` of {where}; left out")
             continue
         gpu = ts.gpus.get(rec.gpu)
-        feats = pair_features(model, fn, ms, gpu, reports.get((rec.file, rec.kernel)))
+        # A lineage step's kernel is not the file's: the expert's recorded build and launch do not describe it.
+        report = reports.get((rec.file, rec.kernel)) if rec.text is None else None
+        feats = pair_features(model, fn, ms, gpu, report)
         ts.examples.append(
             Example(
                 rec.source,

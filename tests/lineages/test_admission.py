@@ -57,6 +57,15 @@ def test_outside_the_spread_needs_a_documented_reason() -> None:
     assert d["admitted"] and "documented reason" in d["why"]
 
 
+def test_a_measured_loss_where_the_card_fires_blocks_admission_even_with_a_reason() -> None:
+    recs = [mined(1.5, 1.4, 1.6)]
+    rows = [roundtrip("c", "verified", 1.5), roundtrip("c", "not_faster", 0.25)]
+    d = decide("c", recs, rows, "a documented reason")
+    assert not d["admitted"] and "slower beyond the measured spread" in d["why"] and "0.25x" in d["why"]
+    # A tie within the spread is not a loss.
+    assert decide("c", recs, [roundtrip("c", "verified", 1.5), roundtrip("c", "not_faster", 0.995)])["admitted"]
+
+
 def test_no_measured_success_means_no_admission() -> None:
     recs = [mined(1.5, 1.4, 1.6)]
     assert not decide("c", recs, [roundtrip("c", "incorrect"), roundtrip("c", "not_faster", 1.0)])["admitted"]

@@ -12,9 +12,6 @@ EXEMPT: dict[str, dict[VerdictStatus, str]] = {
         VerdictStatus.VIOLATED: "verdict cases run at the default target, sm_90; the target is a setting, not something a "
         "source can show"
     },
-    "body_is_light": {
-        VerdictStatus.UNKNOWN: "a loop either has a known trip count of at most 16 or it does not; both are decided"
-    },
     "index_used_only_in_guard": {
         VerdictStatus.UNKNOWN: "every use of the index is an identifier in the kernel's own text, so it is always decided"
     },
@@ -300,6 +297,22 @@ CASES: list[tuple[str, str, VerdictStatus, str]] = [
         "light-body",
         V,
         ELEMENT.format(decl="int", body="float s = 0.0f; for (int j = 0; j < n; ++j) s += x[j]; y[i] = s;", host=""),
+    ),
+    (
+        "one-element-per-thread",
+        "light-body",
+        V,
+        ELEMENT.format(
+            decl="int",
+            body="float s = 0.0f; for (int a = 0; a < 8; ++a) for (int b = 0; b < 8; ++b) s += x[i] * a * b; y[i] = s;",
+            host="",
+        ),
+    ),
+    (
+        "one-element-per-thread",
+        "light-body",
+        U,
+        ELEMENT.format(decl="int", body="y[i] = external_work(x[i]);", host="__device__ float external_work(float);"),
     ),
     # uncoalesced-thread-mapping
     (

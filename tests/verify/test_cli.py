@@ -159,3 +159,38 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     # A card that does not change launches keeps the file's geometry for both kernels.
     _, none = _skill_candidate(str(path), text, "gelu_f16_naive", "missing-restrict")
     assert none is None
+
+
+def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_keeps_launches(tmp_path: Path) -> None:
+    import re
+
+    from warpwise.commands.verify import _problem_launch, _skill_candidate
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    # The problem file gives inputs and the reference, an annotation the launch: no problem launch to shrink.
+    src = ROOT / "bench" / "suite" / "gelu_f16"
+    problem = (src / "naive.problem.py").read_text()
+    problem = re.sub(r"\ndef launch\(.*?(?=\n\ndef |\Z)", "\n", problem, flags=re.S)
+    assert "def launch" not in problem
+    (tmp_path / "naive.problem.py").write_text(problem)
+    annotation = "// warpwise: n=4096 x:in[n] y:out[n] grid=(n+255)/256 block=256\n"
+    kernel = (src / "naive.cu").read_text().replace("__global__", annotation + "__global__", 1)
+    (tmp_path / "naive.cu").write_text(kernel)
+    path = str(tmp_path / "naive.cu")
+    spec = resolve_spec(path, kernel, "gelu_f16_naive")
+    assert isinstance(spec, ProblemSpec) and spec.source == "problem_file"
+    _, factor = _skill_candidate(path, kernel, "gelu_f16_naive", "scalar-global-access")
+    assert factor == 8
+    assert _problem_launch(path, kernel, "gelu_f16_naive", factor) is None
+    # A grid-stride loop covers every element with any grid: the rewrite does not shrink launches, nor do we.
+    loop = (
+        "#include <cuda_fp16.h>\n"
+        "__global__ void twice(const __half* __restrict__ x, __half* __restrict__ y, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
+        "    y[i] = __hadd(x[i], x[i]);\n"
+        "  }\n"
+        "}\n"
+    )
+    (tmp_path / "loop.cu").write_text(loop)
+    _, none = _skill_candidate(str(tmp_path / "loop.cu"), loop, "twice", "scalar-global-access")
+    assert none is None

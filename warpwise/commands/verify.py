@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -81,7 +82,7 @@ def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str
         raise ValueError(f"skill `{skill}` applies to `{kernel}` but offers no rewrite there (display-only)")
     from warpwise.skills.launches import grid_factor
 
-    factor = grid_factor(skill, matches) if not model.launches_of(kernel) else None
+    factor = grid_factor(skill, matches)
     return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape")), factor
 
 
@@ -97,7 +98,9 @@ def _problem_launch(path: str, text: str, kernel: str, factor: int) -> Any:
 
     spec = resolve_spec(path, text, kernel)
     if not isinstance(spec, ProblemSpec) or spec.source != "problem_file" or spec.run.problem_source is None:
-        return None
+        return None  # The launch comes from this file's host code, which the rewrite shrank itself.
+    if not re.search(r"^(def\s+launch\s*\(|grid\s*=)", spec.run.problem_source, re.M):
+        return None  # The geometry comes from an annotation or the host code, not the problem file.
     run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), shrink_grid(factor)))
     return dataclasses.replace(spec, run=run)
 
