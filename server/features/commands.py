@@ -64,6 +64,15 @@ def _reply(ok: bool, status: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"ok": ok, "status": status, "message": message, **extra}
 
 
+def _refuse_to_run(ls: WarpwiseServer, not_done: str) -> dict[str, Any] | None:
+    """Return the reply refusing a command that compiles and runs code, when the settings forbid it (else None)."""
+    if not ls.settings.verification_trusted_workspace:
+        return _reply(False, "untrusted", f"{not_done}: this workspace is not trusted to run code")
+    if ls.settings.gpu_backend == "off":
+        return _reply(False, "off", f"{not_done}: `warpwise.gpu.backend` is `off`")
+    return None
+
+
 async def _kernel(ls: WarpwiseServer, target: Target) -> tuple[str | None, str]:
     """Return the kernel a command is about (named, or under the cursor), or why there is none."""
     if target.uri is None:
@@ -87,10 +96,9 @@ async def verify_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) 
     kernel, why = await _kernel(ls, target)
     if kernel is None:
         return _reply(False, "no_kernel", why)
-    if not ls.settings.verification_trusted_workspace:
-        return _reply(False, "untrusted", f"`{kernel}` is not verified: this workspace is not trusted to run code")
-    if ls.settings.gpu_backend == "off":
-        return _reply(False, "off", f"`{kernel}` is not verified: `warpwise.gpu.backend` is `off`")
+    refused = _refuse_to_run(ls, f"`{kernel}` is not verified")
+    if refused is not None:
+        return refused
     available, reason = ls.verification.verification_available()
     if not available:
         return _reply(False, "unavailable", f"`{kernel}` cannot be verified: {reason}")
@@ -134,10 +142,9 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
         search = None
     if search is None or not hasattr(search, "optimize"):
         return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: {SEARCH_UNAVAILABLE}")
-    if not ls.settings.verification_trusted_workspace:
-        return _reply(False, "untrusted", f"`{kernel}` is not optimized: this workspace is not trusted to run code")
-    if ls.settings.gpu_backend == "off":
-        return _reply(False, "off", f"`{kernel}` is not optimized: `warpwise.gpu.backend` is `off`")
+    refused = _refuse_to_run(ls, f"`{kernel}` is not optimized")
+    if refused is not None:
+        return refused
     assert target.uri is not None
     doc = ls.documents.get(target.uri)
     if doc is None:
@@ -217,10 +224,9 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     cu, problem = folder / f"{name}.cu", folder / f"{name}.problem.py"
     if cu.exists() or problem.exists():
         return _reply(False, "exists", f"{cu.name} or {problem.name} exists already in {folder}; choose another name")
-    if not ls.settings.verification_trusted_workspace:
-        return _reply(False, "untrusted", "nothing is generated: this workspace is not trusted to run code")
-    if ls.settings.gpu_backend == "off":
-        return _reply(False, "off", "nothing is generated: `warpwise.gpu.backend` is `off`")
+    refused = _refuse_to_run(ls, "nothing is generated")
+    if refused is not None:
+        return refused
     try:
         importlib.import_module("warpwise.search.generate")
     except ImportError:

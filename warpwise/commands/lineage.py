@@ -123,10 +123,7 @@ def _build(args: argparse.Namespace) -> int:
                 if not args.no_evidence and not compile_only:
                     _add_evidence(lineage, files[0])
             if args.pack:
-                pack["lineages"][expert.operator] = lineage
-                if chart:
-                    pack["charts"][expert.operator] = chart
-                Path(args.pack).write_text(json.dumps(pack) + "\n", encoding="utf-8")
+                _pack(args.pack, pack, expert.operator, lineage, chart)
             if builder.budget.spent:
                 _log("the time budget is spent; the remaining experts are not walked")
                 break
@@ -135,6 +132,14 @@ def _build(args: argparse.Namespace) -> int:
     if compile_only:
         _log("compile-only: the lineages are previews (status no_gpu); no evidence was written")
     return EXIT_CLEAN
+
+
+def _pack(path: str, pack: dict[str, Any], operator: str, lineage: dict[str, Any], chart: str | None) -> None:
+    """Add one lineage (and its chart) to a pack and rewrite the pack file, so a stopped run keeps what it did."""
+    pack["lineages"][operator] = lineage
+    if chart:
+        pack["charts"][operator] = chart
+    Path(path).write_text(json.dumps(pack) + "\n", encoding="utf-8")
 
 
 def _profile_steps(args: argparse.Namespace) -> int:
@@ -179,11 +184,7 @@ def _profile_steps(args: argparse.Namespace) -> int:
                 continue
             n = profile_steps(builder, expert, lineage)
             _log(f"{expert.operator}: {n} of {len(lineage.get('steps', []))} steps profiled")
-            pack["lineages"][expert.operator] = lineage
-            chart = lineage_chart(lineage)
-            if chart:
-                pack["charts"][expert.operator] = chart
-            Path(args.pack).write_text(json.dumps(pack) + "\n", encoding="utf-8")
+            _pack(args.pack, pack, expert.operator, lineage, lineage_chart(lineage))
             if builder.budget.spent:
                 _log("the time budget is spent; the remaining lineages are not profiled")
                 break
