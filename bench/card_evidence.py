@@ -36,33 +36,23 @@ def _targets(paths: list[str]) -> list[Path]:
 def candidates(files: list[Path]) -> list[dict[str, Any]]:
     """Return one candidate per (file, kernel, card with a rewrite)."""
     from warpwise.analyzers.build import analyze_text
-    from warpwise.skills.engine import compute_fix, match_file, merge_fixes
-    from warpwise.skills.rewrite import apply_edits
+    from warpwise.skills.engine import card_rewrites
+    from warpwise.skills.launches import grid_factor
 
     out = []
     for path in files:
         data = path.read_bytes()
         model = analyze_text(data, str(path))
-        groups: dict[tuple[str, str], list[Any]] = {}
-        for m in match_file(model):
-            if m.has_rewrite:
-                groups.setdefault((m.function, m.card_id), []).append(m)
-        for (kernel, card), ms in sorted(groups.items()):
-            fn = model.function(kernel)
-            if fn is None or not fn.is_kernel:
-                continue
-            fixes = [f for f in (compute_fix(model, m) for m in ms) if f is not None]
-            edits = merge_fixes(fixes)
-            if not edits:
-                continue
+        for (kernel, card), (ms, new) in sorted(card_rewrites(model).items(), key=lambda kv: kv[0]):
             out.append(
                 {
                     "file": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
                     "kernel": kernel,
                     "card": card,
                     "applicability": ms[0].applicability.value,
-                    "candidate": apply_edits(data, edits).decode("utf-8", "surrogateescape"),
+                    "candidate": new.decode("utf-8", "surrogateescape"),
                     "original": data.decode("utf-8", "surrogateescape"),
+                    "grid_factor": grid_factor(card, ms),
                 }
             )
     return out
@@ -83,6 +73,7 @@ def main() -> int:
         print(f"{len(cands)} candidates")
         return 0
 
+    from warpwise.skills.launches import shrunk_problem_spec
     from warpwise.verify.backends import make_backend
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Candidate, Gate
@@ -98,9 +89,14 @@ def main() -> int:
             if time.perf_counter() - t0 > args.budget_s:
                 rows.append({**_head(c), "status": "not_run", "message": "time budget spent"})
                 continue
-            cand = Candidate(str(ROOT / c["file"]), c["original"], c["kernel"], c["candidate"], str(ROOT / c["file"]))
+            path = str(ROOT / c["file"])
+            # A rewrite that shrinks launches runs with the grid it would give a problem file's launch too.
+            factor = c["grid_factor"]
+            spec = shrunk_problem_spec(path, c["original"], c["kernel"], factor) if factor and factor > 1 else None
+            cand = Candidate(path, c["original"], c["kernel"], c["candidate"], path, spec=spec)
             result = gate.verify(cand, Options())
-            rows.append({**_head(c), **_summary(result)})
+            launch = f"problem file's grid / {factor}" if spec is not None else "as the file or problem file says"
+            rows.append({**_head(c), "launch": launch, **_summary(result)})
             print(f"{c['file']} {c['kernel']} {c['card']}: {result.status.value} {result.message}", flush=True)
     finally:
         backend.close()

@@ -256,6 +256,30 @@ def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
     return taken
 
 
+def card_rewrites(
+    model: FileModel, library: CardLibrary | None = None, enabled: set[str] | None = None
+) -> dict[tuple[str, str], tuple[list[Match], bytes]]:
+    """Return, per (kernel, card) with a rewrite, its matches and the file with all of them applied.
+
+    One candidate per card and kernel, as verification measures them (the card evidence run, admission, the
+    ranking's reading of the verification cache): a kernel's fixes of one card merge into one rewrite. The pairs
+    come in the order of their first match.
+    """
+    groups: dict[tuple[str, str], list[Match]] = {}
+    for m in match_file(model, library, enabled):
+        if m.has_rewrite and m.function is not None:
+            groups.setdefault((m.function, m.card_id), []).append(m)
+    out: dict[tuple[str, str], tuple[list[Match], bytes]] = {}
+    for (kernel, card), ms in groups.items():
+        fn = model.function(kernel)
+        if fn is None or not fn.is_kernel:
+            continue
+        edits = merge_fixes(f for f in (compute_fix(model, m) for m in ms) if f is not None)
+        if edits:
+            out[(kernel, card)] = (ms, apply_edits(model.text, edits))
+    return out
+
+
 @dataclass
 class _Entry:
     model_id: int

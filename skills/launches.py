@@ -9,6 +9,8 @@ to do) but its gain is hidden. Whoever launches the rewrite from outside the fil
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 # The cards whose rewrites shrink launches in the file, by the factor named in their anchor or their lanes.
@@ -39,3 +41,22 @@ def grid_factor(card_id: str, matches: list[Any]) -> int | None:
             return None
         lanes.add(vec[1])
     return lanes.pop() if len(lanes) == 1 else None
+
+
+def shrunk_problem_spec(path: str, text: str, kernel: str, factor: int) -> Any:
+    """Return the problem-file spec that launches the rewrite with its grid divided by `factor` (None if none).
+
+    A rewrite that shrinks launches in host code finds none to shrink when a problem file launches the kernel; the
+    candidate is then launched with the grid the rewrite would have given it, the original as the file says.
+    """
+    from warpwise.skills.lineages.launch import problem_source
+    from warpwise.skills.lineages.suite import shrink_grid
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    spec = resolve_spec(path, text, kernel)
+    if not isinstance(spec, ProblemSpec) or spec.source != "problem_file" or spec.run.problem_source is None:
+        return None  # The launch comes from this file's host code, which the rewrite shrank itself.
+    if not re.search(r"^(def\s+launch\s*\(|grid\s*=)", spec.run.problem_source, re.M):
+        return None  # The geometry comes from an annotation or the host code, not the problem file.
+    run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), shrink_grid(factor)))
+    return dataclasses.replace(spec, run=run)

@@ -76,23 +76,15 @@ def card_candidates(
     kernel: SuiteKernel, text: str | None = None, cards: set[str] | None = None, library: Any = None
 ) -> list[CardCandidate]:
     """Return one candidate per card with a rewrite that matches the kernel (in the engine's order of matches)."""
-    from warpwise.skills.engine import compute_fix, match_file, merge_fixes
-    from warpwise.skills.rewrite import apply_edits
+    from warpwise.skills.engine import card_rewrites
 
     source = kernel.expert.text if text is None else text
-    data = source.encode("utf-8", "surrogatepass")
-    model = analyze_text(data, str(kernel.path))
-    groups: dict[str, list[Any]] = {}
-    for m in match_file(model, library):
-        if m.function == kernel.kernel and m.has_rewrite and (cards is None or m.card_id in cards):
-            groups.setdefault(m.card_id, []).append(m)
+    model = analyze_text(source.encode("utf-8", "surrogatepass"), str(kernel.path))
     out = []
-    for card_id, matches in groups.items():
-        fixes = [f for f in (compute_fix(model, m) for m in matches) if f is not None]
-        edits = merge_fixes(fixes)
-        if not edits:
+    for (fn_name, card_id), (matches, rewritten) in card_rewrites(model, library).items():
+        if fn_name != kernel.kernel or (cards is not None and card_id not in cards):
             continue
-        new = apply_edits(data, edits).decode("utf-8", "surrogatepass")
+        new = rewritten.decode("utf-8", "surrogatepass")
         if new == source:
             continue
         # A rewrite that shrinks launches in host code cannot edit the problem file's: shrink it the same way.

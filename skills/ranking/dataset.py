@@ -311,17 +311,22 @@ def _gpu_name(row: Mapping[str, Any]) -> str:
     return str(row.get("gpu") or "")
 
 
-def launch_not_adapted(source: str, file: str, card: str) -> bool:
+def launch_not_adapted(source: str, file: str, card: str, launch: str | None) -> bool:
     """Return whether a record measured a launch-shrinking rewrite with the problem file's grid left unshrunk.
 
-    The card-evidence run of 2026-11-29 launched every candidate with its problem file's geometry, so coarsening
-    and 16-byte vector rewrites of problem-file kernels ran with 4 or 8 times the threads they need: a measurement of
-    that launch, not of the rewrite as it is meant to run. Such records are kept on the cards, marked, but are not
-    evidence for the ranking.
+    The card-evidence run of 2026-11-29 launched every candidate with its problem file's geometry (its rows say
+    nothing of the launch), so coarsening and 16-byte vector rewrites of problem-file kernels ran with 4 or 8 times
+    the threads they need: a measurement of that launch, not of the rewrite as it is meant to run. Such records are
+    kept on the cards, marked, but are not evidence for the ranking. Later runs record the launch they used.
     """
     from warpwise.skills.launches import GRID_FACTOR_CARDS
 
-    return card in GRID_FACTOR_CARDS and "card_evidence" in source and file.startswith("bench/suite/")
+    unrecorded = launch is None or launch.startswith(UNADAPTED)
+    return unrecorded and card in GRID_FACTOR_CARDS and "card_evidence" in source and file.startswith("bench/suite/")
+
+
+# How the records of that run are marked on the cards.
+UNADAPTED = "the problem file's grid was not shrunk for this rewrite"
 
 
 def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list[_Record]:
@@ -340,7 +345,7 @@ def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list
             for row in rows:
                 if not isinstance(row, dict) or not all(row.get(k) for k in ("file", "kernel", "card", "status")):
                     continue
-                if launch_not_adapted(rel, str(row["file"]), str(row["card"])):
+                if launch_not_adapted(rel, str(row["file"]), str(row["card"]), row.get("launch")):
                     continue
                 out.append(
                     _Record(rel, str(row["file"]), str(row["kernel"]), str(row["card"]), _gpu_name(row), _outcome(row))
@@ -356,7 +361,7 @@ def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
         for rec in card.header.evidence:
             ctx = dict(rec.context or {})
             file = ctx.get("file")
-            if not file or launch_not_adapted(rec.source, str(file), card.skill_id):
+            if not file or launch_not_adapted(rec.source, str(file), card.skill_id, ctx.get("launch")):
                 continue
             status = str(ctx.get("status") or "")
             if not status:
@@ -382,23 +387,9 @@ def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
 def card_candidates(text: bytes, path: str, library: Any = None) -> dict[tuple[str, str], bytes]:
     """Return, per (kernel, card), the file with all of that card's fixes in that kernel applied."""
     from warpwise.analyzers.build import analyze_text
-    from warpwise.skills.engine import compute_fix, match_file, merge_fixes
-    from warpwise.skills.rewrite import apply_edits
+    from warpwise.skills.engine import card_rewrites
 
-    model = analyze_text(text, path)
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for m in match_file(model, library):
-        if m.has_rewrite:
-            groups.setdefault((m.function, m.card_id), []).append(m)
-    out: dict[tuple[str, str], bytes] = {}
-    for (kernel, card), ms in sorted(groups.items()):
-        fn = model.function(kernel)
-        if fn is None or not fn.is_kernel:
-            continue
-        edits = merge_fixes(f for f in (compute_fix(model, m) for m in ms) if f is not None)
-        if edits:
-            out[(kernel, card)] = apply_edits(text, edits)
-    return out
+    return {key: new for key, (_, new) in card_rewrites(analyze_text(text, path), library).items()}
 
 
 def _sha(data: bytes) -> str:

@@ -142,7 +142,8 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     # The problem file launches one thread per value; the 16-byte rewrite of 2-byte values covers eight per thread,
     # so its candidate runs with an eighth of the grid while the original keeps the problem's launch.
     torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
-    from warpwise.commands.verify import _problem_launch, _skill_candidate
+    from warpwise.commands.verify import _skill_candidate
+    from warpwise.skills.launches import shrunk_problem_spec
     from warpwise.verify.gpu_job import Problem
     from warpwise.verify.types import Side
 
@@ -151,7 +152,7 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     text = path.read_text()
     candidate, factor = _skill_candidate(str(path), text, "gelu_f16_naive", "scalar-global-access")
     assert factor == 8 and "reinterpret_cast<const uint4*>(x)" in candidate
-    spec = _problem_launch(str(path), text, "gelu_f16_naive", factor)
+    spec = shrunk_problem_spec(str(path), text, "gelu_f16_naive", factor)
     assert spec is not None
     case = Problem(spec.run, torch.device("cpu")).case(0)
     assert case.geometry[Side.ORIGINAL].grid == (16, 1, 1)
@@ -164,7 +165,8 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
 def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_keeps_launches(tmp_path: Path) -> None:
     import re
 
-    from warpwise.commands.verify import _problem_launch, _skill_candidate
+    from warpwise.commands.verify import _skill_candidate
+    from warpwise.skills.launches import shrunk_problem_spec
     from warpwise.verify.spec import ProblemSpec, resolve_spec
 
     # The problem file gives inputs and the reference, an annotation the launch: no problem launch to shrink.
@@ -181,7 +183,7 @@ def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_ke
     assert isinstance(spec, ProblemSpec) and spec.source == "problem_file"
     _, factor = _skill_candidate(path, kernel, "gelu_f16_naive", "scalar-global-access")
     assert factor == 8
-    assert _problem_launch(path, kernel, "gelu_f16_naive", factor) is None
+    assert shrunk_problem_spec(path, kernel, "gelu_f16_naive", factor) is None
     # A grid-stride loop covers every element with any grid: the rewrite does not shrink launches, nor do we.
     loop = (
         "#include <cuda_fp16.h>\n"

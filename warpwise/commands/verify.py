@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -86,26 +84,8 @@ def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str
     return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape")), factor
 
 
-def _problem_launch(path: str, text: str, kernel: str, factor: int) -> Any:
-    """Return the problem-file spec that launches the rewrite with its grid divided by `factor` (None if none).
-
-    A rewrite that shrinks launches in host code finds none to shrink when a problem file launches the kernel; the
-    candidate is then launched with the grid the rewrite would have given it, the original as the file says.
-    """
-    from warpwise.skills.lineages.launch import problem_source
-    from warpwise.skills.lineages.suite import shrink_grid
-    from warpwise.verify.spec import ProblemSpec, resolve_spec
-
-    spec = resolve_spec(path, text, kernel)
-    if not isinstance(spec, ProblemSpec) or spec.source != "problem_file" or spec.run.problem_source is None:
-        return None  # The launch comes from this file's host code, which the rewrite shrank itself.
-    if not re.search(r"^(def\s+launch\s*\(|grid\s*=)", spec.run.problem_source, re.M):
-        return None  # The geometry comes from an annotation or the host code, not the problem file.
-    run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), shrink_grid(factor)))
-    return dataclasses.replace(spec, run=run)
-
-
 def _run_verify(args: argparse.Namespace) -> int:
+    from warpwise.skills.launches import shrunk_problem_spec
     from warpwise.verify.backends import make_backend
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Candidate, Gate
@@ -118,7 +98,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             cand_text, factor = _skill_candidate(args.file, original, args.kernel, args.skill)
             cand_path = args.file
             if factor is not None and factor > 1:
-                spec = _problem_launch(args.file, original, args.kernel, factor)
+                spec = shrunk_problem_spec(args.file, original, args.kernel, factor)
                 if spec is not None and not args.json:
                     print(
                         f"  the problem file launches `{args.kernel}`: the rewrite runs with its grid divided by "
