@@ -64,14 +64,21 @@ def _record_dict(rec: EvidenceRecord) -> dict[str, Any]:
     return d
 
 
-def add_records(card_path: Path, records: list[EvidenceRecord]) -> int:
-    """Append records to a card file's `evidence:` list; return how many records the card now has."""
+def add_records(card_path: Path, records: list[EvidenceRecord], replace_prefix: str | None = None) -> int:
+    """Append records to a card file's `evidence:` list; return how many records the card now has.
+
+    `replace_prefix` first drops the records whose `source` starts with it (the records of an earlier build of the
+    same lineage, whose step numbers may differ), so a rebuilt lineage replaces its records instead of adding to
+    them.
+    """
     text = card_path.read_text(encoding="utf-8")
     parts = split_front_matter(text)
     if parts is None:
         raise ValueError(f"{card_path}: no YAML front matter")
     header, body = parts
     existing = (yaml.safe_load(header) or {}).get("evidence") or []
+    if replace_prefix is not None:
+        existing = [d for d in existing if not str(d.get("source", "")).startswith(replace_prefix)]
     key = lambda d: (d.get("kernel"), d.get("gpu"), d.get("toolkit"), d.get("source"))  # noqa: E731
     merged = {key(d): d for d in existing}
     for rec in records:

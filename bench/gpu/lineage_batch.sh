@@ -12,6 +12,7 @@
 #   LINEAGE_BUDGET=130 (timeout 150), ADMIT_BUDGET=40 (55), QUALITY_BUDGET=65 (85).
 # STEPS picks the steps (default "lineages admission quality"); a run split over two calls passes the first call's
 # lineages.json as LINEAGES_FILE and its cache.jsonl.gz as CACHE_IMPORT, so no measurement is repeated.
+# LINEAGE_OPS picks the lineages; PROFILE=1 (or an entry NAME=DIR/FILE.problem.py) also profiles their steps.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -33,16 +34,47 @@ if [ -n "${CACHE_IMPORT:-}" ]; then
   echo "cache import exit $?" >> "$LOG"
 fi
 
-# Most valuable first: the lineages that exercise the most deoptimizers and cards.
+# Most valuable first: the lineages that exercise the most deoptimizers and cards. An entry NAME=DIR/FILE.problem.py
+# walks DIR's expert on another problem file, as operator NAME (e.g. transpose_scalar=transpose/scalar.problem.py).
 OPS=${LINEAGE_OPS:-"reduce_sum softmax_rows transpose sgemm histogram gemv layernorm bias_gelu rmsnorm_f16 blur3x3 scan"}
 EXPERTS=()
-for op in $OPS; do EXPERTS+=("skills/lineages/corpus/$op/expert.cu"); done
+VARIANTS=()
+for op in $OPS; do
+  case "$op" in
+    *=*) VARIANTS+=("$op") ;;
+    *) EXPERTS+=("skills/lineages/corpus/$op/expert.cu") ;;
+  esac
+done
 
-if has lineages; then
+if has lineages && [ -z "${PROFILE:-}" ] && [ ${#VARIANTS[@]} -eq 0 ]; then
   echo "== lineages $(date -u +%T)" >> "$LOG"
   timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "${EXPERTS[@]}" --backend local --no-write \
     --no-evidence --pack "$OUT/lineages.json" --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
   echo "lineage build exit $?" >> "$LOG"
+elif has lineages; then
+  # Variants or PROFILE=1: each lineage is written (here, on the GPU machine), then every accepted step is
+  # profiled with Nsight Compute (PROFILE_BUDGET=120, timeout 150) and the profiled lineages packed.
+  echo "== lineages (written, then profiled) $(date -u +%T)" >> "$LOG"
+  WRITTEN=()
+  if [ ${#EXPERTS[@]} -gt 0 ]; then
+    timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "${EXPERTS[@]}" --backend local \
+      --no-evidence --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
+    echo "lineage build exit $?" >> "$LOG"
+    for e in "${EXPERTS[@]}"; do WRITTEN+=("skills/lineages/results/$(basename "$(dirname "$e")")/lineage.json"); done
+  fi
+  for v in "${VARIANTS[@]}"; do
+    name=${v%%=*}
+    problem=skills/lineages/corpus/${v#*=}
+    timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "$(dirname "$problem")/expert.cu" \
+      --problem "$problem" --operator "$name" --backend local --no-evidence --budget-s "${LINEAGE_BUDGET:-130}" \
+      >> "$LOG" 2>&1
+    echo "lineage build $name exit $?" >> "$LOG"
+    WRITTEN+=("skills/lineages/results/$name/lineage.json")
+  done
+  echo "== profiles $(date -u +%T)" >> "$LOG"
+  timeout "${PROFILE_TIMEOUT:-150}" python3 -P -m warpwise lineage profile "${WRITTEN[@]}" --pack "$OUT/lineages.json" \
+    --budget-s "${PROFILE_BUDGET:-120}" >> "$LOG" 2>&1
+  echo "lineage profile exit $?" >> "$LOG"
 fi
 
 if has admission; then

@@ -127,12 +127,19 @@ def ingest(
         write_lineage(lin, out, chart)
         lib = library()
         source = f"lineage {RESULTS / op / 'lineage.json'}"
-        for card_id, recs in sorted(lineage_records(lin, source).items()):
+        records = lineage_records(lin, source)
+        for card in lib:
+            stale = any(str(e.source).startswith(f"{source} ") for e in card.header.evidence)
+            if card.skill_id in records or not stale:
+                continue
+            total = add_records(Path(card.path), [], replace_prefix=f"{source} ")
+            changes.append(f"{card.skill_id}: records of the earlier build of {op} dropped, {total} left")
+        for card_id, recs in sorted(records.items()):
             card = lib.get(card_id)
             if card is None:
                 log(f"warning: no card {card_id!r}; {len(recs)} record(s) skipped")
                 continue
-            total = add_records(Path(card.path), recs)
+            total = add_records(Path(card.path), recs, replace_prefix=f"{source} ")
             changes.append(f"{card_id}: +{len(recs)} lineage record(s) from {op}, {total} in all")
     if pack and not dry_run:
         lineages = read_lineages(results)

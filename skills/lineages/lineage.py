@@ -198,6 +198,14 @@ def summarize(result: VerificationResult) -> dict[str, Any]:
     return d
 
 
+def not_slower_reason(sp: Any) -> str:
+    """Return why a simpler kernel that was not slower was rejected: it did not matter, or it was faster."""
+    what = f" ({sp.median:.2f}x, spread {sp.low:.2f}x..{sp.high:.2f}x)" if sp else ""
+    if sp is not None and sp.high < 1.0:
+        return f"the simpler kernel is faster{what}: here the optimization costs time"
+    return f"the simpler kernel is not slower by more than the spread{what}: it did not matter"
+
+
 def classify(result: VerificationResult, compile_only: bool) -> tuple[bool, str, str]:
     """Return (accepted, outcome, reason) of one attempt at removing an optimization."""
     s = result.status
@@ -215,9 +223,7 @@ def classify(result: VerificationResult, compile_only: bool) -> tuple[bool, str,
     if s is Status.VERIFIED:
         return True, "accepted", f"the optimization is {result.speedup.median:.2f}x faster" if result.speedup else ""
     if s is Status.NOT_FASTER:
-        sp = result.speedup
-        what = f" ({sp.median:.2f}x, spread {sp.low:.2f}x..{sp.high:.2f}x)" if sp else ""
-        return False, "not_slower", f"the simpler kernel is not slower by more than the spread{what}: it did not matter"
+        return False, "not_slower", not_slower_reason(result.speedup)
     if s is Status.INCORRECT:
         return False, "incorrect", f"the optimization is not removable here: {result.message}"
     return False, s.value, result.message

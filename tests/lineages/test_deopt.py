@@ -37,11 +37,12 @@ EXPECTED: dict[str, set[str]] = {
     "rmsnorm_f16": {"read-only:restrict", "unroll:pragma-constant", "devectorize:global", "shuffles:shared-exchange"},
     "scan": {"read-only:restrict", "devectorize:global", "shuffles:shared-exchange"},
     "sgemm": {"read-only:restrict", "unroll:pragma-constant", "devectorize:global", "devectorize:shared",
-              "padding:shared", "async-copy:cp-async", "untile:warp-layout"},
+              "padding:shared", "async-copy:cp-async", "untile:warp-layout", "untile:register-tile:TM=8",
+              "untile:register-tile:TN=8"},
     "softmax_rows": {"read-only:restrict", "unroll:pragma-constant", "devectorize:global", "shuffles:shared-exchange",
                      "two-pass:softmax-merge"},
     "transpose": {"read-only:restrict", "unroll:pragma-constant", "devectorize:global", "padding:shared",
-                  "coarsening:block"},
+                  "unstage:shared:tile", "coarsening:block"},
 }  # fmt: skip
 """The candidates each expert offers before any step: the pass set per operator."""
 
@@ -49,7 +50,11 @@ WALKS: dict[str, list[str]] = {
     "softmax_rows": ["read-only:restrict", "unroll:pragma-constant", "devectorize:global", "shuffles:shared-exchange",
                      "two-pass:softmax-merge"],
     "sgemm": ["read-only:restrict", "unroll:pragma-constant", "devectorize:global", "devectorize:shared",
-              "padding:shared", "async-copy:cp-async", "untile:warp-layout"],
+              "padding:shared", "async-copy:cp-async", "untile:warp-layout", "untile:register-tile:TM=8",
+              "untile:register-tile:TN=8", "untile:register-tile:TM=4", "untile:register-tile:TN=4",
+              "untile:register-tile:TM=2", "untile:register-tile:TN=2"],
+    "transpose": ["read-only:restrict", "unroll:pragma-constant", "devectorize:global", "padding:shared",
+                  "unstage:shared:tile", "coarsening:block"],
 }  # fmt: skip
 """Walks whose order matters: a later pass must still recognize the code an earlier one rewrote."""
 
@@ -338,6 +343,134 @@ __global__ void __launch_bounds__(128) k(float* y) {
     assert _run("untile", row_major) == []
     shuffled = text.replace("y[ty * 16 + tx] = 1.0f;", "y[ty * 16 + tx] = __shfl_sync(0xffffffffu, 1.0f, 0);")
     assert _run("untile", shuffled) == []
+
+
+_TILE_GEMM = """
+#define TM 4
+#define TN 2
+#define BM (TM * 16)
+#define BN (TN * 16)
+__global__ void __launch_bounds__(256) k(const float* A, const float* B, float* C, int M, int N, int K) {
+  const int m0 = blockIdx.y * BM;
+  const int n0 = blockIdx.x * BN;
+  float acc[TM][TN];
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) C[(m0 + i) * N + n0 + j] = acc[i][j];
+}
+"""
+
+
+def test_untile_halves_a_macro_register_tile_and_doubles_the_grid() -> None:
+    found = {d.key: d for d in _run("untile", _TILE_GEMM)}
+    assert set(found) == {"untile:register-tile:TM=4", "untile:register-tile:TN=2"}
+    rows, cols = found["untile:register-tile:TM=4"], found["untile:register-tile:TN=2"]
+    assert "#define TM 2\n" in rows.apply(_TILE_GEMM) and "#define TN 2\n" in rows.apply(_TILE_GEMM)
+    assert [(c.part, c.axis, c.python) for c in rows.launch] == [("grid", 1, "value * 2")]
+    assert [(c.part, c.axis, c.python) for c in cols.launch] == [("grid", 0, "value * 2")]
+    assert rows.proposed is not None and rows.proposed.skill_id == "register-tile-outputs" and rows.card is None
+    assert list(found) == ["untile:register-tile:TM=4", "untile:register-tile:TN=2"], "the larger side first"
+    # One output per thread along a side: nothing left to halve there.
+    assert [d.key for d in _run("untile", _TILE_GEMM.replace("#define TN 2", "#define TN 1"))] == [
+        "untile:register-tile:TM=4"
+    ]
+    # Literal sizes, a size that is not a power of two, or no block tile derived from the macro: no candidate.
+    assert _run("untile", _TILE_GEMM.replace("acc[TM][TN]", "acc[4][2]")) == []
+    assert [d.key for d in _run("untile", _TILE_GEMM.replace("#define TM 4", "#define TM 3"))] == [
+        "untile:register-tile:TN=2"
+    ]
+    assert [d.key for d in _run("untile", _TILE_GEMM.replace("#define BM (TM * 16)", "#define BM 64"))] == [
+        "untile:register-tile:TN=2"
+    ]
+
+
+def test_sgemm_expert_untiles_down_to_one_output_per_thread() -> None:
+    _, seen = preview_walk("sgemm")
+    last = dict(seen)["untile:register-tile:TN=2"]
+    assert "#define TM 1\n" in last and "#define TN 1\n" in last
+
+
+_STAGED = """
+#define T 16
+__global__ void k(const float* __restrict__ A, const float* __restrict__ B, float* C, int M, int N, int K) {
+  __shared__ float As[T][T];
+  __shared__ float Bs[T][T];
+  const int row = blockIdx.y * T + threadIdx.y;
+  const int col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[threadIdx.y][threadIdx.x] = row < M && k0 + threadIdx.x < K ? A[row * K + k0 + threadIdx.x] : 0.0f;
+    Bs[threadIdx.y][threadIdx.x] = k0 + threadIdx.y < K && col < N ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+"""
+
+
+def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
+    (d,) = _run("unstage", _STAGED)
+    assert d.key == "unstage:shared:As" and d.card == "repeated-global-tile-reads"
+    once = d.apply(_STAGED)
+    assert "__shared__ float As" not in once and "As[" not in once
+    # The slot [threadIdx.y][k] holds A[row * K + k0 + k] where the fill's guard held, zero elsewhere.
+    assert (
+        "acc += ((threadIdx.y) + T * blockIdx.y < M && (k) + k0 < K ? "
+        "A[(threadIdx.y) * K + (k) + T * K * blockIdx.y + k0] : 0.0f) * Bs[k][threadIdx.x];"
+    ).replace("T * K", "16 * K").replace("T * blockIdx", "16 * blockIdx") in once
+    assert once.count("__syncthreads();") == 2, "Bs still needs its barriers"
+    (e,) = _run("unstage", once)
+    twice = e.apply(once)
+    assert e.key == "unstage:shared:Bs" and "__shared__" not in twice and "__syncthreads" not in twice
+    assert reparses(twice)
+
+
+def test_unstage_transpose_scalar_path_only() -> None:
+    k = next(e for e in experts() if e.operator == "transpose")
+    src = _source(k)
+    (d,) = _run_on(src, "unstage")
+    out = d.apply(src.text)
+    assert "__shared__ float tile" in out, "the vector path still stages through the tile (a fill through a pointer)"
+    assert "tile[k / TILE][k % TILE] = in" not in out and "= tile[k % TILE][k / TILE]" not in out
+    assert "(k % TILE) + r0 < rows && (k / TILE) + c0 < cols ? in[" in out
+    assert d.card == "strided-transpose-access"
+
+
+def _run_on(src: KernelSource, pass_id: str) -> list[Deopt]:
+    p = pass_by_id(pass_id)
+    assert p is not None
+    return p.run(src)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("const float* __restrict__ A", "float* __restrict__ A"), "the source is not const"),
+        (("? A[row * K + k0 + threadIdx.x] : 0.0f", "? A[row * K + k0 + threadIdx.x * threadIdx.x] : 0.0f"),
+         "the source index is not linear in the slot"),
+        (("? A[row * K + k0 + threadIdx.x] : 0.0f", "? A[row * K + k0 + threadIdx.x] : acc"),
+         "the other value is not a literal"),
+        (("__shared__ float As[T][T];", "__shared__ double As[T][T];"), "the copy converts"),
+        (("for (int k0 = 0; k0 < K; k0 += T) {", "for (int k0 = threadIdx.x; k0 < K; k0 += T) {"),
+         "the slice offset differs between threads"),
+    ],
+)  # fmt: skip
+def test_unstage_gives_up_where_the_slot_is_not_derived_exactly(change: tuple[str, str], why: str) -> None:
+    text = _STAGED.replace(*change)
+    assert text != _STAGED
+    assert [d.key for d in _run("unstage", _STAGED)] == ["unstage:shared:As"]
+    assert "unstage:shared:As" not in [d.key for d in _run("unstage", text)], why
+
+
+def test_unstage_leaves_tiles_read_before_their_barrier_or_written_after_it() -> None:
+    early = _STAGED.replace("    __syncthreads();\n    for (int k = 0;", "    acc += As[0][0];\n    __syncthreads();\n"
+                            "    for (int k = 0;")  # fmt: skip
+    assert "unstage:shared:As" not in [d.key for d in _run("unstage", early)]
+    late = _STAGED.replace("    __syncthreads();\n  }", "    As[0][0] = 1.0f;\n    __syncthreads();\n  }")
+    assert "unstage:shared:As" not in [d.key for d in _run("unstage", late)]
 
 
 def test_a_failing_pass_is_skipped(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:

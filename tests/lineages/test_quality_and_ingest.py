@@ -159,6 +159,20 @@ def test_ingest_brings_a_batch_into_the_tree(tmp_path: Path) -> None:
     ingest(batch, root=root, cards=cards)
     after = {c.skill_id: len(c.header.evidence) for c in load_library([cards], include_builtin=False)}
     assert after == before
+    # A rebuilt lineage with other steps replaces the records of the earlier build (step numbers change).
+    pack = json.loads((batch / "lineages.json").read_text())
+    lin = pack["lineages"]["reduce_sum"]
+    lin["steps"] = lin["steps"][:1]
+    lin["rejected"] = []
+    (batch / "lineages.json").write_text(json.dumps(pack))
+    (batch / "admission.json").unlink()
+    ingest(batch, root=root, cards=cards)
+    src = "lineage skills/lineages/results/reduce_sum/lineage.json "
+    counts = {
+        c.skill_id: sum(str(e.source).startswith(src) for e in c.header.evidence)
+        for c in load_library([cards], include_builtin=False)
+    }
+    assert sum(counts.values()) == 1, counts
 
 
 def test_ingest_needs_batch_files(tmp_path: Path) -> None:

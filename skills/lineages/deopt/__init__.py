@@ -22,6 +22,7 @@ from warpwise.skills.lineages.deopt.padding import remove_padding
 from warpwise.skills.lineages.deopt.read_only import drop_read_only
 from warpwise.skills.lineages.deopt.shuffles import shared_instead_of_shuffles
 from warpwise.skills.lineages.deopt.unroll import remove_unrolling
+from warpwise.skills.lineages.deopt.unstage import unstage_shared
 from warpwise.skills.lineages.deopt.untile import untile
 from warpwise.skills.rewrite import EditConflict
 
@@ -57,7 +58,8 @@ PASSES: tuple[DeoptPass, ...] = (
     DeoptPass("shuffles", "warp shuffles (exchanges go through shared memory)", shared_instead_of_shuffles),
     DeoptPass("two-pass", "the online (max, sum) merge of softmax", two_pass_instead_of_online),
     DeoptPass("atomics", "aggregation of atomics (shared privatization, one atomic per block)", per_thread_atomics),
-    DeoptPass("untile", "warp tiling of a register-tiled thread layout", untile),
+    DeoptPass("untile", "warp tiling, then register tiling (a thread's tile of outputs, halved per step)", untile),
+    DeoptPass("unstage", "shared-memory staging of global data (reads go to global memory)", unstage_shared),
     DeoptPass("coarsening", "thread coarsening (grid-stride loops, several pieces per thread)", one_element_per_thread),
 )
 

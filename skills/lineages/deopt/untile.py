@@ -1,4 +1,16 @@
-"""Untile the warps: a warp-tiled thread layout over a register tile becomes row-major.
+"""Untile: halve a thread's register tile, or lay a warp-tiled thread layout out row-major.
+
+Register tile. A kernel whose threads each accumulate a `TM x TN` tile of outputs in a local array
+`acc[TM][TN]`, with `TM` and `TN` `#define`d integers and the block tile derived from them (`#define BM (TM *
+TY)`, and `blockIdx.y * BM` in the kernel), is untiled one halving at a time: `TM` 8 becomes 4, each thread
+computes half as many rows, each block covers half as many, and the grid doubles along the axis that walks `BM`
+(a launch rounded up for the old tile may get one more block than needed; the kernel's bounds checks mask it).
+Repeated, the walk reaches one output per thread. The code itself does not change, so the simpler kernel is
+exactly as correct as the kernel is for those tile sizes: the precondition is that the kernel is written for any
+power-of-two tile (its loads, fragment reads and stores derived from the macros), which the gate checks by
+running it. No card explains register tiling; the step proposes one.
+
+Warp layout.
 
 A kernel whose threads each own a block of outputs (a register tile, as in SGEMM) places its threads on a
 grid of tiles, `ty` rows by `tx` columns. Warp tiling computes `(ty, tx)` from the warp and the lane so that the
@@ -17,7 +29,7 @@ from __future__ import annotations
 import re
 
 from warpwise.analyzers.model import Function
-from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, Node, ProposedCard, unparen
+from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, LaunchChange, Node, ProposedCard, unparen
 from warpwise.skills.rewrite import Edit
 
 WARP_LAYOUT_CARD = ProposedCard(
@@ -27,6 +39,13 @@ WARP_LAYOUT_CARD = ProposedCard(
     "patch of the output (4 x 8 rather than one row of 16 and half of the next), which makes their shared-memory "
     "fragment reads fewer, contiguous and broadcast.",
 )
+REGISTER_TILE_CARD = ProposedCard(
+    "register-tile-outputs",
+    "Let each thread accumulate a tile of outputs in registers",
+    "Give each thread a small tile of outputs (4 x 4, 8 x 8) accumulated in registers, so that every value it "
+    "reads from shared memory feeds several fused multiply-adds instead of one, and the block tile grows with it.",
+)
+_AXES = ("x", "y", "z")
 _WARP_OPS = re.compile(r"__shfl|__ballot|__any_sync|__all_sync|__match|__reduce_\w+_sync|__activemask")
 
 
@@ -104,6 +123,11 @@ def _code(src: KernelSource, node: Node) -> str:
 
 
 def untile(src: KernelSource) -> list[Deopt]:
+    """Return the warp-layout candidate first (the optimization applied last), then the register-tile halvings."""
+    return warp_layout(src) + shrink_register_tile(src)
+
+
+def warp_layout(src: KernelSource) -> list[Deopt]:
     """Return the candidate that lays out a warp-tiled kernel's threads row-major."""
     fn = src.kernel_fn
     if fn is None or not fn.launch_bounds:
@@ -167,3 +191,76 @@ def untile(src: KernelSource) -> list[Deopt]:
             WARP_LAYOUT_CARD,
         )
     ]
+
+
+def _tile_array(src: KernelSource, node: Node) -> tuple[str, str] | None:
+    """Return the two macro names sizing the kernel's local `T acc[TM][TN]` register tile, or None."""
+    found = []
+    for decl in src.nodes(node, ("declaration",)):
+        if "__shared__" in src.text_of(decl) or "static" in src.text_of(decl):
+            continue
+        for arr in decl.named_children:
+            inner = arr.child_by_field_name("declarator") if arr.type == "array_declarator" else None
+            if inner is None or inner.type != "array_declarator":
+                continue
+            base = inner.child_by_field_name("declarator")
+            rows, cols = inner.child_by_field_name("size"), arr.child_by_field_name("size")
+            if base is None or base.type != "identifier" or rows is None or cols is None:
+                continue
+            if rows.type == "identifier" and cols.type == "identifier":
+                found.append((src.text_of(rows), src.text_of(cols)))
+    return found[0] if len(found) == 1 else None
+
+
+def _grid_axis(src: KernelSource, node: Node, macro: str) -> tuple[str, int] | None:
+    """Return (block-tile macro, grid axis) of the one `blockIdx.<a> * BM` whose `BM` is defined over `macro`."""
+    body = _code(src, node)
+    hits = set()
+    for name, define in src.macro_definitions().items():
+        value = define.child_by_field_name("value")
+        if value is None or name == macro or not re.search(rf"\b{re.escape(macro)}\b", src.text_of(value)):
+            continue
+        tile = re.escape(name)
+        for m in re.finditer(rf"\bblockIdx\.([xyz])\s*\*\s*{tile}\b|\b{tile}\s*\*\s*blockIdx\.([xyz])\b", body):
+            hits.add((name, _AXES.index(m.group(1) or m.group(2))))
+    return hits.pop() if len(hits) == 1 else None
+
+
+def shrink_register_tile(src: KernelSource) -> list[Deopt]:
+    """Return the candidates that halve the kernel's register tile along its rows and along its columns."""
+    fn = src.kernel_fn
+    node = src.function_node(fn) if fn is not None else None
+    if fn is None or node is None:
+        return []
+    dims = _tile_array(src, node)
+    if dims is None:
+        return []
+    defines = src.macro_definitions()
+    out = []
+    values = {m: src.macro_value(m) for m in dims}
+    order = sorted(dims, key=lambda m: -(values[m] or 0))
+    for macro, what in sorted(zip(dims, ("rows", "columns"), strict=True), key=lambda mw: order.index(mw[0])):
+        v = values[macro]
+        define = defines.get(macro)
+        value = define.child_by_field_name("value") if define is not None else None
+        if v is None or v < 2 or v & (v - 1) or value is None or src.text_of(value).strip() != str(v):
+            continue
+        axis = _grid_axis(src, node, macro)
+        if axis is None:
+            continue
+        tile, a = axis
+        other = values[dims[1] if macro == dims[0] else dims[0]]
+        shape = f"{v // 2} x {other}" if what == "rows" else f"{other} x {v // 2}"
+        out.append(
+            Deopt(
+                "untile",
+                f"register-tile:{macro}={v}",
+                f"halve the register tile along its {what}: `{macro}` {v} -> {v // 2} (each thread accumulates "
+                f"{shape} outputs, `{tile}` halves, twice the blocks along {_AXES[a]})",
+                (Edit(value.start_byte, value.end_byte, str(v // 2)),),
+                None,
+                REGISTER_TILE_CARD,
+                (LaunchChange("grid", a, "value * 2", f"gridDim.{_AXES[a]} x 2"),),
+            )
+        )
+    return out

@@ -14,14 +14,22 @@
 // Shared memory: STAGES * BK * (AS_LD + BN) floats = 49,920 bytes, dynamic (the launch asks for it; more than
 // 48 KiB needs cudaFuncAttributeMaxDynamicSharedMemorySize, which the gate sets from the launch's smem).
 
-#define BM 128
-#define BN 128
+// The register tile: each thread accumulates TM rows by TN columns of C; a block is TY x TX threads.
+#define TM 8
+#define TN 8
+#define TY 16
+#define TX 16
+#define BM (TM * TY)
+#define BN (TN * TX)
 #define BK 16
 #define STAGES 3
-#define GEMM_THREADS 256
+#define GEMM_THREADS (TX * TY)
 #define AS_LD (BM + 4)
 #define AS_STAGE (BK * AS_LD)
 #define BS_STAGE (BK * BN)
+// Rows and columns of one register group: 4 (one 16-byte fragment) when the tile allows.
+#define GM (TM < 4 ? TM : 4)
+#define GN (TN < 4 ? TN : 4)
 
 __device__ __forceinline__ unsigned int smem_u32(const void* p) {
   return (unsigned int)__cvta_generic_to_shared(p);
@@ -44,16 +52,22 @@ __device__ __forceinline__ void cp_async_wait_pending() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
 }
 
-// Thread roles in a slice copy. A: BM x BK values, 8 per thread: copy j covers rows A_M + 32 * (j / 2) and column
-// A_K + 8 * (j % 2); in a warp, 8 lanes read 32 contiguous bytes of each of 4 rows, and the transposed 4-byte
-// stores hit 32 distinct banks. B: BK x BN values, two 16-byte vectors per thread: row B_K + 8 * j, columns
-// B_N .. +3; a warp reads 512 contiguous bytes of one row.
+// Thread roles in a slice copy. A: BM x BK values, 4 bytes each, in passes of A_ROWS rows by 8 columns: copy j of
+// thread t is row A_M + A_ROWS * (j / A_HALVES), column A_K + 8 * (j % A_HALVES); in a warp, 8 lanes read 32
+// contiguous bytes of each of 4 rows, and the transposed 4-byte stores hit 32 distinct banks. B: BK x BN values
+// in 16-byte vectors, B_ROWS rows per pass: copy j is row B_K + B_ROWS * j, columns B_N .. +3, so a warp reads up
+// to 512 contiguous bytes of one row. When a tile has fewer rows than a pass, the threads past its end copy nothing.
 #define A_K (threadIdx.x % 8)
 #define A_M (threadIdx.x / 8)
+#define A_ROWS (GEMM_THREADS / 8)
+#define A_HALVES (BK / 8)
+#define A_COPIES (((BM + A_ROWS - 1) / A_ROWS) * A_HALVES)
+#define A_FULL (BM % A_ROWS == 0)
 #define B_K (threadIdx.x / (BN / 4))
 #define B_N ((threadIdx.x % (BN / 4)) * 4)
-#define A_COPIES (BM * BK / GEMM_THREADS)
-#define B_COPIES (BK * BN / 4 / GEMM_THREADS)
+#define B_ROWS (GEMM_THREADS / (BN / 4))
+#define B_COPIES ((BK + B_ROWS - 1) / B_ROWS)
+#define B_FULL (BK % B_ROWS == 0)
 
 // Issue the copies of one slice that lies wholly inside the matrices: a points at A[m0 + A_M][k0 + A_K], b at
 // B[k0 + B_K][n0 + B_N].
@@ -61,12 +75,15 @@ __device__ __forceinline__ void load_slice_inside(const float* a, const float* b
                                                   int K) {
 #pragma unroll
   for (int j = 0; j < A_COPIES; ++j) {
-    cp_async4(as + (A_K + 8 * (j % 2)) * AS_LD + A_M + 32 * (j / 2), a + (size_t)(32 * (j / 2)) * K + 8 * (j % 2),
-              true);
+    const int dm = A_ROWS * (j / A_HALVES);
+    const int dk = 8 * (j % A_HALVES);
+    if (A_FULL || A_M + dm < BM) cp_async4(as + (A_K + dk) * AS_LD + A_M + dm, a + (size_t)dm * K + dk, true);
   }
 #pragma unroll
   for (int j = 0; j < B_COPIES; ++j) {
-    cp_async16(bs + (B_K + 8 * j) * BN + B_N, b + (size_t)(8 * j) * N, true);
+    if (B_FULL || B_K + B_ROWS * j < BK) {
+      cp_async16(bs + (B_K + B_ROWS * j) * BN + B_N, b + (size_t)(B_ROWS * j) * N, true);
+    }
   }
 }
 
@@ -77,15 +94,17 @@ __device__ __forceinline__ void load_slice_edge(const float* __restrict__ A, con
                                                 bool n_vec) {
 #pragma unroll
   for (int j = 0; j < A_COPIES; ++j) {
-    const int m = A_M + 32 * (j / 2);
-    const int k = A_K + 8 * (j % 2);
+    const int m = A_M + A_ROWS * (j / A_HALVES);
+    const int k = A_K + 8 * (j % A_HALVES);
+    if (!A_FULL && m >= BM) continue;
     const bool ok = m0 + m < M && k0 + k < K;
     cp_async4(as + k * AS_LD + m, ok ? A + (size_t)(m0 + m) * K + (k0 + k) : A, ok);
   }
 #pragma unroll
   for (int j = 0; j < B_COPIES; ++j) {
-    const int k = B_K + 8 * j;
+    const int k = B_K + B_ROWS * j;
     const int n = B_N;
+    if (!B_FULL && k >= BK) continue;
     float* dst = bs + k * BN + n;
     if (n_vec) {
       const bool ok = k0 + k < K && n0 + n < N;
@@ -121,17 +140,17 @@ __global__ void __launch_bounds__(GEMM_THREADS, 2)
   const int n0 = blockIdx.x * BN;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const int ty = (warp & 3) * 4 + (lane >> 3);  // thread row group: rows ty*4 .. +3 and 64 + ty*4 .. +3
-  const int tx = (warp >> 2) * 8 + (lane & 7);  // thread column group: columns tx*4 .. +3 and 64 + tx*4 .. +3
+  const int ty = (warp & 3) * 4 + (lane >> 3);  // thread row: rows ty*GM .. +GM-1 of each group of GM*TY rows
+  const int tx = (warp >> 2) * 8 + (lane & 7);  // thread column: columns tx*GN .. +GN-1 of each group of GN*TX
   const bool n_vec = (N & 3) == 0;
   // Blocks wholly inside M and N (all of them when M and N are multiples of the tile) copy without masks.
   const bool inside = m0 + BM <= M && n0 + BN <= N && n_vec;
 
-  float acc[8][8];
+  float acc[TM][TN];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < TM; ++i) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   }
 
   const int slices = (K + BK - 1) / BK;
@@ -158,30 +177,53 @@ __global__ void __launch_bounds__(GEMM_THREADS, 2)
     const float* bs = Bs + st * BS_STAGE;
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      const float4 a_lo = *reinterpret_cast<const float4*>(as + k * AS_LD + ty * 4);
-      const float4 a_hi = *reinterpret_cast<const float4*>(as + k * AS_LD + 64 + ty * 4);
-      const float4 b_lo = *reinterpret_cast<const float4*>(bs + k * BN + tx * 4);
-      const float4 b_hi = *reinterpret_cast<const float4*>(bs + k * BN + 64 + tx * 4);
-      const float a[8] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
-      const float b[8] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+      float a[TM];
+      float b[TN];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
+      for (int g = 0; g < TM / GM; ++g) {
+#if TM % 4 == 0
+        const float4 v = *reinterpret_cast<const float4*>(as + k * AS_LD + g * (GM * TY) + ty * 4);
+        a[g * 4] = v.x;
+        a[g * 4 + 1] = v.y;
+        a[g * 4 + 2] = v.z;
+        a[g * 4 + 3] = v.w;
+#else
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int q = 0; q < GM; ++q) a[g * GM + q] = as[k * AS_LD + g * (GM * TY) + ty * GM + q];
+#endif
+      }
+#pragma unroll
+      for (int g = 0; g < TN / GN; ++g) {
+#if TN % 4 == 0
+        const float4 v = *reinterpret_cast<const float4*>(bs + k * BN + g * (GN * TX) + tx * 4);
+        b[g * 4] = v.x;
+        b[g * 4 + 1] = v.y;
+        b[g * 4 + 2] = v.z;
+        b[g * 4 + 3] = v.w;
+#else
+#pragma unroll
+        for (int q = 0; q < GN; ++q) b[g * GN + q] = bs[k * BN + g * (GN * TX) + tx * GN + q];
+#endif
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
       }
     }
     st = st == STAGES - 1 ? 0 : st + 1;
   }
 
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int r = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + (i - 4));
+  for (int i = 0; i < TM; ++i) {
+    const int r = m0 + (i / GM) * (GM * TY) + ty * GM + i % GM;
     if (r >= M) continue;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = n0 + h * 64 + tx * 4;
-      const float4 o = make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
+    for (int h = 0; h < TN / GN; ++h) {
+      const int c = n0 + h * (GN * TX) + tx * GN;
       float* dst = C + (size_t)r * N + c;
+#if TN % 4 == 0
+      const float4 o = make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
       if (n_vec) {
         if (c < N) *reinterpret_cast<float4*>(dst) = o;
       } else {
@@ -190,6 +232,12 @@ __global__ void __launch_bounds__(GEMM_THREADS, 2)
         if (c + 2 < N) dst[2] = o.z;
         if (c + 3 < N) dst[3] = o.w;
       }
+#else
+#pragma unroll
+      for (int q = 0; q < GN; ++q) {
+        if (c + q < N) dst[q] = acc[i][h * GN + q];
+      }
+#endif
     }
   }
 }

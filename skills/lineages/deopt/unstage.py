@@ -1,0 +1,731 @@
+"""Unstage shared memory: the reads of a shared tile read the global memory the tile was filled from.
+
+A staged kernel copies a tile of a global array into a `__shared__` array, waits at a barrier, and reads the
+tile. The simpler kernel reads the global array where it read the tile, and drops the copy (and its barrier when
+no other shared array needs it).
+
+Exact by algebra, per segment. A segment is a block of statements with a `__syncthreads()` among them: the
+statements before the barrier fill the tile, those after read it (a statement that ends in `return` and so never
+reaches the barrier is a segment of its own and is left as it is). Every fill must be the assignment
+`S[i1]..[in] = P[f]` (under an `if (guard)` or as `guard ? P[f] : literal`), where `P` is a kernel parameter
+pointing at `const` data. The indices, `f` and the guard's comparisons are expanded, through `const` locals,
+into polynomials over thread-variant atoms (`threadIdx`, loop variables, any subterm that holds them, such as
+`k / TILE`) and block-uniform ones (parameters, `blockIdx`, `blockDim`). The fill is exact to unstage when `f`
+and each side of the guard are `a1 * i1 + ... + an * in + r` with block-uniform `a`s and `r`, the same for every
+fill of the segment: then slot `[x1]..[xn]` holds `P[a1 * x1 + ... + r]` (where the guard held; the literal, or an
+unwritten slot, where it did not), and each read `S[x1]..[xn]` becomes `(guard(x) ? P[...] : 0)`. A fill through
+a pointer (`float* d = &S[..]`), a vector or a register array is not derived and the segment is left as it is.
+
+The forward rewrite is `strided-transpose-access` when the tile's reads are stored straight to global memory
+(a transpose through shared memory) and `repeated-global-tile-reads` otherwise (a tile re-read by the block).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from warpwise.analyzers.model import Function
+from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, Node, enclosing, unparen
+from warpwise.skills.rewrite import Edit
+
+Monomial = tuple[str, ...]
+"""A product of atoms, sorted; `()` is the constant term."""
+
+_WIDE = ("size_t", "long", "int64_t", "uint64_t", "ptrdiff_t", "long long", "unsigned long long")
+_UNIFORM_BUILTINS = ("blockIdx", "blockDim", "gridDim")
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_SLOT = "$slot"
+
+
+class _Give(Exception):
+    """This segment cannot be unstaged exactly."""
+
+
+@dataclass
+class Poly:
+    """An integer polynomial over named atoms."""
+
+    terms: dict[Monomial, int] = field(default_factory=dict)
+
+    @classmethod
+    def const(cls, c: int) -> Poly:
+        return cls({(): c} if c else {})
+
+    @classmethod
+    def atom(cls, name: str) -> Poly:
+        return cls({(name,): 1})
+
+    def __add__(self, other: Poly) -> Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            out[m] = out.get(m, 0) + c
+        return Poly({m: c for m, c in out.items() if c})
+
+    def scale(self, k: int) -> Poly:
+        return Poly({m: c * k for m, c in self.terms.items() if c * k})
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + other.scale(-1)
+
+    def __mul__(self, other: Poly) -> Poly:
+        out: dict[Monomial, int] = {}
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return Poly({m: c for m, c in out.items() if c})
+
+    def constant(self) -> int | None:
+        """Return the value when the polynomial is a constant."""
+        if not self.terms:
+            return 0
+        return self.terms.get(()) if set(self.terms) == {()} else None
+
+    def key(self) -> tuple[tuple[Monomial, int], ...]:
+        return tuple(sorted(self.terms.items()))
+
+
+class _Algebra:
+    """Expand the integer expressions of one kernel into polynomials, knowing which atoms vary by thread.
+
+    Names resolve by scope: the declaration visible where the name is used. A `const` local expands into its
+    initializer, except a block-uniform one declared at the top of the kernel (kept as an atom, visible at every
+    read). The variable of a loop that encloses the segment and steps uniformly (`for (int kt = 0; kt < n; ++kt)`
+    with uniform bounds) is uniform: every thread is in the same iteration between the fill and the reads.
+    """
+
+    def __init__(self, src: KernelSource, fn: Function, body: Node, segment: Node) -> None:
+        self.src = src
+        self.body = body
+        self.segment = segment
+        self.scalars = {p.name for p in fn.params if not p.is_pointer}
+        self.pointers = {p.name for p in fn.params if p.is_pointer}
+        self.atoms: dict[str, tuple[str, bool]] = {}  # atom key -> (C text, varies by thread)
+        self.wide = False
+        self._depth = 0
+
+    def lookup(self, ident: Node) -> tuple[Node, Node | None, bool] | None:
+        """Return (declaration, initializer, is const) of the local a name refers to, or None."""
+        name = self.src.text_of(ident)
+        n = ident
+        while n.parent is not None and n.id != self.body.id:
+            parent = n.parent
+            if parent.type in ("compound_statement", "for_statement"):
+                found = None
+                for child in parent.named_children:
+                    if child.start_byte >= n.start_byte:
+                        break
+                    if child.type != "declaration":
+                        continue
+                    for init in child.children:
+                        target = init.child_by_field_name("declarator") if init.type == "init_declarator" else init
+                        if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
+                            value = init.child_by_field_name("value") if init.type == "init_declarator" else None
+                            is_const = any(self.src.text_of(q) == "const" for q in child.children
+                                           if q.type == "type_qualifier")  # fmt: skip
+                            found = (child, value, is_const or self._never_assigned(name, parent))
+                if found is not None:
+                    return found
+            n = parent
+        return None
+
+    def _never_assigned(self, name: str, block: Node) -> bool:
+        """Return whether a local is never assigned, stepped or address-taken after its declaration."""
+        for n in self.src.nodes(block, ("assignment_expression", "update_expression", "pointer_expression")):
+            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if n.type == "pointer_expression" and (n.child_by_field_name("operator") is None or
+                                                   n.child_by_field_name("operator").type != "&"):  # fmt: skip
+                continue
+            if t is not None and unparen(t).type == "identifier" and self.src.text_of(unparen(t)) == name:
+                return False
+        return True
+
+    def uniform_loop(self, decl: Node) -> bool:
+        """Return whether a declaration is the variable of a uniformly stepped loop around the segment."""
+        loop = decl.parent
+        if loop is None or loop.type != "for_statement" or loop.child_by_field_name("initializer") is None:
+            return False
+        if loop.child_by_field_name("initializer").id != decl.id:
+            return False
+        if not (loop.start_byte <= self.segment.start_byte and self.segment.end_byte <= loop.end_byte):
+            return False
+        inits = [i for i in decl.children if i.type == "init_declarator"]
+        if len(inits) != 1 or inits[0].child_by_field_name("value") is None:
+            return False
+        target = inits[0].child_by_field_name("declarator")
+        name = self.src.text_of(target)
+        update = loop.child_by_field_name("update")
+        cond = loop.child_by_field_name("condition")
+        body = loop.child_by_field_name("body")
+        if update is None or cond is None or body is None:
+            return False
+        step = "".join(self.src.text_of(update).split())
+        if step not in (f"++{name}", f"{name}++"):
+            by = update.child_by_field_name("right") if update.type == "assignment_expression" else None
+            op = update.child_by_field_name("operator") if by is not None else None
+            left = update.child_by_field_name("left") if by is not None else None
+            if by is None or op is None or op.type != "+=" or left is None or self.src.text_of(left) != name:
+                return False
+            if self.varies(by):
+                return False
+        for a in self.src.nodes(body, ("assignment_expression", "update_expression")):
+            t = a.child_by_field_name("left") or a.child_by_field_name("argument")
+            if t is not None and self.src.text_of(t) == name:
+                return False
+        if self.src.nodes(body, ("break_statement", "return_statement", "goto_statement")):
+            return False
+        return not self.varies(inits[0].child_by_field_name("value")) and not self.varies(cond, skip=name)
+
+    def varies(self, node: Node | None, skip: str | None = None) -> bool:
+        """Return whether an expression can differ between the threads of a block."""
+        if node is None:
+            return True
+        self._depth += 1
+        try:
+            if self._depth > 24:
+                return True
+            for n in self.src.nodes(node, ("identifier", "field_expression")):
+                if n.type == "field_expression":
+                    arg = n.child_by_field_name("argument")
+                    if arg is not None and self.src.text_of(arg) == "threadIdx":
+                        return True
+                    continue
+                if n.parent is not None and n.parent.type == "field_expression":
+                    continue
+                name = self.src.text_of(n)
+                if name == skip or name in _UNIFORM_BUILTINS:
+                    continue
+                found = self.lookup(n)
+                if found is None:
+                    if name in self.scalars or name in self.pointers or self.src.macro_value(name) is not None:
+                        continue
+                    return True
+                decl, value, is_const = found
+                if is_const and value is not None and not self.varies(value):
+                    continue
+                if self.uniform_loop(decl):
+                    continue
+                return True
+            return False
+        finally:
+            self._depth -= 1
+
+    def _opaque(self, node: Node) -> Poly:
+        text = "".join(self.src.text_of(node).split())
+        if any(ch in text for ch in "\"'"):
+            raise _Give
+        varies = self.varies(node)
+        if not varies and any(
+            (found := self.lookup(n)) is not None and not self._visible(found[0])
+            for n in self.src.nodes(node, ("identifier",))
+        ):
+            raise _Give  # a uniform subterm over a nested local would not be visible at every read
+        self.atoms[text] = (self.src.text_of(node), varies)
+        return Poly.atom(text)
+
+    def expand(self, node: Node | None) -> Poly:
+        """Return the polynomial of an integer expression (raises _Give for what is not an integer expression)."""
+        node = unparen(node)
+        if node is None:
+            raise _Give
+        self._depth += 1
+        try:
+            if self._depth > 24:
+                raise _Give
+            return self._expand(node)
+        finally:
+            self._depth -= 1
+
+    def _expand(self, node: Node) -> Poly:
+        t = node.type
+        src = self.src
+        if t == "number_literal":
+            text = src.text_of(node).rstrip("uUlL")
+            try:
+                return Poly.const(int(text, 0))
+            except ValueError:
+                raise _Give from None
+        if t == "identifier":
+            name = src.text_of(node)
+            macro = src.macro_value(name)
+            if macro is not None:
+                return Poly.const(macro)
+            found = self.lookup(node)
+            if found is None:
+                if name in self.scalars:
+                    self.atoms[name] = (name, False)
+                    return Poly.atom(name)
+                raise _Give  # a pointer, a global or something unknown
+            decl, value, is_const = found
+            if is_const and value is not None:
+                if self._visible(decl) and not self.varies(value):
+                    self.atoms[name] = (name, False)
+                    return Poly.atom(name)
+                return self.expand(value)
+            uniform = self.uniform_loop(decl)
+            self.atoms[name] = (name, not uniform)  # a loop variable or a mutable local
+            return Poly.atom(name)
+        if t == "field_expression":
+            arg = node.child_by_field_name("argument")
+            if arg is None or src.text_of(arg) not in ("threadIdx", *_UNIFORM_BUILTINS):
+                raise _Give
+            return self._opaque(node)
+        if t == "cast_expression":
+            type_node = node.child_by_field_name("type")
+            if type_node is not None and any(w in src.text_of(type_node) for w in _WIDE):
+                self.wide = True
+            return self.expand(node.child_by_field_name("value"))
+        if t == "unary_expression":
+            op = node.child_by_field_name("operator")
+            arg = self.expand(node.child_by_field_name("argument"))
+            if op is not None and op.type == "-":
+                return arg.scale(-1)
+            if op is not None and op.type == "+":
+                return arg
+            raise _Give
+        if t == "binary_expression":
+            op = node.child_by_field_name("operator")
+            if op is None:
+                raise _Give
+            if op.type in ("+", "-", "*"):
+                a = self.expand(node.child_by_field_name("left"))
+                b = self.expand(node.child_by_field_name("right"))
+                return a + b if op.type == "+" else a - b if op.type == "-" else a * b
+            if op.type == "<<":
+                shift = self.expand(node.child_by_field_name("right")).constant()
+                if shift is not None and 0 <= shift < 31:
+                    return self.expand(node.child_by_field_name("left")).scale(1 << shift)
+            if op.type in ("/", "%", ">>", "&", "|", "^", "<<"):
+                for side in ("left", "right"):
+                    self.expand(node.child_by_field_name(side))  # both sides must be integer expressions
+                return self._opaque(node)
+        raise _Give
+
+    def _visible(self, decl: Node) -> bool:
+        """Return whether a declaration is at the top of the kernel (visible at every read) or a loop around it."""
+        return (decl.parent is not None and decl.parent.id == self.body.id) or self.uniform_loop(decl)
+
+    def split(self, p: Poly) -> dict[Monomial, Poly]:
+        """Group a polynomial by its thread-variant factor: {variant monomial: uniform polynomial}."""
+        out: dict[Monomial, Poly] = {}
+        for m, c in p.terms.items():
+            var = tuple(a for a in m if self.atoms.get(a, ("", False))[1])
+            uni = tuple(a for a in m if not self.atoms.get(a, ("", False))[1])
+            out[var] = out.get(var, Poly()) + Poly({uni: c})
+        return {k: v for k, v in out.items() if v.terms}
+
+    def solve(self, f: Poly, slots: list[Poly]) -> tuple[list[Poly], Poly]:
+        """Return the uniform (a1..an, r) with f == a1 * slot1 + ... + r, or raise _Give."""
+        parts = [self.split(s) for s in slots]
+        used: set[Monomial] = set()
+        coeffs: list[Poly] = []
+        grouped = self.split(f)
+        for part in parts:
+            variant = {m: u for m, u in part.items() if m}
+            if not variant or used & set(variant):
+                raise _Give
+            used |= set(variant)
+            pivot = min(variant)
+            k = variant[pivot].constant()
+            if not k or any(u.constant() is None for u in variant.values()):
+                raise _Give
+            target = grouped.get(pivot, Poly())
+            if any(c % k for c in target.terms.values()):
+                raise _Give
+            coeffs.append(Poly({m: c // k for m, c in target.terms.items()}))
+        rest = f
+        for a, s in zip(coeffs, slots, strict=True):
+            rest = rest - a * s
+        if any(m for m in self.split(rest)):
+            raise _Give
+        return coeffs, rest
+
+    def render(self, coeffs: list[Poly], rest: Poly, slots: list[str], wide: bool) -> str:
+        """Return C text for a1 * (x1) + ... + r."""
+        terms: list[str] = []
+        for a, x in zip(coeffs, slots, strict=True):
+            for m, c in sorted(a.terms.items()):
+                terms.append(self._term(c, [f"({x})", *(self._atom(n) for n in m)], wide))
+        for m, c in sorted(rest.terms.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
+            terms.append(self._term(c, [self._atom(n) for n in m], wide))
+        text = " + ".join(terms) if terms else "0"
+        return text.replace("+ -", "- ")
+
+    def _atom(self, name: str) -> str:
+        text = self.atoms[name][0]
+        return text if text.replace("_", "").replace(".", "").isalnum() else f"({text})"
+
+    @staticmethod
+    def _term(c: int, factors: list[str], wide: bool) -> str:
+        if not factors:
+            return str(c)
+        if wide and len(factors) > 1:
+            factors = [f"(size_t){factors[0]}", *factors[1:]]
+        body = " * ".join(factors)
+        return body if c == 1 else f"-{body}" if c == -1 else f"{c} * {body}"
+
+
+@dataclass
+class _Fill:
+    """One write of the tile: where it is, the slot polynomials, the pointer, and its solution."""
+
+    statement: Node
+    pointer: str
+    signature: tuple
+    value: tuple[list[Poly], Poly]
+    guard: list[tuple[str, tuple[list[Poly], Poly], tuple[list[Poly], Poly]]]
+    zero: str | None
+
+
+def _subscripts(src: KernelSource, node: Node) -> tuple[str, list[Node], Node] | None:
+    """Return (base name, index nodes, outermost node) of `S[i]..[j]` whose base is an identifier."""
+    indices: list[Node] = []
+    outer = node
+    while node is not None and node.type == "subscript_expression":
+        parts = node.named_children
+        if len(parts) != 2 or parts[1].type != "subscript_argument_list" or parts[1].named_child_count != 1:
+            return None
+        indices.insert(0, parts[1].named_children[0])
+        node = parts[0]
+    if node is None or node.type != "identifier":
+        return None
+    return src.text_of(node), indices, outer
+
+
+def _outer_subscript(src: KernelSource, use: Node) -> tuple[str, list[Node], Node] | None:
+    """Return the whole subscript chain `S[..]..[..]` an identifier is the base of."""
+    node = use
+    while (
+        node.parent is not None
+        and node.parent.type == "subscript_expression"
+        and (node.parent.named_children[0].id == node.id)
+    ):
+        node = node.parent
+    return _subscripts(src, node) if node.id != use.id else None
+
+
+def _is_barrier(src: KernelSource, stmt: Node) -> bool:
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return False
+    call = stmt.named_children[0]
+    callee = call.child_by_field_name("function") if call.type == "call_expression" else None
+    return callee is not None and src.text_of(callee) == "__syncthreads"
+
+
+def _ends_in_return(src: KernelSource, stmt: Node) -> bool:
+    """Return whether control never leaves a statement normally (an `if` without else whose block returns)."""
+    if stmt.type == "return_statement":
+        return True
+    if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
+        body = stmt.child_by_field_name("consequence")
+        if body is not None and body.type == "compound_statement":
+            stmts = [c for c in body.named_children if c.type != "comment"]
+            return bool(stmts) and stmts[-1].type == "return_statement"
+    return False
+
+
+class _Unstager:
+    """Find the exact unstaging of one kernel's tiles."""
+
+    def __init__(self, src: KernelSource, fn: Function, node: Node) -> None:
+        self.src = src
+        self.fn = fn
+        self.node = node
+        body = node.child_by_field_name("body")
+        if body is None:
+            raise _Give
+        self.body = body
+        self.algebra = _Algebra(src, fn, body, body)
+        self.const_pointers = {p.name: p for p in fn.params if p.is_pointer and p.is_const}
+        self.shared = {s.name: s for s in fn.shared if not s.is_extern and s.dims}
+        self.written = {
+            name
+            for a in src.nodes(body, ("assignment_expression", "update_expression"))
+            if (t := a.child_by_field_name("left") or a.child_by_field_name("argument")) is not None
+            and (sub := _subscripts(src, unparen(t))) is not None
+            for name in [sub[0]]
+        }
+
+    def uses(self, node: Node, name: str) -> list[Node]:
+        return [
+            n
+            for n in self.src.nodes(node, ("identifier",))
+            if self.src.text_of(n) == name
+            and (n.parent is None or n.parent.type not in ("field_expression", "array_declarator"))
+        ]
+
+    def segments(self) -> Iterator[tuple[str, Node, int]]:
+        """Yield (tile, compound statement, index of its barrier) for each barrier that separates fill and read."""
+        for comp in self.src.nodes(self.body, ("compound_statement",)):
+            stmts = comp.named_children
+            for i, s in enumerate(stmts):
+                if not _is_barrier(self.src, s):
+                    continue
+                for name in self.shared:
+                    before = [u for st in stmts[:i] if not _ends_in_return(self.src, st) for u in self.uses(st, name)]
+                    after = [u for st in stmts[i + 1 :] for u in self.uses(st, name)]
+                    if before and after:
+                        yield name, comp, i
+
+    def fill(self, name: str, use: Node, slots_dims: int) -> _Fill:
+        """Return the solved form of one write of the tile, or raise _Give."""
+        src = self.src
+        sub = _outer_subscript(src, use)
+        if sub is None or sub[0] != name or len(sub[1]) != slots_dims:
+            raise _Give
+        _, index_nodes, target = sub
+        assign = target.parent
+        if (
+            assign is None
+            or assign.type != "assignment_expression"
+            or assign.child_by_field_name("left") is None
+            or assign.child_by_field_name("left").id != target.id
+            or assign.child_by_field_name("operator").type != "="
+        ):
+            raise _Give
+        stmt = assign.parent
+        if stmt is None or stmt.type != "expression_statement":
+            raise _Give
+        guard_nodes: list[Node] = []
+        outer = stmt
+        parent = stmt.parent
+        if parent is not None and parent.type == "compound_statement" and parent.named_child_count == 1:
+            parent = parent.parent if parent.parent is not None and parent.parent.type == "if_statement" else None
+            if parent is not None:
+                outer = parent
+        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("alternative") is None:
+            cond = parent.child_by_field_name("condition")
+            guard_nodes.append(cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond)
+            outer = parent
+        value = unparen(assign.child_by_field_name("right"))
+        zero = None
+        if value is not None and value.type == "conditional_expression":
+            alt = unparen(value.child_by_field_name("alternative"))
+            if alt is None or alt.type != "number_literal":
+                raise _Give
+            guard_nodes.append(value.child_by_field_name("condition"))
+            zero = src.text_of(alt)
+            value = unparen(value.child_by_field_name("consequence"))
+        load = _subscripts(src, value) if value is not None else None
+        if load is None or len(load[1]) != 1 or load[0] not in self.const_pointers or load[0] in self.written:
+            raise _Give
+        if _type(self.const_pointers[load[0]].base_type) != _type(self.shared[name].element_type):
+            raise _Give  # the copy converts (half to float, ...): reading global would change the arithmetic
+        alg = self.algebra
+        alg.wide = False
+        slots = [alg.expand(i) for i in index_nodes]
+        solved = alg.solve(alg.expand(load[1][0]), slots)
+        wide = alg.wide
+        guard: list[tuple[str, tuple[list[Poly], Poly], tuple[list[Poly], Poly]]] = []
+        for g in guard_nodes:
+            for cmp in _conjuncts(unparen(g)):
+                op = cmp.child_by_field_name("operator")
+                if op is None or op.type not in _COMPARISONS:
+                    raise _Give
+                left = alg.solve(alg.expand(cmp.child_by_field_name("left")), slots)
+                right = alg.solve(alg.expand(cmp.child_by_field_name("right")), slots)
+                guard.append((op.type, left, right))
+        signature = (
+            load[0],
+            wide,
+            _key(solved),
+            tuple((op, _key(a), _key(b)) for op, a, b in guard),
+            zero if guard else None,
+        )
+        return _Fill(outer, load[0], signature, solved, guard, zero)
+
+    def candidate(self) -> Deopt | None:
+        for name, comp, barrier in self.segments():
+            try:
+                return self._candidate(name, comp, barrier)
+            except _Give:
+                continue
+        return None
+
+    def _candidate(self, name: str, comp: Node, barrier: int) -> Deopt:
+        src = self.src
+        self.algebra = _Algebra(src, self.fn, self.body, comp)
+        array = self.shared[name]
+        stmts = comp.named_children
+        fills = [
+            self.fill(name, u, len(array.dims))
+            for st in stmts[:barrier]
+            if not _ends_in_return(src, st)
+            for u in self.uses(st, name)
+        ]
+        signatures = {f.signature for f in fills}
+        if len(signatures) != 1:
+            raise _Give
+        first = fills[0]
+        reads = [u for st in stmts[barrier + 1 :] for u in self.uses(st, name)]
+        edits: list[Edit] = []
+        transposes = True
+        for use in reads:
+            sub = _outer_subscript(src, use)
+            if sub is None or sub[0] != name or len(sub[1]) != len(array.dims):
+                raise _Give
+            target = sub[2]
+            parent = target.parent
+            if parent is not None and (
+                parent.type in ("update_expression", "pointer_expression")
+                or (parent.type == "assignment_expression" and parent.child_by_field_name("left").id == target.id)
+            ):
+                raise _Give
+            if not _stored_to_global(src, target, self.fn):
+                transposes = False
+            edits.append(Edit(target.start_byte, target.end_byte, self._read(first, [src.text_of(i) for i in sub[1]])))
+        removed = {f.statement.id: f.statement for f in fills}
+        for stmt in _removable(src, list(removed.values()), comp):
+            edits.append(_delete(src, stmt))
+        others = [s.name for s in self.fn.shared if s.name != name and self.uses(self.body, s.name)]
+        if not others:
+            edits.append(_delete(src, stmts[barrier]))
+            if barrier + 1 < len(stmts) - 1 and _is_barrier(src, stmts[-1]):
+                edits.append(_delete(src, stmts[-1]))  # the barrier that protected the tile's next refill
+        segment = [st for i, st in enumerate(stmts) if i > barrier or not _ends_in_return(src, st)]
+        segment_uses = {u.id for st in segment for u in self.uses(st, name)}
+        if all(u.id in segment_uses for u in self.uses(self.body, name)):
+            decl = next(
+                (d for d in src.nodes(self.body, ("declaration",))
+                 if "__shared__" in src.text_of(d) and [src.text_of(i) for i in _declared(d)] == [name]),
+                None,
+            )  # fmt: skip
+            if decl is not None:
+                edits.append(_delete(src, decl))
+        card = "strided-transpose-access" if transposes else "repeated-global-tile-reads"
+        return Deopt(
+            "unstage",
+            f"shared:{name}",
+            f"read `{first.pointer}` from global memory where the kernel read the shared tile `{name}`, and drop the "
+            f"copy into it" + ("" if others else " and its barrier"),
+            tuple(edits),
+            card,
+        )
+
+    def _read(self, fill: _Fill, xs: list[str]) -> str:
+        alg = self.algebra
+        coeffs, rest = fill.value
+        load = f"{fill.pointer}[{alg.render(coeffs, rest, xs, fill.signature[1])}]"
+        if not fill.guard:
+            return load
+        conds = [f"{alg.render(*a, xs, False)} {op} {alg.render(*b, xs, False)}" for op, a, b in fill.guard]
+        zero = fill.zero if fill.zero is not None else "0"
+        return f"({' && '.join(conds)} ? {load} : {zero})"
+
+
+def _type(text: str) -> str:
+    """Return a type's name without qualifiers."""
+    words = [w for w in text.replace("*", " ").split() if w not in ("const", "volatile", "__restrict__", "__shared__")]
+    return " ".join(words)
+
+
+def _key(solved: tuple[list[Poly], Poly]) -> tuple:
+    coeffs, rest = solved
+    return (tuple(c.key() for c in coeffs), rest.key())
+
+
+def _declared(decl: Node) -> list[Node]:
+    """Return the identifiers a declaration declares (through array declarators)."""
+    out = []
+    for d in decl.named_children:
+        while d is not None and d.type in ("array_declarator", "init_declarator"):
+            d = d.child_by_field_name("declarator")
+        if d is not None and d.type == "identifier":
+            out.append(d)
+    return out
+
+
+def _conjuncts(node: Node | None) -> list[Node]:
+    """Return the operands of a chain of `&&` (the node itself when it is not one)."""
+    if node is None:
+        raise _Give
+    op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
+    if op is not None and op.type == "&&":
+        return _conjuncts(unparen(node.child_by_field_name("left"))) + _conjuncts(
+            unparen(node.child_by_field_name("right"))
+        )
+    return [node]
+
+
+def _stored_to_global(src: KernelSource, read: Node, fn: Function) -> bool:
+    """Return whether a tile read is the value of a plain store into a pointer parameter (`out[i] = S[..]`)."""
+    parent = read.parent
+    if parent is None or parent.type != "assignment_expression":
+        return False
+    right = unparen(parent.child_by_field_name("right"))
+    left = parent.child_by_field_name("left")
+    if right is None or right.id != read.id or left is None:
+        return False
+    sub = _subscripts(src, left)
+    return sub is not None and sub[0] in {p.name for p in fn.params if p.is_pointer}
+
+
+def _removable(src: KernelSource, stmts: list[Node], comp: Node) -> list[Node]:
+    """Return the statements to delete: each fill, or the loop around it when the loop does nothing else."""
+    out: dict[int, Node] = {}
+    for stmt in stmts:
+        node = stmt
+        while True:
+            loop = enclosing(node, "for_statement", "compound_statement")
+            if loop is None or loop.id == comp.id:
+                break
+            if loop.type == "compound_statement":
+                rest = [c for c in loop.named_children if c.type not in ("comment",) and c.id != node.id]
+                local = [c for c in rest if c.type == "declaration" and not _used_outside(src, c, node)]
+                if len(local) != len(rest) or loop.parent is None or loop.parent.type != "for_statement":
+                    break
+                node = loop.parent
+                continue
+            body = loop.child_by_field_name("body")
+            if body is None or body.id != node.id:
+                break
+            node = loop
+        out[node.id] = node
+    return list(out.values())
+
+
+def _used_outside(src: KernelSource, decl: Node, fill: Node) -> bool:
+    """Return whether a local declared by `decl` is used anywhere but in the declaration and the fill."""
+    block = decl.parent
+    names = [
+        src.text_of(d)
+        for i in decl.children
+        if i.type == "init_declarator" and (d := i.child_by_field_name("declarator")) is not None
+    ]
+    for n in src.nodes(block, ("identifier",)):
+        if src.text_of(n) in names and not _inside(n, decl) and not _inside(n, fill):
+            return True
+    return False
+
+
+def _inside(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _delete(src: KernelSource, stmt: Node) -> Edit:
+    """Return the edit that deletes a statement with its line (and a `#pragma unroll` right above it)."""
+    start, end = stmt.start_byte, stmt.end_byte
+    prev = stmt.prev_sibling
+    if prev is not None and prev.type == "preproc_call" and b"unroll" in src.data[prev.start_byte : prev.end_byte]:
+        start = prev.start_byte
+    line_start = src.data.rfind(b"\n", 0, start) + 1
+    if src.data[line_start:start].strip() == b"":
+        start = line_start
+    line_end = src.data.find(b"\n", end)
+    if line_end != -1 and src.data[end:line_end].strip() == b"":
+        end = line_end + 1
+    return Edit(start, end, "")
+
+
+def unstage_shared(src: KernelSource) -> list[Deopt]:
+    """Return the candidate that reads global memory instead of a staged shared tile."""
+    fn = src.kernel_fn
+    node = src.function_node(fn) if fn is not None else None
+    if fn is None or node is None or not fn.shared:
+        return []
+    try:
+        found = _Unstager(src, fn, node).candidate()
+    except _Give:
+        return []
+    return [found] if found is not None else []
