@@ -279,7 +279,7 @@ class LineageBuilder:
         self.budget = budget or Budget()
         self.log = log or (lambda _msg: None)
 
-    def _verify(
+    def verify_step(
         self,
         expert: Expert,
         simpler: str,
@@ -322,7 +322,7 @@ class LineageBuilder:
                 simpler = d.apply(current)
                 simpler_launch = current_launch + d.launch
                 t1 = time.monotonic()
-                result = self._verify(expert, simpler, simpler_launch, current, current_launch)
+                result = self.verify_step(expert, simpler, simpler_launch, current, current_launch)
                 ok, outcome, reason = classify(result, self.compile_only)
                 diff = _diff(simpler, current, f"a/{expert.path.name}", f"b/{expert.path.name}")
                 att = Attempt(walk, d, ok, outcome, reason, summarize(result), diff, time.monotonic() - t1)
@@ -428,7 +428,7 @@ def profile_steps(builder: LineageBuilder, expert: Expert, lineage: dict[str, An
         a, b = int(step["from"]), int(step["to"])
         if a not in kernels or b not in kernels:
             continue
-        result = builder._verify(
+        result = builder.verify_step(
             expert, str(kernels[a]["source"]), launch_of(a), str(kernels[b]["source"]), launch_of(b)
         )
         got = summarize(result)

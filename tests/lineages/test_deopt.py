@@ -428,6 +428,20 @@ def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
     assert reparses(twice)
 
 
+def test_unstage_follows_reassigned_locals_to_the_fill() -> None:
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "cards" / "strided-transpose-access"
+    text = (path / "pos_naive_transpose.expected.cu").read_text()
+    (d,) = _run("unstage", text, "transpose")
+    out = d.apply(text)
+    # x and y are reassigned after the barrier: the fill saw their first values, the read its own indices.
+    assert "in[(threadIdx.x) * cols + (threadIdx.y) + blockDim.x * blockIdx.x + blockDim.y * blockIdx.y * cols]" in out
+    assert "__shared__" not in out and "__syncthreads" not in out
+    # x changed under a condition before the fill: its value there is not one expression.
+    fill = "  if (x < cols && y < rows) {\n    tile"
+    cond = text.replace(fill, "  if (rows > 4) x += 1;\n" + fill)
+    assert cond != text and _run("unstage", cond, "transpose") == []
+
+
 def test_unstage_transpose_scalar_path_only() -> None:
     k = next(e for e in experts() if e.operator == "transpose")
     src = _source(k)

@@ -106,32 +106,72 @@ class _Algebra:
         self._depth = 0
 
     def lookup(self, ident: Node) -> tuple[Node, Node | None, bool] | None:
-        """Return (declaration, initializer, is const) of the local a name refers to, or None."""
+        """Return (definition, its value, whether that value holds where the name is used), or None.
+
+        The definition is the last declaration or statement-level assignment `name = value;` before the use, in
+        the use's block or an enclosing one. The value holds when nothing between the two can change the name: no
+        statement in between modifies it, and no loop around the use (inside the definition's block) does.
+        """
         name = self.src.text_of(ident)
         n = ident
         while n.parent is not None and n.id != self.body.id:
             parent = n.parent
             if parent.type in ("compound_statement", "for_statement"):
-                found = None
-                for child in parent.named_children:
+                found: tuple[Node, Node | None, bool] | None = None
+                init_only = parent.child_by_field_name("initializer") if parent.type == "for_statement" else None
+                children = [init_only] if init_only is not None else parent.named_children
+                if parent.type == "for_statement" and init_only is None:
+                    children = []
+                for child in children:
                     if child.start_byte >= n.start_byte:
                         break
-                    if child.type != "declaration":
-                        continue
-                    for init in child.children:
-                        target = init.child_by_field_name("declarator") if init.type == "init_declarator" else init
-                        if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
-                            value = init.child_by_field_name("value") if init.type == "init_declarator" else None
-                            is_const = any(self.src.text_of(q) == "const" for q in child.children
-                                           if q.type == "type_qualifier")  # fmt: skip
-                            found = (child, value, is_const or self._never_assigned(name, parent))
+                    if child.type == "declaration":
+                        for init in child.children:
+                            target = init.child_by_field_name("declarator") if init.type == "init_declarator" else init
+                            if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
+                                value = init.child_by_field_name("value") if init.type == "init_declarator" else None
+                                stepped = parent.type == "for_statement" and self._modifies(parent, name)
+                                found = (child, value, value is not None and not stepped)
+                    elif (value := self._assigned(child, name)) is not None:
+                        found = (child, value, True)
+                    elif self._modifies(child, name):
+                        found = (child, None, False)
                 if found is not None:
                     return found
+            if parent.type in ("for_statement", "while_statement", "do_statement") and self._modifies(parent, name):
+                init = parent.child_by_field_name("initializer") if parent.type == "for_statement" else None
+                if init is None or not self._declares(init, name):
+                    return (parent, None, False)  # changed on an earlier iteration of a loop around the use
             n = parent
         return None
 
+    def _assigned(self, stmt: Node, name: str) -> Node | None:
+        """Return the value of a statement `name = value;`, else None."""
+        if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+            return None
+        a = stmt.named_children[0]
+        if a.type != "assignment_expression" or a.child_by_field_name("operator").type != "=":
+            return None
+        left = a.child_by_field_name("left")
+        if left is None or left.type != "identifier" or self.src.text_of(left) != name:
+            return None
+        value = a.child_by_field_name("right")
+        return None if value is None or self._modifies(value, name) else value
+
+    def _declares(self, decl: Node, name: str) -> bool:
+        return decl.type == "declaration" and any(
+            (t := i.child_by_field_name("declarator") if i.type == "init_declarator" else i) is not None
+            and t.type == "identifier"
+            and self.src.text_of(t) == name
+            for i in decl.children
+        )
+
+    def _modifies(self, node: Node, name: str) -> bool:
+        """Return whether anything in a node assigns, steps or takes the address of a name."""
+        return not self._never_assigned(name, node)
+
     def _never_assigned(self, name: str, block: Node) -> bool:
-        """Return whether a local is never assigned, stepped or address-taken after its declaration."""
+        """Return whether nothing in a node assigns, steps or takes the address of a name."""
         for n in self.src.nodes(block, ("assignment_expression", "update_expression", "pointer_expression")):
             t = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if n.type == "pointer_expression" and (n.child_by_field_name("operator") is None or
@@ -217,7 +257,7 @@ class _Algebra:
             raise _Give
         varies = self.varies(node)
         if not varies and any(
-            (found := self.lookup(n)) is not None and not self._visible(found[0])
+            (found := self.lookup(n)) is not None and not self._visible(found[0], self.src.text_of(n))
             for n in self.src.nodes(node, ("identifier",))
         ):
             raise _Give  # a uniform subterm over a nested local would not be visible at every read
@@ -259,7 +299,7 @@ class _Algebra:
                 raise _Give  # a pointer, a global or something unknown
             decl, value, is_const = found
             if is_const and value is not None:
-                if self._visible(decl) and not self.varies(value):
+                if self._visible(decl, name) and not self.varies(value):
                     self.atoms[name] = (name, False)
                     return Poly.atom(name)
                 return self.expand(value)
@@ -302,9 +342,12 @@ class _Algebra:
                 return self._opaque(node)
         raise _Give
 
-    def _visible(self, decl: Node) -> bool:
-        """Return whether a declaration is at the top of the kernel (visible at every read) or a loop around it."""
-        return (decl.parent is not None and decl.parent.id == self.body.id) or self.uniform_loop(decl)
+    def _visible(self, decl: Node, name: str) -> bool:
+        """Return whether a name means the same at every read: declared once at the top of the kernel and never
+        changed, or the variable of a uniform loop around the segment."""
+        if decl.type == "declaration" and decl.parent is not None and decl.parent.id == self.body.id:
+            return self._never_assigned(name, self.body)
+        return self.uniform_loop(decl)
 
     def split(self, p: Poly) -> dict[Monomial, Poly]:
         """Group a polynomial by its thread-variant factor: {variant monomial: uniform polynomial}."""
