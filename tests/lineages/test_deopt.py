@@ -53,8 +53,10 @@ WALKS: dict[str, list[str]] = {
               "padding:shared", "async-copy:cp-async", "untile:warp-layout", "untile:register-tile:TM=8",
               "untile:register-tile:TN=8", "untile:register-tile:TM=4", "untile:register-tile:TN=4",
               "untile:register-tile:TM=2", "untile:register-tile:TN=2"],
+    # Unstaging needs the source's `__restrict__` (no store of another thread may change what it reads), which
+    # the preview walk has removed first.
     "transpose": ["read-only:restrict", "unroll:pragma-constant", "devectorize:global", "padding:shared",
-                  "unstage:shared:tile", "coarsening:block"],
+                  "coarsening:block"],
 }  # fmt: skip
 """Walks whose order matters: a later pass must still recognize the code an earlier one rewrote."""
 
@@ -416,11 +418,13 @@ def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
     assert d.key == "unstage:shared:As" and d.card == "repeated-global-tile-reads"
     once = d.apply(_STAGED)
     assert "__shared__ float As" not in once and "As[" not in once
-    # The slot [threadIdx.y][k] holds A[row * K + k0 + k] where the fill's guard held, zero elsewhere.
+    # The slot [threadIdx.y][k] holds A[row * K + k0 + k] where the fill's guard held, zero elsewhere; every term is
+    # computed in signed 64-bit arithmetic.
     assert (
-        "acc += ((threadIdx.y) + T * blockIdx.y < M && (k) + k0 < K ? "
-        "A[(threadIdx.y) * K + (k) + T * K * blockIdx.y + k0] : 0.0f) * Bs[k][threadIdx.x];"
-    ).replace("T * K", "16 * K").replace("T * blockIdx", "16 * blockIdx") in once
+        "acc += ((float)((long long)(threadIdx.y) + 16 * (long long)blockIdx.y < (long long)M && (long long)(k) + "
+        "(long long)k0 < (long long)K ? A[(long long)(threadIdx.y) * K + (long long)(k) + 16 * (long long)K * "
+        "blockIdx.y + (long long)k0] : 0.0f)) * Bs[k][threadIdx.x];"
+    ) in once
     assert once.count("__syncthreads();") == 2, "Bs still needs its barriers"
     (e,) = _run("unstage", once)
     twice = e.apply(once)
@@ -430,11 +434,17 @@ def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
 
 def test_unstage_follows_reassigned_locals_to_the_fill() -> None:
     path = Path(__file__).resolve().parents[1] / "fixtures" / "cards" / "strided-transpose-access"
-    text = (path / "pos_naive_transpose.expected.cu").read_text()
+    plain = (path / "pos_naive_transpose.expected.cu").read_text()
+    # Without `__restrict__`, `out` may be `in`: a store of another thread could change what a direct read sees.
+    assert _run("unstage", plain, "transpose") == []
+    text = plain.replace("float* out, const float* in", "float* __restrict__ out, const float* __restrict__ in")
     (d,) = _run("unstage", text, "transpose")
     out = d.apply(text)
     # x and y are reassigned after the barrier: the fill saw their first values, the read its own indices.
-    assert "in[(threadIdx.x) * cols + (threadIdx.y) + blockDim.x * blockIdx.x + blockDim.y * blockIdx.y * cols]" in out
+    assert (
+        "in[(long long)(threadIdx.x) * cols + (long long)(threadIdx.y) + (long long)blockDim.x * blockIdx.x + "
+        "(long long)blockDim.y * blockIdx.y * cols]"
+    ) in out
     assert "__shared__" not in out and "__syncthreads" not in out
     # x changed under a condition before the fill: its value there is not one expression.
     fill = "  if (x < cols && y < rows) {\n    tile"
@@ -449,7 +459,7 @@ def test_unstage_transpose_scalar_path_only() -> None:
     out = d.apply(src.text)
     assert "__shared__ float tile" in out, "the vector path still stages through the tile (a fill through a pointer)"
     assert "tile[k / TILE][k % TILE] = in" not in out and "= tile[k % TILE][k / TILE]" not in out
-    assert "(k % TILE) + r0 < rows && (k / TILE) + c0 < cols ? in[" in out
+    assert "(long long)(k % TILE) + (long long)r0 < (long long)rows && (long long)(k / TILE) + (long long)c0 < " in out
     assert d.card == "strided-transpose-access"
 
 
@@ -477,6 +487,61 @@ def test_unstage_gives_up_where_the_slot_is_not_derived_exactly(change: tuple[st
     assert text != _STAGED
     assert [d.key for d in _run("unstage", _STAGED)] == ["unstage:shared:As"]
     assert "unstage:shared:As" not in [d.key for d in _run("unstage", text)], why
+
+
+UNSTAGE = Path(__file__).resolve().parents[1] / "fixtures" / "deopt" / "unstage"
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("param_modified", "the parameter in the source index changes after the fill"),
+        ("read_outside", "the tile is read outside the segment whose fill would be removed"),
+        ("stale_default", "slots the fill skips keep a value written before"),
+        ("decl_side_effect", "a declaration's initializer changes the index variable"),
+        ("shadow_param", "a local at the read shadows a parameter the rendering names"),
+        ("atom_collision", "two variables of one name (an inner loop shadows an outer one)"),
+        ("inplace", "no `__restrict__`: the output may be the input"),
+        ("side_effect_index", "the read index has a side effect"),
+        ("addr_alias", "the index variable is changed through its address"),
+        ("field_local", "a member of a local copy of threadIdx"),
+        ("early_exit_zero", "threads that leave before the barrier write some slots"),
+        ("macro_access", "a macro reads the tile"),
+    ],
+)
+def test_unstage_gives_up_where_exactness_is_not_shown(name: str, why: str) -> None:
+    assert _run("unstage", (UNSTAGE / f"{name}.cu").read_text()) == [], why
+
+
+@pytest.mark.parametrize("name", ["global_scratch", "shared_scalar", "callee_shared", "filescope_shared"])
+def test_unstage_keeps_barriers_that_order_other_memory(name: str) -> None:
+    text = (UNSTAGE / f"{name}.cu").read_text()
+    (d,) = _run("unstage", text)
+    out = d.apply(text)
+    assert out.count("__syncthreads()") == text.count("__syncthreads()"), "every barrier stays"
+    assert "__shared__ float s[" not in out
+
+
+def test_unstage_renders_exact_integers_and_keeps_the_tile_type() -> None:
+    # A left halo: the index is negative for the first block; computed in 64-bit signed arithmetic, not unsigned.
+    halo = (UNSTAGE / "halo_signed.cu").read_text()
+    (d,) = _run("unstage", halo)
+    assert "(long long)(threadIdx.x) + 16 * (long long)blockIdx.x - 1 >= 0 &&" in d.apply(halo)
+    wide = (UNSTAGE / "size_t_local.cu").read_text()
+    (d,) = _run("unstage", wide)
+    assert "(long long)" in d.apply(wide)
+    # An int tile filled with `: 0.0f`: the read stays an int.
+    typed = (UNSTAGE / "int_tile_float_zero.cu").read_text()
+    (d,) = _run("unstage", typed)
+    assert "((int)(" in d.apply(typed)
+    # An outer `if` guards the fill too: both conditions guard the read.
+    nested = (UNSTAGE / "nested_guard.cu").read_text()
+    (d,) = _run("unstage", nested)
+    assert "(long long)(threadIdx.y) < 32 && (long long)(threadIdx.x) < (long long)m ?" in d.apply(nested)
+    # A fill loop whose variable lives on keeps running (with an empty body) for the value it leaves.
+    loop = (UNSTAGE / "loopvar_outside.cu").read_text()
+    (d,) = _run("unstage", loop)
+    assert "for (i = threadIdx.x; i < 64; i += blockDim.x) {}" in d.apply(loop)
 
 
 def test_unstage_leaves_tiles_read_before_their_barrier_or_written_after_it() -> None:

@@ -1,20 +1,33 @@
 """Unstage shared memory: the reads of a shared tile read the global memory the tile was filled from.
 
 A staged kernel copies a tile of a global array into a `__shared__` array, waits at a barrier, and reads the
-tile. The simpler kernel reads the global array where it read the tile, and drops the copy (and its barrier when
-no other shared array needs it).
+tile. The simpler kernel reads the global array where it read the tile, and drops the copy (and its barriers when
+they order nothing else).
 
 Exact by algebra, per segment. A segment is a block of statements with a `__syncthreads()` among them: the
-statements before the barrier fill the tile, those after read it (a statement that ends in `return` and so never
-reaches the barrier is a segment of its own and is left as it is). Every fill must be the assignment
-`S[i1]..[in] = P[f]` (under an `if (guard)` or as `guard ? P[f] : literal`), where `P` is a kernel parameter
-pointing at `const` data. The indices, `f` and the guard's comparisons are expanded, through `const` locals,
-into polynomials over thread-variant atoms (`threadIdx`, loop variables, any subterm that holds them, such as
-`k / TILE`) and block-uniform ones (parameters, `blockIdx`, `blockDim`). The fill is exact to unstage when `f`
-and each side of the guard are `a1 * i1 + ... + an * in + r` with block-uniform `a`s and `r`, the same for every
-fill of the segment: then slot `[x1]..[xn]` holds `P[a1 * x1 + ... + r]` (where the guard held; the literal, or an
-unwritten slot, where it did not), and each read `S[x1]..[xn]` becomes `(guard(x) ? P[...] : 0)`. A fill through
-a pointer (`float* d = &S[..]`), a vector or a register array is not derived and the segment is left as it is.
+statements before the barrier fill the tile, those after read it. A statement before it that ends in `return` and
+has its own barrier is another code path and is left as it is; any other use of the tile, a macro that names it,
+or a `return`/`break`/`continue` before the barrier, and nothing is derived. Every fill must be the assignment
+`S[i1]..[in] = P[f]` (under `if`s without `else`, or as `guard ? P[f] : literal`), where `P` is a kernel parameter
+pointing at `const` data of the tile's element type, never moved, and `__restrict__` (or every pointer the kernel
+writes is): no store of another thread may change what a direct read sees. The indices, `f` and each side of the
+guards' comparisons are expanded into integer polynomials over thread-variant atoms (`threadIdx`, loop variables,
+subterms that hold them, such as `k / TILE`) and block-uniform ones (parameters the kernel never changes,
+`blockIdx`, `blockDim`, top-level uniform locals, the variable of a uniformly stepped loop around the segment);
+a name expands into the value of its last definition before the use, when nothing can change it in between
+(statements, initializers, `&name`, references, loops around the use). The fill is exact to unstage when `f` and
+each guard side are `a1 * i1 + ... + an * in + r` with block-uniform `a`s and `r`, the same for every fill of the
+segment: then slot `[x1]..[xn]` holds `P[a1 * x1 + ... + r]` where the guards held (the literal, or an unwritten
+slot, where they did not), and each read `S[x1]..[xn]` (whose indices have no side effects, and whose rendered
+names mean the same declarations there) becomes `(T)(guards(x) ? P[...] : literal)`, every term in `long long`
+so that neither unsigned nor 32-bit arithmetic changes an index (the original's arithmetic is assumed not to
+overflow). A fill under an `if` inside a loop is not derived (a skipped slot would keep the last iteration's
+value). A fill through a pointer (`float* d = &S[..]`), a vector or a register array is not derived either.
+
+The barriers of the segment go only when nothing else needs them: no other shared memory in use (the kernel's,
+a callee's, or the file's), no calls of the file's functions, atomics, fences, shuffles, async copies or inline
+assembly, and no pointer both written and read. A fill loop whose variable lives on keeps running with an empty
+body.
 
 The forward rewrite is `strided-transpose-access` when the tile's reads are stored straight to global memory
 (a transpose through shared memory) and `repeated-global-tile-reads` otherwise (a tile re-read by the block).
@@ -22,8 +35,10 @@ The forward rewrite is `strided-transpose-access` when the tile's reads are stor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from warpwise.analyzers.model import Function
 from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, Node, enclosing, unparen
@@ -32,10 +47,8 @@ from warpwise.skills.rewrite import Edit
 Monomial = tuple[str, ...]
 """A product of atoms, sorted; `()` is the constant term."""
 
-_WIDE = ("size_t", "long", "int64_t", "uint64_t", "ptrdiff_t", "long long", "unsigned long long")
 _UNIFORM_BUILTINS = ("blockIdx", "blockDim", "gridDim")
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-_SLOT = "$slot"
 
 
 class _Give(Exception):
@@ -86,13 +99,27 @@ class Poly:
         return tuple(sorted(self.terms.items()))
 
 
+class _Atom(NamedTuple):
+    """An atom of the polynomials: its C text, whether it varies by thread, and the declarations its names mean."""
+
+    text: str
+    varies: bool
+    names: tuple[tuple[str, int | None], ...]
+
+
+_SIDE_EFFECTS = ("assignment_expression", "update_expression", "call_expression")
+_BARRIER_SENSITIVE = re.compile(r"\b(atomic\w*|__threadfence\w*|__syncwarp|__shfl\w*|cp_async\w*|__pipeline\w*|asm)\b")
+
+
 class _Algebra:
     """Expand the integer expressions of one kernel into polynomials, knowing which atoms vary by thread.
 
-    Names resolve by scope: the declaration visible where the name is used. A `const` local expands into its
-    initializer, except a block-uniform one declared at the top of the kernel (kept as an atom, visible at every
-    read). The variable of a loop that encloses the segment and steps uniformly (`for (int kt = 0; kt < n; ++kt)`
-    with uniform bounds) is uniform: every thread is in the same iteration between the fill and the reads.
+    Names resolve by scope: the last declaration or statement-level assignment before the use that nothing
+    changes in between. A block-uniform local declared at the top of the kernel and never changed stays an atom
+    (visible at every read), other locals expand into their values; the variable of a loop that encloses the
+    segment and steps uniformly (`for (int kt = 0; kt < n; kt += BK)` with uniform bounds) is uniform: every thread
+    is in the same iteration between the fill and the reads. Atoms are keyed by the declarations their names
+    resolve to, so two variables of the same name are two atoms.
     """
 
     def __init__(self, src: KernelSource, fn: Function, body: Node, segment: Node) -> None:
@@ -101,37 +128,38 @@ class _Algebra:
         self.segment = segment
         self.scalars = {p.name for p in fn.params if not p.is_pointer}
         self.pointers = {p.name for p in fn.params if p.is_pointer}
-        self.atoms: dict[str, tuple[str, bool]] = {}  # atom key -> (C text, varies by thread)
-        self.wide = False
+        self.atoms: dict[str, _Atom] = {}
         self._depth = 0
 
-    def lookup(self, ident: Node) -> tuple[Node, Node | None, bool] | None:
-        """Return (definition, its value, whether that value holds where the name is used), or None.
+    # -- names ------------------------------------------------------------------------------------------------
 
-        The definition is the last declaration or statement-level assignment `name = value;` before the use, in
-        the use's block or an enclosing one. The value holds when nothing between the two can change the name: no
-        statement in between modifies it, and no loop around the use (inside the definition's block) does.
+    def resolve(self, name: str, at: Node) -> tuple[Node, Node | None, bool] | None:
+        """Return (definition, its value, whether that value holds at `at`) of the local `name`, or None.
+
+        The definition is the last declaration or statement-level assignment `name = value;` before `at`, in its
+        block or an enclosing one. The value holds when nothing between the two can change the name: no statement
+        in between modifies it (in a declaration's initializer, through `&name` or a reference, ...), and no loop
+        around `at` (inside the definition's block) does.
         """
-        name = self.src.text_of(ident)
-        n = ident
+        n = at
         while n.parent is not None and n.id != self.body.id:
             parent = n.parent
             if parent.type in ("compound_statement", "for_statement"):
                 found: tuple[Node, Node | None, bool] | None = None
-                init_only = parent.child_by_field_name("initializer") if parent.type == "for_statement" else None
-                children = [init_only] if init_only is not None else parent.named_children
-                if parent.type == "for_statement" and init_only is None:
-                    children = []
+                if parent.type == "for_statement":
+                    init = parent.child_by_field_name("initializer")
+                    children = [init] if init is not None and init.id != n.id else []
+                else:
+                    children = parent.named_children
                 for child in children:
                     if child.start_byte >= n.start_byte:
                         break
-                    if child.type == "declaration":
-                        for init in child.children:
-                            target = init.child_by_field_name("declarator") if init.type == "init_declarator" else init
-                            if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
-                                value = init.child_by_field_name("value") if init.type == "init_declarator" else None
-                                stepped = parent.type == "for_statement" and self._modifies(parent, name)
-                                found = (child, value, value is not None and not stepped)
+                    declared = self._declared_value(child, name)
+                    if declared is not None:
+                        _, value = declared
+                        stepped = parent.type == "for_statement" and self._modifies(parent, name)
+                        modified = value is not None and self._modifies(value, name)
+                        found = (child, value, value is not None and not stepped and not modified)
                     elif (value := self._assigned(child, name)) is not None:
                         found = (child, value, True)
                     elif self._modifies(child, name):
@@ -140,9 +168,19 @@ class _Algebra:
                     return found
             if parent.type in ("for_statement", "while_statement", "do_statement") and self._modifies(parent, name):
                 init = parent.child_by_field_name("initializer") if parent.type == "for_statement" else None
-                if init is None or not self._declares(init, name):
-                    return (parent, None, False)  # changed on an earlier iteration of a loop around the use
+                if init is None or self._declared_value(init, name) is None:
+                    return (parent, None, False)  # changed on an earlier iteration of a loop around `at`
             n = parent
+        return None
+
+    def _declared_value(self, decl: Node, name: str) -> tuple[Node, Node | None] | None:
+        """Return (declarator, initializer) when a declaration declares `name`, else None."""
+        if decl.type != "declaration":
+            return None
+        for init in decl.children:
+            target = init.child_by_field_name("declarator") if init.type == "init_declarator" else init
+            if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
+                return target, (init.child_by_field_name("value") if init.type == "init_declarator" else None)
         return None
 
     def _assigned(self, stmt: Node, name: str) -> Node | None:
@@ -158,28 +196,31 @@ class _Algebra:
         value = a.child_by_field_name("right")
         return None if value is None or self._modifies(value, name) else value
 
-    def _declares(self, decl: Node, name: str) -> bool:
-        return decl.type == "declaration" and any(
-            (t := i.child_by_field_name("declarator") if i.type == "init_declarator" else i) is not None
-            and t.type == "identifier"
-            and self.src.text_of(t) == name
-            for i in decl.children
-        )
-
     def _modifies(self, node: Node, name: str) -> bool:
-        """Return whether anything in a node assigns, steps or takes the address of a name."""
-        return not self._never_assigned(name, node)
-
-    def _never_assigned(self, name: str, block: Node) -> bool:
-        """Return whether nothing in a node assigns, steps or takes the address of a name."""
-        for n in self.src.nodes(block, ("assignment_expression", "update_expression", "pointer_expression")):
-            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if n.type == "pointer_expression" and (n.child_by_field_name("operator") is None or
-                                                   n.child_by_field_name("operator").type != "&"):  # fmt: skip
+        """Return whether anything in a node assigns or steps a name, takes its address, or binds a reference."""
+        src = self.src
+        for n in src.nodes(
+            node, ("assignment_expression", "update_expression", "pointer_expression", "init_declarator")
+        ):
+            if n.type == "init_declarator":
+                target = n.child_by_field_name("declarator")
+                value = n.child_by_field_name("value")
+                if (
+                    target is not None
+                    and target.type == "reference_declarator"
+                    and value is not None
+                    and any(src.text_of(i) == name for i in src.nodes(value, ("identifier",)))
+                ):
+                    return True
                 continue
-            if t is not None and unparen(t).type == "identifier" and self.src.text_of(unparen(t)) == name:
-                return False
-        return True
+            if n.type == "pointer_expression":
+                op = n.child_by_field_name("operator")
+                if op is None or op.type != "&":
+                    continue
+            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if t is not None and unparen(t).type == "identifier" and src.text_of(unparen(t)) == name:
+                return True
+        return False
 
     def uniform_loop(self, decl: Node) -> bool:
         """Return whether a declaration is the variable of a uniformly stepped loop around the segment."""
@@ -193,10 +234,8 @@ class _Algebra:
         inits = [i for i in decl.children if i.type == "init_declarator"]
         if len(inits) != 1 or inits[0].child_by_field_name("value") is None:
             return False
-        target = inits[0].child_by_field_name("declarator")
-        name = self.src.text_of(target)
-        update = loop.child_by_field_name("update")
-        cond = loop.child_by_field_name("condition")
+        name = self.src.text_of(inits[0].child_by_field_name("declarator"))
+        update, cond = loop.child_by_field_name("update"), loop.child_by_field_name("condition")
         body = loop.child_by_field_name("body")
         if update is None or cond is None or body is None:
             return False
@@ -209,11 +248,9 @@ class _Algebra:
                 return False
             if self.varies(by):
                 return False
-        for a in self.src.nodes(body, ("assignment_expression", "update_expression")):
-            t = a.child_by_field_name("left") or a.child_by_field_name("argument")
-            if t is not None and self.src.text_of(t) == name:
-                return False
-        if self.src.nodes(body, ("break_statement", "return_statement", "goto_statement")):
+        if self._modifies(body, name):
+            return False
+        if self.src.nodes(body, ("break_statement", "return_statement", "goto_statement", "continue_statement")):
             return False
         return not self.varies(inits[0].child_by_field_name("value")) and not self.varies(cond, skip=name)
 
@@ -225,24 +262,28 @@ class _Algebra:
         try:
             if self._depth > 24:
                 return True
-            for n in self.src.nodes(node, ("identifier", "field_expression")):
+            for n in self.src.nodes(
+                node, ("identifier", "field_expression", "call_expression", "subscript_expression")
+            ):
+                if n.type in ("call_expression", "subscript_expression"):
+                    return True  # a value read from memory or returned by a call may differ by thread
                 if n.type == "field_expression":
                     arg = n.child_by_field_name("argument")
-                    if arg is not None and self.src.text_of(arg) == "threadIdx":
-                        return True
-                    continue
+                    if arg is not None and self.src.text_of(arg) in _UNIFORM_BUILTINS:
+                        continue
+                    return True  # threadIdx, or a member of a local (`t.y` of `const uint3 t = threadIdx`)
                 if n.parent is not None and n.parent.type == "field_expression":
                     continue
                 name = self.src.text_of(n)
-                if name == skip or name in _UNIFORM_BUILTINS:
+                if name == skip or name in _UNIFORM_BUILTINS or self.src.macro_value(name) is not None:
                     continue
-                found = self.lookup(n)
+                found = self.resolve(name, n)
                 if found is None:
-                    if name in self.scalars or name in self.pointers or self.src.macro_value(name) is not None:
+                    if name in self.scalars or name in self.pointers:
                         continue
                     return True
-                decl, value, is_const = found
-                if is_const and value is not None and not self.varies(value):
+                decl, value, fixed = found
+                if fixed and value is not None and not self.varies(value):
                     continue
                 if self.uniform_loop(decl):
                     continue
@@ -251,18 +292,31 @@ class _Algebra:
         finally:
             self._depth -= 1
 
+    def _meaning(self, name: str, at: Node) -> int | None:
+        """Return the position of the declaration `name` means at `at` (None: a parameter or a global)."""
+        found = self.resolve(name, at)
+        return found[0].start_byte if found is not None else None
+
+    # -- polynomials ------------------------------------------------------------------------------------------
+
     def _opaque(self, node: Node) -> Poly:
+        """Return an atom for a subterm that is not a polynomial (`k / TILE`), keyed by its names' declarations."""
         text = "".join(self.src.text_of(node).split())
-        if any(ch in text for ch in "\"'"):
-            raise _Give
-        varies = self.varies(node)
-        if not varies and any(
-            (found := self.lookup(n)) is not None and not self._visible(found[0], self.src.text_of(n))
+        names = tuple(
+            (self.src.text_of(n), self._meaning(self.src.text_of(n), n))
             for n in self.src.nodes(node, ("identifier",))
-        ):
-            raise _Give  # a uniform subterm over a nested local would not be visible at every read
-        self.atoms[text] = (self.src.text_of(node), varies)
-        return Poly.atom(text)
+            if (n.parent is None or n.parent.type != "field_expression")
+            and self.src.macro_value(self.src.text_of(n)) is None
+        )
+        varies = self.varies(node)
+        if not varies:
+            for name, _ in names:
+                found = self.resolve(name, node)
+                if found is not None and not self._visible(found[0], name):
+                    raise _Give  # a uniform subterm over a nested local would not be visible at every read
+        key = text + "@" + ",".join(f"{n}:{p}" for n, p in names)
+        self.atoms[key] = _Atom(self.src.text_of(node), varies, names)
+        return Poly.atom(key)
 
     def expand(self, node: Node | None) -> Poly:
         """Return the polynomial of an integer expression (raises _Give for what is not an integer expression)."""
@@ -291,30 +345,28 @@ class _Algebra:
             macro = src.macro_value(name)
             if macro is not None:
                 return Poly.const(macro)
-            found = self.lookup(node)
+            found = self.resolve(name, node)
             if found is None:
-                if name in self.scalars:
-                    self.atoms[name] = (name, False)
-                    return Poly.atom(name)
-                raise _Give  # a pointer, a global or something unknown
-            decl, value, is_const = found
-            if is_const and value is not None:
+                if name not in self.scalars or self._modifies(self.body, name):
+                    raise _Give  # a pointer, a global, something unknown, or a parameter the kernel changes
+                self.atoms[name] = _Atom(name, False, ((name, None),))
+                return Poly.atom(name)
+            decl, value, fixed = found
+            key = f"{name}@{decl.start_byte}"
+            if fixed and value is not None:
                 if self._visible(decl, name) and not self.varies(value):
-                    self.atoms[name] = (name, False)
-                    return Poly.atom(name)
+                    self.atoms[key] = _Atom(name, False, ((name, decl.start_byte),))
+                    return Poly.atom(key)
                 return self.expand(value)
             uniform = self.uniform_loop(decl)
-            self.atoms[name] = (name, not uniform)  # a loop variable or a mutable local
-            return Poly.atom(name)
+            self.atoms[key] = _Atom(name, not uniform, ((name, decl.start_byte),))  # a loop variable, or mutable
+            return Poly.atom(key)
         if t == "field_expression":
             arg = node.child_by_field_name("argument")
             if arg is None or src.text_of(arg) not in ("threadIdx", *_UNIFORM_BUILTINS):
                 raise _Give
             return self._opaque(node)
         if t == "cast_expression":
-            type_node = node.child_by_field_name("type")
-            if type_node is not None and any(w in src.text_of(type_node) for w in _WIDE):
-                self.wide = True
             return self.expand(node.child_by_field_name("value"))
         if t == "unary_expression":
             op = node.child_by_field_name("operator")
@@ -343,18 +395,18 @@ class _Algebra:
         raise _Give
 
     def _visible(self, decl: Node, name: str) -> bool:
-        """Return whether a name means the same at every read: declared once at the top of the kernel and never
-        changed, or the variable of a uniform loop around the segment."""
+        """Return whether a name means the same at every read: declared at the top of the kernel and never changed,
+        or the variable of a uniform loop around the segment."""
         if decl.type == "declaration" and decl.parent is not None and decl.parent.id == self.body.id:
-            return self._never_assigned(name, self.body)
+            return not self._modifies(self.body, name)
         return self.uniform_loop(decl)
 
     def split(self, p: Poly) -> dict[Monomial, Poly]:
         """Group a polynomial by its thread-variant factor: {variant monomial: uniform polynomial}."""
         out: dict[Monomial, Poly] = {}
         for m, c in p.terms.items():
-            var = tuple(a for a in m if self.atoms.get(a, ("", False))[1])
-            uni = tuple(a for a in m if not self.atoms.get(a, ("", False))[1])
+            var = tuple(a for a in m if self.atoms[a].varies)
+            uni = tuple(a for a in m if not self.atoms[a].varies)
             out[var] = out.get(var, Poly()) + Poly({uni: c})
         return {k: v for k, v in out.items() if v.terms}
 
@@ -384,34 +436,47 @@ class _Algebra:
             raise _Give
         return coeffs, rest
 
-    def render(self, coeffs: list[Poly], rest: Poly, slots: list[str], wide: bool) -> str:
-        """Return C text for a1 * (x1) + ... + r."""
+    def render(self, solved: tuple[list[Poly], Poly], slots: list[str]) -> str:
+        """Return C text for a1 * (x1) + ... + r, every term in signed 64-bit arithmetic.
+
+        The polynomials hold the exact integer values; each term is computed as `long long` (its first factor
+        cast), so neither an unsigned `threadIdx` nor a 32-bit product changes them, whatever types the kernel's
+        own expression had.
+        """
+        coeffs, rest = solved
         terms: list[str] = []
         for a, x in zip(coeffs, slots, strict=True):
             for m, c in sorted(a.terms.items()):
-                terms.append(self._term(c, [f"({x})", *(self._atom(n) for n in m)], wide))
+                terms.append(_term(c, [f"({x})", *(self._atom(n) for n in m)]))
         for m, c in sorted(rest.terms.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
-            terms.append(self._term(c, [self._atom(n) for n in m], wide))
-        text = " + ".join(terms) if terms else "0"
-        return text.replace("+ -", "- ")
+            terms.append(_term(c, [self._atom(n) for n in m]))
+        return " + ".join(terms).replace("+ -", "- ") if terms else "0"
 
-    def _atom(self, name: str) -> str:
-        text = self.atoms[name][0]
+    def rendered(self, solved: tuple[list[Poly], Poly]) -> set[str]:
+        """Return the keys of the atoms a rendering names."""
+        coeffs, rest = solved
+        return {a for p in (*coeffs, rest) for m in p.terms for a in m}
+
+    def means_the_same(self, keys: set[str], at: Node) -> bool:
+        """Return whether every name of these atoms resolves at `at` to the declaration it meant at the fill."""
+        return all(self._meaning(name, at) == pos for k in keys for name, pos in self.atoms[k].names)
+
+    def _atom(self, key: str) -> str:
+        text = self.atoms[key].text
         return text if text.replace("_", "").replace(".", "").isalnum() else f"({text})"
 
-    @staticmethod
-    def _term(c: int, factors: list[str], wide: bool) -> str:
-        if not factors:
-            return str(c)
-        if wide and len(factors) > 1:
-            factors = [f"(size_t){factors[0]}", *factors[1:]]
-        body = " * ".join(factors)
-        return body if c == 1 else f"-{body}" if c == -1 else f"{c} * {body}"
+
+def _term(c: int, factors: list[str]) -> str:
+    """Return one term of a rendering: the coefficient times the factors, as `long long`."""
+    if not factors:
+        return str(c)
+    body = " * ".join([f"(long long){factors[0]}", *factors[1:]])
+    return body if c == 1 else f"-{body}" if c == -1 else f"{c} * {body}"
 
 
 @dataclass
 class _Fill:
-    """One write of the tile: where it is, the slot polynomials, the pointer, and its solution."""
+    """One write of the tile: the statement to delete, the source pointer, and the solved slot contents."""
 
     statement: Node
     pointer: str
@@ -419,6 +484,7 @@ class _Fill:
     value: tuple[list[Poly], Poly]
     guard: list[tuple[str, tuple[list[Poly], Poly], tuple[list[Poly], Poly]]]
     zero: str | None
+    conditional: bool
 
 
 def _subscripts(src: KernelSource, node: Node) -> tuple[str, list[Node], Node] | None:
@@ -468,6 +534,11 @@ def _ends_in_return(src: KernelSource, stmt: Node) -> bool:
     return False
 
 
+def _own_path(src: KernelSource, stmt: Node) -> bool:
+    """Return whether a statement is a code path of its own: it ends in `return` and has its own barrier."""
+    return _ends_in_return(src, stmt) and any(_is_barrier(src, n) for n in src.nodes(stmt, ("expression_statement",)))
+
+
 class _Unstager:
     """Find the exact unstaging of one kernel's tiles."""
 
@@ -481,6 +552,7 @@ class _Unstager:
         self.body = body
         self.algebra = _Algebra(src, fn, body, body)
         self.const_pointers = {p.name: p for p in fn.params if p.is_pointer and p.is_const}
+        self.pointers = {p.name: p for p in fn.params if p.is_pointer}
         self.shared = {s.name: s for s in fn.shared if not s.is_extern and s.dims}
         self.written = {
             name
@@ -506,16 +578,16 @@ class _Unstager:
                 if not _is_barrier(self.src, s):
                     continue
                 for name in self.shared:
-                    before = [u for st in stmts[:i] if not _ends_in_return(self.src, st) for u in self.uses(st, name)]
+                    before = [u for st in stmts[:i] if not _own_path(self.src, st) for u in self.uses(st, name)]
                     after = [u for st in stmts[i + 1 :] for u in self.uses(st, name)]
                     if before and after:
                         yield name, comp, i
 
-    def fill(self, name: str, use: Node, slots_dims: int) -> _Fill:
+    def fill(self, name: str, use: Node, dims: int, comp: Node) -> _Fill:
         """Return the solved form of one write of the tile, or raise _Give."""
         src = self.src
         sub = _outer_subscript(src, use)
-        if sub is None or sub[0] != name or len(sub[1]) != slots_dims:
+        if sub is None or sub[0] != name or len(sub[1]) != dims:
             raise _Give
         _, index_nodes, target = sub
         assign = target.parent
@@ -530,17 +602,29 @@ class _Unstager:
         stmt = assign.parent
         if stmt is None or stmt.type != "expression_statement":
             raise _Give
+        # Every `if` between the fill and the segment guards it (a fill in an `else`, or under one, is not derived).
         guard_nodes: list[Node] = []
         outer = stmt
-        parent = stmt.parent
-        if parent is not None and parent.type == "compound_statement" and parent.named_child_count == 1:
-            parent = parent.parent if parent.parent is not None and parent.parent.type == "if_statement" else None
-            if parent is not None:
-                outer = parent
-        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("alternative") is None:
-            cond = parent.child_by_field_name("condition")
-            guard_nodes.append(cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond)
-            outer = parent
+        node = stmt
+        while node.parent is not None and node.parent.id != comp.id:
+            parent = node.parent
+            if parent.type == "if_statement":
+                alt = parent.child_by_field_name("alternative")
+                if alt is not None:
+                    raise _Give
+                cond = parent.child_by_field_name("condition")
+                guard_nodes.append(
+                    cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond
+                )
+                if outer.parent is not None and (outer.parent.id == parent.id or (
+                    outer.parent.type == "compound_statement" and outer.parent.named_child_count == 1
+                    and outer.parent.parent is not None and outer.parent.parent.id == parent.id
+                )):  # fmt: skip
+                    outer = parent
+            elif parent.type not in ("compound_statement", "for_statement", "while_statement", "do_statement"):
+                raise _Give
+            node = parent
+        conditional = bool(guard_nodes)
         value = unparen(assign.child_by_field_name("right"))
         zero = None
         if value is not None and value.type == "conditional_expression":
@@ -553,13 +637,16 @@ class _Unstager:
         load = _subscripts(src, value) if value is not None else None
         if load is None or len(load[1]) != 1 or load[0] not in self.const_pointers or load[0] in self.written:
             raise _Give
-        if _type(self.const_pointers[load[0]].base_type) != _type(self.shared[name].element_type):
-            raise _Give  # the copy converts (half to float, ...): reading global would change the arithmetic
+        pointer = self.const_pointers[load[0]]
+        if _type(pointer.base_type) != _type(self.shared[name].element_type) or self.algebra._modifies(
+            self.body, load[0]
+        ):
+            raise _Give  # the copy converts (half to float, ...), or the pointer itself moves
+        if self.algebra.resolve(load[0], value) is not None:
+            raise _Give  # a local shadows the parameter
         alg = self.algebra
-        alg.wide = False
         slots = [alg.expand(i) for i in index_nodes]
         solved = alg.solve(alg.expand(load[1][0]), slots)
-        wide = alg.wide
         guard: list[tuple[str, tuple[list[Poly], Poly], tuple[list[Poly], Poly]]] = []
         for g in guard_nodes:
             for cmp in _conjuncts(unparen(g)):
@@ -571,12 +658,12 @@ class _Unstager:
                 guard.append((op.type, left, right))
         signature = (
             load[0],
-            wide,
             _key(solved),
             tuple((op, _key(a), _key(b)) for op, a, b in guard),
             zero if guard else None,
+            conditional,
         )
-        return _Fill(outer, load[0], signature, solved, guard, zero)
+        return _Fill(outer, load[0], signature, solved, guard, zero, conditional)
 
     def candidate(self) -> Deopt | None:
         for name, comp, barrier in self.segments():
@@ -586,22 +673,46 @@ class _Unstager:
                 continue
         return None
 
+    def _in_loop(self, node: Node) -> bool:
+        n = node.parent
+        while n is not None and n.id != self.body.id:
+            if n.type in ("for_statement", "while_statement", "do_statement"):
+                return True
+            n = n.parent
+        return False
+
     def _candidate(self, name: str, comp: Node, barrier: int) -> Deopt:
         src = self.src
         self.algebra = _Algebra(src, self.fn, self.body, comp)
         array = self.shared[name]
         stmts = comp.named_children
-        fills = [
-            self.fill(name, u, len(array.dims))
-            for st in stmts[:barrier]
-            if not _ends_in_return(src, st)
-            for u in self.uses(st, name)
-        ]
+        before = [st for st in stmts[:barrier] if not _own_path(src, st)]
+        after = stmts[barrier + 1 :]
+        # The segment's fills and reads are the tile's only uses (besides code paths of their own that return).
+        seg_uses = {u.id for st in (*before, *after) for u in self.uses(st, name)}
+        own = {u.id for st in stmts[:barrier] if _own_path(src, st) for u in self.uses(st, name)}
+        if any(u.id not in seg_uses and u.id not in own for u in self.uses(self.body, name)):
+            raise _Give
+        macros = src.nodes(None, ("preproc_def", "preproc_function_def"))
+        if any(re.search(rf"\b{re.escape(name)}\b", src.text_of(d)) for d in macros):
+            raise _Give  # a macro reads or writes the tile
+        if any(src.nodes(st, ("return_statement", "break_statement", "continue_statement", "goto_statement"))
+               for st in before):  # fmt: skip
+            raise _Give  # a thread may leave before the fill
+        fills = [self.fill(name, u, len(array.dims), comp) for st in before for u in self.uses(st, name)]
         signatures = {f.signature for f in fills}
         if len(signatures) != 1:
             raise _Give
         first = fills[0]
-        reads = [u for st in stmts[barrier + 1 :] for u in self.uses(st, name)]
+        if first.conditional and self._in_loop(comp):
+            raise _Give  # a slot the fill skips keeps the previous iteration's value
+        source = self.pointers[first.pointer]
+        if not source.is_restrict and not all(self.pointers[p].is_restrict for p in self.written if p in self.pointers):
+            raise _Give  # without `__restrict__`, a store of another thread may change the data read later
+        keys = self.algebra.rendered(first.value) | {
+            k for _, a, b in first.guard for k in self.algebra.rendered(a) | self.algebra.rendered(b)
+        }
+        reads = [u for st in after for u in self.uses(st, name)]
         edits: list[Edit] = []
         transposes = True
         for use in reads:
@@ -615,20 +726,27 @@ class _Unstager:
                 or (parent.type == "assignment_expression" and parent.child_by_field_name("left").id == target.id)
             ):
                 raise _Give
+            if any(src.nodes(i, _SIDE_EFFECTS) for i in sub[1]):
+                raise _Give  # the index is repeated in the guard
+            if not self.algebra.means_the_same(keys, target) or self.algebra.resolve(first.pointer, target):
+                raise _Give  # a name of the rendering means something else at the read
             if not _stored_to_global(src, target, self.fn):
                 transposes = False
-            edits.append(Edit(target.start_byte, target.end_byte, self._read(first, [src.text_of(i) for i in sub[1]])))
-        removed = {f.statement.id: f.statement for f in fills}
-        for stmt in _removable(src, list(removed.values()), comp):
+            edits.append(
+                Edit(
+                    target.start_byte,
+                    target.end_byte,
+                    self._read(first, array.element_type, [src.text_of(i) for i in sub[1]]),
+                )
+            )
+        for stmt in _removable(src, list({f.statement.id: f.statement for f in fills}.values()), comp):
             edits.append(_delete(src, stmt))
-        others = [s.name for s in self.fn.shared if s.name != name and self.uses(self.body, s.name)]
-        if not others:
+        barriers = self._barriers_removable(name)
+        if barriers:
             edits.append(_delete(src, stmts[barrier]))
             if barrier + 1 < len(stmts) - 1 and _is_barrier(src, stmts[-1]):
                 edits.append(_delete(src, stmts[-1]))  # the barrier that protected the tile's next refill
-        segment = [st for i, st in enumerate(stmts) if i > barrier or not _ends_in_return(src, st)]
-        segment_uses = {u.id for st in segment for u in self.uses(st, name)}
-        if all(u.id in segment_uses for u in self.uses(self.body, name)):
+        if not own:
             decl = next(
                 (d for d in src.nodes(self.body, ("declaration",))
                  if "__shared__" in src.text_of(d) and [src.text_of(i) for i in _declared(d)] == [name]),
@@ -641,20 +759,60 @@ class _Unstager:
             "unstage",
             f"shared:{name}",
             f"read `{first.pointer}` from global memory where the kernel read the shared tile `{name}`, and drop the "
-            f"copy into it" + ("" if others else " and its barrier"),
+            f"copy into it" + (" and its barrier" if barriers else ""),
             tuple(edits),
             card,
         )
 
-    def _read(self, fill: _Fill, xs: list[str]) -> str:
+    def _barriers_removable(self, name: str) -> bool:
+        """Return whether the segment's barriers order nothing but the tile, so the simpler kernel drops them.
+
+        Kept (always safe) when another shared array is in use, the file declares shared memory outside the kernel,
+        the kernel calls a function of the file or anything that communicates (atomics, fences, shuffles, async
+        copies, inline assembly), or a pointer it writes is also read.
+        """
+        src = self.src
+        if any(s.name != name and self.uses(self.body, s.name) for s in self.fn.shared):
+            return False
+        body_text = src.text_of(self.body)
+        if _BARRIER_SENSITIVE.search(body_text):
+            return False
+        kernel = self.fn.name
+        if any(f.name != kernel and f.shared for f in src.device_functions()):
+            return False
+        if any("__shared__" in src.text_of(d) for d in src.tree.root_node.named_children if d.type == "declaration"):
+            return False
+        defined = {f.name for f in src.model.functions}
+        if any(src.text_of(c.child_by_field_name("function")) in defined for c in src.calls(self.body, tuple(defined))):
+            return False
+        for p in self.written & set(self.pointers):
+            reads = [u for u in self.uses(self.body, p) if not _is_store(src, u)]
+            if reads:
+                return False
+        return True
+
+    def _read(self, fill: _Fill, element: str, xs: list[str]) -> str:
         alg = self.algebra
-        coeffs, rest = fill.value
-        load = f"{fill.pointer}[{alg.render(coeffs, rest, xs, fill.signature[1])}]"
+        load = f"{fill.pointer}[{alg.render(fill.value, xs)}]"
         if not fill.guard:
             return load
-        conds = [f"{alg.render(*a, xs, False)} {op} {alg.render(*b, xs, False)}" for op, a, b in fill.guard]
+        conds = [f"{alg.render(a, xs)} {op} {alg.render(b, xs)}" for op, a, b in fill.guard]
         zero = fill.zero if fill.zero is not None else "0"
-        return f"({' && '.join(conds)} ? {load} : {zero})"
+        return f"(({_type(element)})({' && '.join(conds)} ? {load} : {zero}))"
+
+
+def _is_store(src: KernelSource, use: Node) -> bool:
+    """Return whether a pointer's use is the target of a plain store `p[i] = ...`."""
+    sub = _outer_subscript(src, use)
+    if sub is None:
+        return False
+    parent = sub[2].parent
+    return (
+        parent is not None
+        and parent.type == "assignment_expression"
+        and parent.child_by_field_name("left").id == sub[2].id
+        and parent.child_by_field_name("operator").type == "="
+    )
 
 
 def _type(text: str) -> str:
@@ -721,8 +879,9 @@ def _removable(src: KernelSource, stmts: list[Node], comp: Node) -> list[Node]:
                 node = loop.parent
                 continue
             body = loop.child_by_field_name("body")
-            if body is None or body.id != node.id:
-                break
+            init = loop.child_by_field_name("initializer")
+            if body is None or body.id != node.id or init is None or init.type != "declaration":
+                break  # a loop whose variable lives on after it stays
             node = loop
         out[node.id] = node
     return list(out.values())
@@ -747,7 +906,18 @@ def _inside(node: Node, outer: Node) -> bool:
 
 
 def _delete(src: KernelSource, stmt: Node) -> Edit:
-    """Return the edit that deletes a statement with its line (and a `#pragma unroll` right above it)."""
+    """Return the edit that deletes a statement with its line (and a `#pragma unroll` right above it).
+
+    The body of a loop or an `if` becomes `{}` instead, so that the statement after it does not take its place.
+    """
+    parent = stmt.parent
+    if parent is not None and parent.type in ("for_statement", "while_statement", "do_statement", "if_statement"):
+        if parent.child_by_field_name("body") is not None and parent.child_by_field_name("body").id == stmt.id:
+            return Edit(stmt.start_byte, stmt.end_byte, "{}")
+        if parent.child_by_field_name("consequence") is not None and (
+            parent.child_by_field_name("consequence").id == stmt.id
+        ):
+            return Edit(stmt.start_byte, stmt.end_byte, "{}")
     start, end = stmt.start_byte, stmt.end_byte
     prev = stmt.prev_sibling
     if prev is not None and prev.type == "preproc_call" and b"unroll" in src.data[prev.start_byte : prev.end_byte]:

@@ -1,18 +1,17 @@
 """Untile: halve a thread's register tile, or lay a warp-tiled thread layout out row-major.
 
-Register tile. A kernel whose threads each accumulate a `TM x TN` tile of outputs in a local array
-`acc[TM][TN]`, with `TM` and `TN` `#define`d integers and the block tile derived from them (`#define BM (TM *
-TY)`, and `blockIdx.y * BM` in the kernel), is untiled one halving at a time: `TM` 8 becomes 4, each thread
-computes half as many rows, each block covers half as many, and the grid doubles along the axis that walks `BM`
-(a launch rounded up for the old tile may get one more block than needed; the kernel's bounds checks mask it).
-Repeated, the walk reaches one output per thread. The code itself does not change, so the simpler kernel is
-exactly as correct as the kernel is for those tile sizes: the precondition is that the kernel is written for any
-power-of-two tile (its loads, fragment reads and stores derived from the macros), which the gate checks by
-running it. No card explains register tiling; the step proposes one.
+Register tile. A kernel whose threads each accumulate a `TM x TN` tile of outputs in a local array `acc[TM][TN]`,
+with `TM` and `TN` `#define`d integers and the block tile derived from them (`#define BM (TM * TY)`, evaluated with
+`TM` halved, must halve; `blockIdx.y * BM` in the kernel gives the grid axis; the `__launch_bounds__` thread count
+must not depend on `TM`), is untiled one halving at a time: `TM` 8 becomes 4, each thread computes half as many
+rows, each block covers half as many, and the grid doubles along the axis that walks `BM` (a launch rounded up for
+the old tile may get one more block than needed; the kernel's bounds checks mask it). Repeated, the walk reaches one
+output per thread. The code itself does not change, so the simpler kernel is exactly as correct as the kernel is for
+those tile sizes: the precondition is that the kernel is written for any power-of-two tile (its loads, fragment
+reads and stores derived from the macros), which the gate checks by running it. No card explains register tiling;
+the step proposes one.
 
-Warp layout.
-
-A kernel whose threads each own a block of outputs (a register tile, as in SGEMM) places its threads on a
+Warp layout. A kernel whose threads each own a block of outputs (a register tile, as in SGEMM) places its threads on a
 grid of tiles, `ty` rows by `tx` columns. Warp tiling computes `(ty, tx)` from the warp and the lane so that the
 32 threads of a warp cover a compact 4 x 8 patch, whose shared-memory reads are few and broadcast. The simpler
 layout is row-major: `ty = threadIdx.x / W`, `tx = threadIdx.x % W`.
@@ -28,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from warpwise.analyzers.build import eval_numeric_text
 from warpwise.analyzers.model import Function
 from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, LaunchChange, Node, ProposedCard, unparen
 from warpwise.skills.rewrite import Edit
@@ -212,18 +212,52 @@ def _tile_array(src: KernelSource, node: Node) -> tuple[str, str] | None:
     return found[0] if len(found) == 1 else None
 
 
+def _macro_text(src: KernelSource, name: str) -> str | None:
+    """Return the body of a `#define NAME body` without its comments."""
+    define = src.macro_definitions().get(name)
+    value = define.child_by_field_name("value") if define is not None else None
+    if value is None:
+        return None
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", src.text_of(value), flags=re.S).strip()
+
+
+def _with(src: KernelSource, macro: str, value: int, text: str) -> int | None:
+    """Return the value of a macro body with `macro` set to `value` (the other constants as they are)."""
+    consts = {k: v for k, v in src.model.constants.items() if isinstance(v, int)}
+    consts[macro] = value
+    return eval_numeric_text(text, consts)
+
+
 def _grid_axis(src: KernelSource, node: Node, macro: str) -> tuple[str, int] | None:
-    """Return (block-tile macro, grid axis) of the one `blockIdx.<a> * BM` whose `BM` is defined over `macro`."""
+    """Return (block-tile macro, grid axis) of the one `blockIdx.<a> * BM` whose `BM` halves with `macro`."""
     body = _code(src, node)
+    v = src.macro_value(macro)
+    if v is None:
+        return None
     hits = set()
-    for name, define in src.macro_definitions().items():
-        value = define.child_by_field_name("value")
-        if value is None or name == macro or not re.search(rf"\b{re.escape(macro)}\b", src.text_of(value)):
+    for name in src.macro_definitions():
+        text = _macro_text(src, name)
+        if text is None or name == macro or not re.search(rf"\b{re.escape(macro)}\b", text):
             continue
+        full, half = _with(src, macro, v, text), _with(src, macro, v // 2, text)
+        if full is None or half is None or full != 2 * half:
+            continue  # the block tile does not follow the register tile
         tile = re.escape(name)
         for m in re.finditer(rf"\bblockIdx\.([xyz])\s*\*\s*{tile}\b|\b{tile}\s*\*\s*blockIdx\.([xyz])\b", body):
             hits.add((name, _AXES.index(m.group(1) or m.group(2))))
     return hits.pop() if len(hits) == 1 else None
+
+
+def _threads_stay(src: KernelSource, fn: Function, macro: str, v: int) -> bool:
+    """Return whether the block's thread count (its `__launch_bounds__`) does not depend on `macro`."""
+    if not fn.launch_bounds:
+        return False
+    bound = fn.launch_bounds[0].strip()
+    text = _macro_text(src, bound) if src.macro_value(bound) is not None else bound
+    if text is None:
+        return False
+    full, half = _with(src, macro, v, text), _with(src, macro, v // 2, text)
+    return full is not None and full == half
 
 
 def shrink_register_tile(src: KernelSource) -> list[Deopt]:
@@ -243,10 +277,10 @@ def shrink_register_tile(src: KernelSource) -> list[Deopt]:
         v = values[macro]
         define = defines.get(macro)
         value = define.child_by_field_name("value") if define is not None else None
-        if v is None or v < 2 or v & (v - 1) or value is None or src.text_of(value).strip() != str(v):
+        if v is None or v < 2 or v & (v - 1) or value is None or _macro_text(src, macro) != str(v):
             continue
         axis = _grid_axis(src, node, macro)
-        if axis is None:
+        if axis is None or not _threads_stay(src, fn, macro, v):
             continue
         tile, a = axis
         other = values[dims[1] if macro == dims[0] else dims[0]]
