@@ -6,28 +6,34 @@ they order nothing else).
 
 Exact by algebra, per segment. A segment is a block of statements with a `__syncthreads()` among them: the
 statements before the barrier fill the tile, those after read it. A statement before it that ends in `return` and
-has its own barrier is another code path and is left as it is; any other use of the tile, a macro that names it,
-or a `return`/`break`/`continue` before the barrier, and nothing is derived. Every fill must be the assignment
+has its own barrier is another code path and is left as it is; any other use of the tile, a macro that names it, or
+a `return`/`break`/`continue` before the barrier, and nothing is derived. Every fill must be the assignment
 `S[i1]..[in] = P[f]` (under `if`s without `else`, or as `guard ? P[f] : literal`), where `P` is a kernel parameter
 pointing at `const` data of the tile's element type, never moved, and `__restrict__` (or every pointer the kernel
 writes is): no store of another thread may change what a direct read sees. The indices, `f` and each side of the
 guards' comparisons are expanded into integer polynomials over thread-variant atoms (`threadIdx`, loop variables,
 subterms that hold them, such as `k / TILE`) and block-uniform ones (parameters the kernel never changes,
-`blockIdx`, `blockDim`, top-level uniform locals, the variable of a uniformly stepped loop around the segment);
-a name expands into the value of its last definition before the use, when nothing can change it in between
+`blockIdx`, `blockDim`, top-level uniform locals, the variable of a uniformly stepped loop around the segment); a
+name expands into the value of its last definition before the use, when nothing can change it in between
 (statements, initializers, `&name`, references, loops around the use). The fill is exact to unstage when `f` and
 each guard side are `a1 * i1 + ... + an * in + r` with block-uniform `a`s and `r`, the same for every fill of the
 segment: then slot `[x1]..[xn]` holds `P[a1 * x1 + ... + r]` where the guards held (the literal, or an unwritten
-slot, where they did not), and each read `S[x1]..[xn]` (whose indices have no side effects, and whose rendered
-names mean the same declarations there) becomes `(T)(guards(x) ? P[...] : literal)`, every term in `long long`
-so that neither unsigned nor 32-bit arithmetic changes an index (the original's arithmetic is assumed not to
-overflow). A fill under an `if` inside a loop is not derived (a skipped slot would keep the last iteration's
-value). A fill through a pointer (`float* d = &S[..]`), a vector or a register array is not derived either.
+slot, where they did not), and each read `S[x1]..[xn]` (whose indices have no side effects, and whose rendered names
+mean the same declarations there) becomes `(T)(guards(x) ? P[...] : literal)`, every term in `long long` so that
+neither unsigned nor 32-bit arithmetic changes an index. Assumed, not checked: the original's integer arithmetic
+does not overflow, and a signed value it compares with an unsigned index (`threadIdx.x < n`, where C converts `n` to
+unsigned) is not negative, as sizes are not; casts to unsigned 32-bit or narrower types, and unsigned 32-bit or non-
+integer locals and parameters, are refused instead. A fill under an `if` or an inner loop, in a segment inside a
+loop, is not derived (a skipped slot would keep the last iteration's value). Every store of the kernel must be
+visible as one (`param[i] = ...`, or to its own arrays and locals; no pointer handed to a function of the file or an
+atomic), and a definition changed by a call (a reference parameter) counts as changed; `goto` and labels, macros
+defined twice, struct or vector tiles are refused. A fill through a pointer (`float* d = &S[..]`), a vector or a
+register array is not derived either.
 
-The barriers of the segment go only when nothing else needs them: no other shared memory in use (the kernel's,
-a callee's, or the file's), no calls of the file's functions, atomics, fences, shuffles, async copies or inline
-assembly, and no pointer both written and read. A fill loop whose variable lives on keeps running with an empty
-body.
+The barriers of the segment go only when nothing else needs them: no other shared memory in use (the kernel's, a
+callee's, or the file's), no calls of the file's functions, atomics, fences, shuffles, async copies or inline
+assembly, and no pointer both written and read, and every written pointer `__restrict__` (or every other pointer
+is). A fill loop whose variable lives on keeps running with an empty body.
 
 The forward rewrite is `strided-transpose-access` when the tile's reads are stored straight to global memory
 (a transpose through shared memory) and `repeated-global-tile-reads` otherwise (a tile re-read by the block).
@@ -130,6 +136,17 @@ class _Algebra:
         self.pointers = {p.name for p in fn.params if p.is_pointer}
         self.atoms: dict[str, _Atom] = {}
         self._depth = 0
+        self.local_callees = {f.name for f in src.model.functions} | {
+            src.text_of(d.child_by_field_name("name"))
+            for d in src.nodes(None, ("preproc_function_def",))
+            if d.child_by_field_name("name") is not None
+        }
+        self.integer_params = {p.name for p in fn.params if not p.is_pointer and _integer_type(p.type)}
+        self.defines: dict[str, int] = {}
+        for d in src.nodes(None, ("preproc_def", "preproc_function_def")):
+            if d.child_by_field_name("name") is not None:
+                key = src.text_of(d.child_by_field_name("name"))
+                self.defines[key] = self.defines.get(key, 0) + 1
 
     # -- names ------------------------------------------------------------------------------------------------
 
@@ -144,6 +161,14 @@ class _Algebra:
         n = at
         while n.parent is not None and n.id != self.body.id:
             parent = n.parent
+            if parent.type == "declaration":
+                for child in parent.children:
+                    if child.start_byte >= n.start_byte:
+                        break
+                    target = child.child_by_field_name("declarator") if child.type == "init_declarator" else child
+                    if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
+                        value = child.child_by_field_name("value") if child.type == "init_declarator" else None
+                        return (parent, value, value is not None and not self._modifies(value, name))
             if parent.type in ("compound_statement", "for_statement"):
                 found: tuple[Node, Node | None, bool] | None = None
                 if parent.type == "for_statement":
@@ -173,6 +198,30 @@ class _Algebra:
             n = parent
         return None
 
+    def declaration(self, name: str, at: Node) -> Node | None:
+        """Return the declaration of the local `name` visible at `at` (None: a parameter or a global)."""
+        n = at
+        while n.parent is not None and n.id != self.body.id:
+            parent = n.parent
+            if parent.type == "declaration" and self._declared_value(parent, name) is not None:
+                for child in parent.children:
+                    if child.start_byte >= n.start_byte:
+                        break
+                    target = child.child_by_field_name("declarator") if child.type == "init_declarator" else child
+                    if target is not None and target.type == "identifier" and self.src.text_of(target) == name:
+                        return parent
+            if parent.type in ("compound_statement", "for_statement"):
+                found = None
+                for child in parent.named_children:
+                    if child.start_byte >= n.start_byte:
+                        break
+                    if self._declared_value(child, name) is not None:
+                        found = child
+                if found is not None:
+                    return found
+            n = parent
+        return None
+
     def _declared_value(self, decl: Node, name: str) -> tuple[Node, Node | None] | None:
         """Return (declarator, initializer) when a declaration declares `name`, else None."""
         if decl.type != "declaration":
@@ -197,11 +246,23 @@ class _Algebra:
         return None if value is None or self._modifies(value, name) else value
 
     def _modifies(self, node: Node, name: str) -> bool:
-        """Return whether anything in a node assigns or steps a name, takes its address, or binds a reference."""
+        """Return whether anything in a node assigns or steps a name, takes its address, binds a reference to it, or
+        passes it to a function of the file or a function-like macro (which may take it by reference)."""
         src = self.src
         for n in src.nodes(
-            node, ("assignment_expression", "update_expression", "pointer_expression", "init_declarator")
+            node,
+            ("assignment_expression", "update_expression", "pointer_expression", "init_declarator", "call_expression"),
         ):
+            if n.type == "call_expression":
+                callee = n.child_by_field_name("function")
+                args = n.child_by_field_name("arguments")
+                if callee is None or args is None or src.text_of(callee) not in self.local_callees:
+                    continue
+                if any(
+                    unparen(a).type == "identifier" and src.text_of(unparen(a)) == name for a in args.named_children
+                ):
+                    return True
+                continue
             if n.type == "init_declarator":
                 target = n.child_by_field_name("declarator")
                 value = n.child_by_field_name("value")
@@ -342,16 +403,21 @@ class _Algebra:
                 raise _Give from None
         if t == "identifier":
             name = src.text_of(node)
+            if self.defines.get(name, 0) > 1:
+                raise _Give  # defined more than once (under #if): which one applies is the compiler's to say
             macro = src.macro_value(name)
             if macro is not None:
                 return Poly.const(macro)
             found = self.resolve(name, node)
             if found is None:
-                if name not in self.scalars or self._modifies(self.body, name):
-                    raise _Give  # a pointer, a global, something unknown, or a parameter the kernel changes
+                if name not in self.integer_params or self._modifies(self.body, name):
+                    raise _Give  # a pointer, a float, a global, something unknown, or a parameter the kernel changes
                 self.atoms[name] = _Atom(name, False, ((name, None),))
                 return Poly.atom(name)
             decl, value, fixed = found
+            declared = self.declaration(name, node)
+            if declared is None or not _integer_declaration(self.src, declared):
+                raise _Give  # a float, a pointer, `auto` or an unsigned 32-bit local: not an exact integer atom
             key = f"{name}@{decl.start_byte}"
             if fixed and value is not None:
                 if self._visible(decl, name) and not self.varies(value):
@@ -367,6 +433,9 @@ class _Algebra:
                 raise _Give
             return self._opaque(node)
         if t == "cast_expression":
+            type_node = node.child_by_field_name("type")
+            if type_node is None or not _wide_or_signed(src.text_of(type_node)):
+                raise _Give  # a cast to an unsigned 32-bit or narrower type wraps: not the polynomial's value
             return self.expand(node.child_by_field_name("value"))
         if t == "unary_expression":
             op = node.child_by_field_name("operator")
@@ -464,6 +533,44 @@ class _Algebra:
     def _atom(self, key: str) -> str:
         text = self.atoms[key].text
         return text if text.replace("_", "").replace(".", "").isalnum() else f"({text})"
+
+
+_INTEGER_WORDS = {"int", "long", "short", "signed", "unsigned", "size_t", "ptrdiff_t", "int32_t", "int64_t",
+                  "uint64_t", "const", "__restrict__"}  # fmt: skip
+_SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long", "short", "char", "half",
+                 "__half", "__nv_bfloat16", "int32_t", "int64_t", "uint32_t", "uint64_t", "size_t", "signed char",
+                 "unsigned char", "unsigned short", "unsigned long long", "int8_t", "uint8_t", "int16_t",
+                 "uint16_t"}  # fmt: skip
+
+
+def _integer_type(text: str) -> bool:
+    """Return whether a declared type is an integer the polynomials hold exactly: signed, or 64 bits wide."""
+    words = text.replace("*", " * ").split()
+    if not words or "*" in words or not set(words) <= _INTEGER_WORDS:
+        return False
+    unsigned = "unsigned" in words
+    wide = "size_t" in words or "int64_t" in words or "uint64_t" in words or words.count("long") >= 1
+    return not unsigned or wide
+
+
+def _wide_or_signed(text: str) -> bool:
+    """Return whether a cast keeps integer values in range: to a signed or a 64-bit integer type."""
+    return _integer_type(text.replace("const", " "))
+
+
+def _integer_declaration(src: KernelSource, decl: Node) -> bool:
+    """Return whether a definition (a declaration, an assignment, a loop) is of an integer local the polynomials may
+    name: the declaration's type must be an exact integer type; an assignment or a loop refers to a declaration
+    checked where it is resolved."""
+    if decl.type != "declaration":
+        return True
+    type_node = decl.child_by_field_name("type")
+    if type_node is None:
+        return False
+    if any(c.type in ("pointer_declarator", "reference_declarator", "array_declarator") for c in src.nodes(decl)):
+        return False
+    quals = " ".join(src.text_of(c) for c in decl.children if c.type == "type_qualifier")
+    return _integer_type(f"{quals} {src.text_of(type_node)}")
 
 
 def _term(c: int, factors: list[str]) -> str:
@@ -606,6 +713,7 @@ class _Unstager:
         guard_nodes: list[Node] = []
         outer = stmt
         node = stmt
+        in_loop = False
         while node.parent is not None and node.parent.id != comp.id:
             parent = node.parent
             if parent.type == "if_statement":
@@ -621,10 +729,12 @@ class _Unstager:
                     and outer.parent.parent is not None and outer.parent.parent.id == parent.id
                 )):  # fmt: skip
                     outer = parent
-            elif parent.type not in ("compound_statement", "for_statement", "while_statement", "do_statement"):
+            elif parent.type in ("for_statement", "while_statement", "do_statement"):
+                in_loop = True  # its bound may skip slots
+            elif parent.type != "compound_statement":
                 raise _Give
             node = parent
-        conditional = bool(guard_nodes)
+        conditional = bool(guard_nodes) or in_loop
         value = unparen(assign.child_by_field_name("right"))
         zero = None
         if value is not None and value.type == "conditional_expression":
@@ -673,6 +783,56 @@ class _Unstager:
                 continue
         return None
 
+    def _stores_are_plain(self, own_paths: list[Node]) -> None:
+        """Raise _Give unless every store of the kernel is visible as one: `param[i] = ...`, to the kernel's own
+        arrays or locals, and no pointer goes to a function of the file or an atomic (which may store through it).
+
+        Code paths of their own (a block that has its own barrier and returns) are left out: their condition is the
+        same for every thread of a block (a barrier under a divergent branch is undefined), so no thread of a block
+        that runs the segment stores there."""
+        src = self.src
+
+        def elsewhere(n: Node) -> bool:
+            return any(_inside(n, p) for p in own_paths)
+
+        local_pointers = {
+            src.text_of(t)
+            for d in src.nodes(self.body, ("pointer_declarator",))
+            if (t := d.child_by_field_name("declarator")) is not None and t.type == "identifier"
+        }
+        own_arrays = set(self.shared) | {
+            src.text_of(t)
+            for root in (self.body, *(d for d in src.tree.root_node.named_children if d.type == "declaration"
+                                      and "__shared__" in src.text_of(d)))
+            for d in src.nodes(root, ("array_declarator",))
+            if (t := d.child_by_field_name("declarator")) is not None and t.type == "identifier"
+        }  # fmt: skip
+        for a in src.nodes(self.body, ("assignment_expression", "update_expression")):
+            if elsewhere(a):
+                continue
+            t = unparen(a.child_by_field_name("left") or a.child_by_field_name("argument"))
+            if t is None:
+                raise _Give
+            while t.type == "field_expression":
+                t = unparen(t.child_by_field_name("argument"))
+            if t.type == "identifier" and src.text_of(t) not in local_pointers:
+                continue  # a local (or a scalar parameter)
+            sub = _subscripts(src, t) if t.type == "subscript_expression" else None
+            if sub is not None and (sub[0] in self.pointers or sub[0] in own_arrays):
+                continue
+            raise _Give  # a store through `*p`, a local pointer or something else
+        pointers = set(self.pointers) | local_pointers
+        for c in src.nodes(self.body, ("call_expression",)):
+            if elsewhere(c):
+                continue
+            callee = c.child_by_field_name("function")
+            args = c.child_by_field_name("arguments")
+            name = src.text_of(callee) if callee is not None else ""
+            if args is None or not (name in self.algebra.local_callees or name.startswith("atomic")):
+                continue
+            if any(src.text_of(i) in pointers for i in src.nodes(args, ("identifier",))):
+                raise _Give  # the callee may store through the pointer
+
     def _in_loop(self, node: Node) -> bool:
         n = node.parent
         while n is not None and n.id != self.body.id:
@@ -696,6 +856,12 @@ class _Unstager:
         macros = src.nodes(None, ("preproc_def", "preproc_function_def"))
         if any(re.search(rf"\b{re.escape(name)}\b", src.text_of(d)) for d in macros):
             raise _Give  # a macro reads or writes the tile
+        if _type(array.element_type) not in _SCALAR_TYPES:
+            raise _Give  # a struct or vector tile: members and conversions are not derived
+        if src.nodes(self.body, ("goto_statement", "labeled_statement")):
+            raise _Give  # a jump can skip a definition or leave a code path of its own
+        own_paths = [st for st in stmts[:barrier] if _own_path(src, st)]
+        self._stores_are_plain(own_paths)
         if any(src.nodes(st, ("return_statement", "break_statement", "continue_statement", "goto_statement"))
                for st in before):  # fmt: skip
             raise _Give  # a thread may leave before the fill
@@ -728,6 +894,14 @@ class _Unstager:
                 raise _Give
             if any(src.nodes(i, _SIDE_EFFECTS) for i in sub[1]):
                 raise _Give  # the index is repeated in the guard
+            if any(self.uses(i, name) for i in sub[1]) or (parent is not None and parent.type == "field_expression"):
+                raise _Give  # the index reads the tile itself, or a member of a slot is used
+            if any(
+                src.text_of(n) in self.algebra.defines and src.macro_value(src.text_of(n)) is None
+                for i in sub[1]
+                for n in src.nodes(i, ("identifier",))
+            ):
+                raise _Give  # a macro in the index may hide a side effect the guard would repeat
             if not self.algebra.means_the_same(keys, target) or self.algebra.resolve(first.pointer, target):
                 raise _Give  # a name of the rendering means something else at the read
             if not _stored_to_global(src, target, self.fn):
@@ -786,6 +960,8 @@ class _Unstager:
         if any(src.text_of(c.child_by_field_name("function")) in defined for c in src.calls(self.body, tuple(defined))):
             return False
         for p in self.written & set(self.pointers):
+            if not self.pointers[p].is_restrict and not all(q.is_restrict for n, q in self.pointers.items() if n != p):
+                return False  # it may alias a pointer the kernel reads
             reads = [u for u in self.uses(self.body, p) if not _is_store(src, u)]
             if reads:
                 return False
@@ -873,7 +1049,11 @@ def _removable(src: KernelSource, stmts: list[Node], comp: Node) -> list[Node]:
                 break
             if loop.type == "compound_statement":
                 rest = [c for c in loop.named_children if c.type not in ("comment",) and c.id != node.id]
-                local = [c for c in rest if c.type == "declaration" and not _used_outside(src, c, node)]
+                local = [
+                    c
+                    for c in rest
+                    if c.type == "declaration" and not _used_outside(src, c, node) and not src.nodes(c, _SIDE_EFFECTS)
+                ]
                 if len(local) != len(rest) or loop.parent is None or loop.parent.type != "for_statement":
                     break
                 node = loop.parent
@@ -882,9 +1062,30 @@ def _removable(src: KernelSource, stmts: list[Node], comp: Node) -> list[Node]:
             init = loop.child_by_field_name("initializer")
             if body is None or body.id != node.id or init is None or init.type != "declaration":
                 break  # a loop whose variable lives on after it stays
+            if not _only_steps_its_variable(src, loop, init):
+                break  # its header does something else too: it stays, with an empty body
             node = loop
         out[node.id] = node
     return list(out.values())
+
+
+def _only_steps_its_variable(src: KernelSource, loop: Node, init: Node) -> bool:
+    """Return whether a loop's initializer, condition and update have no effect but on the loop's own variable."""
+    names = {src.text_of(d) for d in _declared(init)}
+    cond, update = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    if src.nodes(init, ("call_expression", "update_expression", "assignment_expression")):
+        return False
+    if cond is not None and src.nodes(cond, _SIDE_EFFECTS):
+        return False
+    if update is None:
+        return True
+    if src.nodes(update, ("call_expression",)):
+        return False
+    for n in src.nodes(update, ("assignment_expression", "update_expression")):
+        t = unparen(n.child_by_field_name("left") or n.child_by_field_name("argument"))
+        if t is None or t.type != "identifier" or src.text_of(t) not in names:
+            return False
+    return True
 
 
 def _used_outside(src: KernelSource, decl: Node, fill: Node) -> bool:
