@@ -9,7 +9,6 @@ out of the model or classified `unknown`.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import logging
 import re
@@ -40,6 +39,7 @@ from warpwise.analyzers.model import (
 )
 from warpwise.analyzers.parse import CudaDocument, captures, language, query
 from warpwise.analyzers.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
+from warpwise.verify import cexpr
 
 log = logging.getLogger(__name__)
 Node = Any
@@ -265,50 +265,10 @@ def eval_numeric_text(text: str, consts: dict[str, int]) -> int | None:
     if not _NUMERIC_TEXT.match(expr):
         return None
     try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+        val = cexpr.evaluate_int(expr, {})
+    except (ValueError, ArithmeticError):  # cexpr.ExprError, and a negative or huge shift
         return None
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
-    if not all(isinstance(n, allowed) for n in ast.walk(tree)):
-        return None
-    try:
-        val = _c_int(tree.body)
-    except (ArithmeticError, ValueError, OverflowError, TypeError):
-        return None
-    return val if isinstance(val, int) and abs(val) < 1 << 62 else None
-
-
-def _c_int(node: ast.AST) -> int:
-    """Evaluate an integer expression tree as C does: division truncates toward zero, `%` takes the dividend's sign."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp):
-        v = _c_int(node.operand)
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return v
-        if isinstance(node.op, ast.Invert):
-            return ~v
-        raise ValueError("unsupported unary operator")
-    if isinstance(node, ast.BinOp):
-        a, b = _c_int(node.left), _c_int(node.right)
-        op = node.op
-        if isinstance(op, (ast.Div, ast.FloorDiv)):
-            q = abs(a) // abs(b)
-            return q if (a >= 0) == (b >= 0) else -q
-        if isinstance(op, ast.Mod):
-            r = abs(a) % abs(b)
-            return r if a >= 0 else -r
-        ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.BitAnd: a & b, ast.BitOr: a | b, ast.BitXor: a ^ b}
-        if type(op) in ops:
-            return ops[type(op)]
-        if isinstance(op, ast.LShift) and 0 <= b < 64:
-            return a << b
-        if isinstance(op, ast.RShift) and 0 <= b < 64:
-            return a >> b
-        raise ValueError("unsupported operator")
-    raise ValueError("not an integer expression")
+    return val if abs(val) < 1 << 62 else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

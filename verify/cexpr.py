@@ -86,7 +86,7 @@ def _normalise(text: str, types: dict[str, int] | None = None) -> str:
     return out
 
 
-def _c_div(a: int | float, b: int | float) -> int | float:
+def c_div(a: int | float, b: int | float) -> int | float:
     """Divide as C does (truncating for integers)."""
     if isinstance(a, int) and isinstance(b, int):
         if b == 0:
@@ -96,22 +96,22 @@ def _c_div(a: int | float, b: int | float) -> int | float:
     return a / b
 
 
-def _c_mod(a: int | float, b: int | float) -> int | float:
+def c_mod(a: int | float, b: int | float) -> int | float:
     """Take the remainder as C does."""
     if not (isinstance(a, int) and isinstance(b, int)):
         raise ExprError("% needs integer operands")
     if b == 0:
         raise ExprError("remainder by zero")
-    return a - b * int(_c_div(a, b))
+    return a - b * int(c_div(a, b))
 
 
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
-    ast.Div: _c_div,
-    ast.FloorDiv: _c_div,
-    ast.Mod: _c_mod,
+    ast.Div: c_div,
+    ast.FloorDiv: c_div,
+    ast.Mod: c_mod,
     ast.LShift: lambda a, b: a << b,
     ast.RShift: lambda a, b: a >> b,
     ast.BitAnd: lambda a, b: a & b,

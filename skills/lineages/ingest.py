@@ -128,19 +128,20 @@ def ingest(
         lib = library()
         source = f"lineage {RESULTS / op / 'lineage.json'}"
         records = lineage_records(lin, source)
-        for card in lib:
-            stale = any(str(e.source).startswith(f"{source} ") for e in card.header.evidence)
-            if card.skill_id in records or not stale:
+        for card_id in sorted(set(records) - {c.skill_id for c in lib}):
+            log(f"warning: no card {card_id!r}; {len(records[card_id])} record(s) skipped")
+        # A rebuilt lineage replaces the records of its earlier build (their step numbers may differ).
+        prefix = f"{source} "
+        for card in sorted(lib, key=lambda c: c.skill_id):
+            recs = records.get(card.skill_id, [])
+            if not recs and not any(str(e.source).startswith(prefix) for e in card.header.evidence):
                 continue
-            total = add_records(Path(card.path), [], replace_prefix=f"{source} ")
-            changes.append(f"{card.skill_id}: records of the earlier build of {op} dropped, {total} left")
-        for card_id, recs in sorted(records.items()):
-            card = lib.get(card_id)
-            if card is None:
-                log(f"warning: no card {card_id!r}; {len(recs)} record(s) skipped")
-                continue
-            total = add_records(Path(card.path), recs, replace_prefix=f"{source} ")
-            changes.append(f"{card_id}: +{len(recs)} lineage record(s) from {op}, {total} in all")
+            total = add_records(Path(card.path), recs, replace_prefix=prefix)
+            changes.append(
+                f"{card.skill_id}: +{len(recs)} lineage record(s) from {op}, {total} in all"
+                if recs
+                else f"{card.skill_id}: records of the earlier build of {op} dropped, {total} left"
+            )
     if pack and not dry_run:
         lineages = read_lineages(results)
         (results / "README.md").write_text(summary_markdown(lineages), encoding="utf-8")

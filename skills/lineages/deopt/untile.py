@@ -31,6 +31,7 @@ from warpwise.analyzers.build import eval_numeric_text
 from warpwise.analyzers.model import Function
 from warpwise.skills.lineages.deopt.base import Deopt, KernelSource, LaunchChange, Node, ProposedCard, unparen
 from warpwise.skills.rewrite import Edit
+from warpwise.verify.cexpr import c_div, c_mod
 
 WARP_LAYOUT_CARD = ProposedCard(
     "row-major-thread-tile-layout",
@@ -100,8 +101,8 @@ class _Evaluator:
                 "+": lambda: a + b,
                 "-": lambda: a - b,
                 "*": lambda: a * b,
-                "/": lambda: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b else None,
-                "%": lambda: (abs(a) % abs(b)) * (1 if a >= 0 else -1) if b else None,
+                "/": lambda: int(c_div(a, b)) if b else None,
+                "%": lambda: int(c_mod(a, b)) if b else None,
                 "<<": lambda: a << b,
                 ">>": lambda: a >> b,
                 "&": lambda: a & b,
