@@ -18,6 +18,8 @@ from fractions import Fraction
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from warpwise.analyzers.expr import cexpr
+from warpwise.analyzers.expr.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
 from warpwise.analyzers.model import (
     Access,
     AccessKind,
@@ -38,8 +40,6 @@ from warpwise.analyzers.model import (
     TemplateParam,
 )
 from warpwise.analyzers.parse import CudaDocument, captures, language, query
-from warpwise.analyzers.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
-from warpwise.verify import cexpr
 
 log = logging.getLogger(__name__)
 Node = Any

@@ -5,7 +5,7 @@ rewrites warpwise proposes, in the order it proposes them, re-matching after eac
 verified version; the gate then measures naive against final directly, torch eager is timed on the same
 inputs, and the roofline time comes from the problem's bytes and FLOPs at the measured peaks (the newest
 `bench/results/corpus_check-*.json`, or `--peaks FILE`). The search (`warpwise.search`) adds its strategies
-through `warpwise.skills.lineages.quality.register_strategy`, or `--strategy module:function`.
+through `warpwise.lineages.quality.register_strategy`, or `--strategy module:function`.
 
     python3 bench/quality.py --out "$OUT"                         # every suite kernel, greedy-cards
     python3 bench/quality.py --only sum,softmax --budget-s 60     # a few
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the suite kernels and their first proposals, then exit")
     args = ap.parse_args(argv)
 
-    from warpwise.skills.lineages.lineage import Budget
-    from warpwise.skills.lineages.quality import (
+    from warpwise.lineages.lineage import Budget
+    from warpwise.lineages.quality import (
         QualityContext,
         load_peaks,
         quality_chart,
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         run_kernel,
         strategy,
     )
-    from warpwise.skills.lineages.suite import card_candidates, suite_kernels
+    from warpwise.lineages.suite import card_candidates, suite_kernels
+    from warpwise.ranking import rank_candidates
 
     only = set(args.only.split(",")) if args.only else None
     kernels = suite_kernels(Path(args.suite), only)
@@ -94,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 continue
             budget = Budget(min(args.per_kernel_s, left) if left is not None else args.per_kernel_s)
-            ctx = QualityContext(gate, Options(), budget, lambda m: print(m, file=sys.stderr, flush=True))
+            ctx = QualityContext(
+                gate, Options(), budget, lambda m: print(m, file=sys.stderr, flush=True), order=rank_candidates
+            )
             row = run_kernel(k, strat, ctx, peaks, not args.no_eager)
             rows.append(row)
             print(

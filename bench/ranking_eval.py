@@ -50,7 +50,7 @@ def gbm_baseline(examples: list[Any]) -> tuple[list[float], list[float]]:
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
-    from warpwise.skills.ranking.features import NUMERIC_FEATURES
+    from warpwise.ranking.features import NUMERIC_FEATURES
 
     cards = sorted({e.card for e in examples})
     x = np.array(
@@ -93,7 +93,7 @@ def _fmt(x: float | None, digits: int = 1) -> str:
 
 
 def main() -> int:
-    from warpwise.skills.ranking import THRESHOLD, dataset, evaluate
+    from warpwise.ranking import THRESHOLD, dataset, evaluate
 
     t0 = time.perf_counter()
     ts = dataset.build(ROOT)

@@ -253,7 +253,7 @@ def main() -> int:
     from warpwise.search.optimize import OptimizeOptions, gate_for, optimize
     from warpwise.verify.types import Options
 
-    os.environ.setdefault("WARPWISE_CORPUS", str(ROOT / "skills" / "lineages" / "corpus"))
+    os.environ.setdefault("WARPWISE_CORPUS", str(ROOT / "lineages" / "corpus"))
     t0 = time.monotonic()
     cancel = threading.Event()
     deadline = threading.Timer(args.deadline_s, cancel.set)

@@ -3,7 +3,7 @@
 The prior of a card is its expected share of time saved, estimated from the card's measured evidence records
 (records of this very kernel count three times), shrunk towards a small neutral value when there are few records,
 then lowered for each precondition the checks could not decide on this code (soundness ones more than benefit
-ones). When the ranking model (`warpwise.skills.ranking`) is installed and predicts for the card, its
+ones). When the ranking model (`warpwise.ranking`) is installed and predicts for the card, its
 prediction replaces the evidence estimate. The prior only orders expansions: whether the rewrite pays off on this
 kernel is for the gate to say.
 

@@ -1,6 +1,6 @@
 """Lineage-guided plans: when the kernel computes an operator of the expert corpus, propose the expert's steps.
 
-The expert corpus (`skills/lineages/corpus/<operator>/`) holds a tuned kernel per operator with its problem file;
+The expert corpus (`lineages/corpus/<operator>/`) holds a tuned kernel per operator with its problem file;
 lineage building (issue 7) walks each expert backwards into a chain of simpler, verified kernels. Forward, that
 chain is a plan: from a naive kernel of the same operator, each step is a more optimized kernel, ending at the
 expert. This module
@@ -16,7 +16,7 @@ expert. This module
 3. **plans**: from a version at plan position `k`, the next step `k+1` and the final (expert) step are offered.
 
 Lineage steps come from the lineages `warpwise lineage build` writes beside the corpus
-(`skills/lineages/results/<operator>/lineage.json`: kernels K0 .. Kn with their launch changes); without one
+(`lineages/results/<operator>/lineage.json`: kernels K0 .. Kn with their launch changes); without one
 the plan is the expert kernel alone.
 """
 
@@ -42,13 +42,13 @@ log = logging.getLogger(__name__)
 
 
 def corpus_dir() -> Path:
-    """Return the expert corpus: `$WARPWISE_CORPUS`, else the one beside the installed skills package."""
-    import warpwise.skills
+    """Return the expert corpus: `$WARPWISE_CORPUS`, else the one inside the installed lineages package."""
+    import warpwise.lineages
 
     override = os.environ.get("WARPWISE_CORPUS")
     if override:
         return Path(override)
-    return Path(warpwise.skills.__file__).resolve().parent / "lineages" / "corpus"
+    return Path(warpwise.lineages.__file__).resolve().parent / "corpus"
 
 
 STEP_PRIOR = 0.9
@@ -134,7 +134,7 @@ def _lineage_steps(folder: Path, expert_kernel: str, expert_launch: str, block: 
 
     Lineages are read from `results/<operator>/lineage.json` beside the corpus (`warpwise lineage build`). A
     kernel of the walk launches with the expert's geometry and its recorded launch changes applied
-    (`warpwise.skills.lineages.launch`); a step whose changes cannot be rebuilt is left out.
+    (`warpwise.lineages.launch`); a step whose changes cannot be rebuilt is left out.
     """
     path = folder.parent.parent / "results" / folder.name / "lineage.json"
     if not path.is_file():
@@ -156,8 +156,7 @@ def _lineage_steps(folder: Path, expert_kernel: str, expert_launch: str, block: 
         code, step_block = expert_launch, block
         if changes:
             try:
-                from warpwise.skills.lineages.deopt.base import LaunchChange
-                from warpwise.skills.lineages.launch import problem_source
+                from warpwise.verify.launch import LaunchChange, problem_source
             except ImportError:
                 continue
             parsed = tuple(LaunchChange.from_dict(c) for c in changes)

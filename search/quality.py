@@ -1,6 +1,6 @@
 """The search as strategies of the quality report (`bench/quality.py --strategy warpwise.search.quality:mcts`).
 
-`warpwise.skills.lineages.quality` runs a strategy on every naive suite kernel with one gate and one wall-clock
+`warpwise.lineages.quality` runs a strategy on every naive suite kernel with one gate and one wall-clock
 budget, then measures the naive kernel against the strategy's final version itself. These factories wrap
 `optimize` for it: the search runs on the kernel's file and problem through the report's gate, and its best
 verified version becomes the strategy's outcome, its path the chain. The report expresses launch changes as
@@ -22,7 +22,7 @@ DEFAULT_CANDIDATES = 16
 
 def launch_changes(launch: LaunchOverride | None) -> tuple[Any, ...] | None:
     """Return a launch override as the quality report's launch changes (None when it cannot be expressed)."""
-    from warpwise.skills.lineages.deopt.base import LaunchChange
+    from warpwise.verify.launch import LaunchChange
 
     if launch is None:
         return ()
@@ -55,8 +55,8 @@ class SearchStrategy:
 
     def run(self, kernel: Any, ctx: Any) -> Any:
         """Search one suite kernel through the report's gate and return the best expressible verified version."""
+        from warpwise.lineages.quality import Outcome
         from warpwise.search.evaluate import GateVerifier
-        from warpwise.skills.lineages.quality import Outcome
 
         opts = OptimizeOptions(
             strategy=self.strategy,

@@ -1,4 +1,4 @@
-"""The ranking model's predictions as search priors, when `warpwise.skills.ranking` provides a model.
+"""The ranking model's predictions as search priors, when `warpwise.ranking` provides a model.
 
 The ranking model (issue 9) predicts, for a (card, region) pair, the probability that verification succeeds and
 the expected speedup (`predict_matches`, the card's matches in one kernel predicted together). The search uses it
@@ -20,7 +20,7 @@ Predictor = Callable[[str, list[Any], Any], tuple[float, str] | None]
 def predictor() -> Predictor | None:
     """Return a function (card id, matches, model) -> (expected share of time saved, source), or None."""
     try:
-        from warpwise.skills import ranking
+        from warpwise import ranking
     except ImportError:
         return None
     load = getattr(ranking, "load_default", None) or getattr(ranking, "default_model", None)

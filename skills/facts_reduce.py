@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.build import MATH_CALLS
+from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Loop, Span
-from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import tree_of
 
 Node = Any

@@ -49,8 +49,7 @@ def shrunk_problem_spec(path: str, text: str, kernel: str, factor: int) -> Any:
     A rewrite that shrinks launches in host code finds none to shrink when a problem file launches the kernel; the
     candidate is then launched with the grid the rewrite would have given it, the original as the file says.
     """
-    from warpwise.skills.lineages.launch import problem_source
-    from warpwise.skills.lineages.suite import shrink_grid
+    from warpwise.verify.launch import problem_source, shrink_grid
     from warpwise.verify.spec import ProblemSpec, resolve_spec
 
     spec = resolve_spec(path, text, kernel)

@@ -28,8 +28,8 @@ import contextlib
 import re
 from dataclasses import dataclass
 
+from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function
-from warpwise.verify import cexpr
 from warpwise.verify.spec import (
     AnnotationError,
     ProblemSpec,

@@ -14,7 +14,7 @@ profile), `finished`, `cancelled`, `refused`.
   `superseded`, so their results are never shown on newer text.
 - **Budget**: the seconds the backend spent on jobs are added up; once the budget is spent, jobs still queued
   are `refused` rather than run. With `skip_below` set, a job whose priority is below it (the learned ranking,
-  `warpwise.skills.ranking.queue_priority`, gives predicted losers a negative priority) is `refused` as soon as the
+  `warpwise.ranking.queue_priority`, gives predicted losers a negative priority) is `refused` as soon as the
   budget is short: when the seconds left are fewer than the mean seconds of the jobs run so far times the jobs
   still waiting.
 """

@@ -1,6 +1,6 @@
 """Check and time every corpus expert and every naive suite kernel on the GPU, against torch eager and the peaks.
 
-For the batched GPU run of issue 7. For each kernel (`skills/lineages/corpus/*/expert.cu` and
+For the batched GPU run of issue 7. For each kernel (`lineages/corpus/*/expert.cu` and
 `bench/suite/*/naive.cu`, each with its problem file beside it) this script
 
 1. builds it with NVRTC for the device's architecture (registers, spills and shared memory from ptxas);
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO / "skills" / "lineages" / "corpus"
+CORPUS = REPO / "lineages" / "corpus"
 SUITE = REPO / "bench" / "suite"
 
 TOLERANCES: dict[str, tuple[float, float]] = {

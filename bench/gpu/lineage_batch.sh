@@ -42,7 +42,7 @@ VARIANTS=()
 for op in $OPS; do
   case "$op" in
     *=*) VARIANTS+=("$op") ;;
-    *) EXPERTS+=("skills/lineages/corpus/$op/expert.cu") ;;
+    *) EXPERTS+=("lineages/corpus/$op/expert.cu") ;;
   esac
 done
 
@@ -60,16 +60,16 @@ elif has lineages; then
     timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "${EXPERTS[@]}" --backend local \
       --no-evidence --budget-s "${LINEAGE_BUDGET:-130}" >> "$LOG" 2>&1
     echo "lineage build exit $?" >> "$LOG"
-    for e in "${EXPERTS[@]}"; do WRITTEN+=("skills/lineages/results/$(basename "$(dirname "$e")")/lineage.json"); done
+    for e in "${EXPERTS[@]}"; do WRITTEN+=("lineages/results/$(basename "$(dirname "$e")")/lineage.json"); done
   fi
   for v in "${VARIANTS[@]}"; do
     name=${v%%=*}
-    problem=skills/lineages/corpus/${v#*=}
+    problem=lineages/corpus/${v#*=}
     timeout "${LINEAGE_TIMEOUT:-150}" python3 -P -m warpwise lineage build "$(dirname "$problem")/expert.cu" \
       --problem "$problem" --operator "$name" --backend local --no-evidence --budget-s "${LINEAGE_BUDGET:-130}" \
       >> "$LOG" 2>&1
     echo "lineage build $name exit $?" >> "$LOG"
-    WRITTEN+=("skills/lineages/results/$name/lineage.json")
+    WRITTEN+=("lineages/results/$name/lineage.json")
   done
   echo "== profiles $(date -u +%T)" >> "$LOG"
   timeout "${PROFILE_TIMEOUT:-150}" python3 -P -m warpwise lineage profile "${WRITTEN[@]}" --pack "$OUT/lineages.json" \

@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=${WARPWISE_CACHE_DIR:-/tmp/warpwise-cache}
-export WARPWISE_CORPUS="$PWD/skills/lineages/corpus"
+export WARPWISE_CORPUS="$PWD/lineages/corpus"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
   python3 -c "import torch, cuda.bindings, sys; print(sys.version.split()[0], torch.__version__, cuda.bindings.__version__)"

@@ -1,7 +1,7 @@
 """The learned ranking in the editor: predictions for a version's card fixes (analysis lane, cached per version).
 
 Code actions are ordered and titled with them ("unverified, predicted 1.1-1.4x"), hovers show the chance to verify
-and the reasons, and the verification queue runs likely winners first (`warpwise.skills.ranking`). Without a model
+and the reasons, and the verification queue runs likely winners first (`warpwise.ranking`). Without a model
 (or when the ranking fails) every caller carries on with no prediction.
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def predictions(ls: WarpwiseServer, analysis: Analysis) -> dict[tuple[str, str], Any]:
     """Return the prediction per (kernel, card) for the card fixes of one analysed version."""
     try:
-        from warpwise.skills.ranking import predictions_for
+        from warpwise.ranking import predictions_for
     except ImportError:
         return {}
     matches = [i.payload for i in analysis.items if i.source == "card" and i.has_fix and i.payload is not None]
@@ -32,7 +32,7 @@ def predictions(ls: WarpwiseServer, analysis: Analysis) -> dict[tuple[str, str],
 def queue_priority(prediction: Any) -> int:
     """Return the gate queue priority of a candidate with this prediction (0 without one)."""
     try:
-        from warpwise.skills.ranking import queue_priority as qp
+        from warpwise.ranking import queue_priority as qp
     except ImportError:
         return 0
     return qp(prediction)

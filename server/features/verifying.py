@@ -4,7 +4,7 @@ Triggered by `warpwise.verifyKernel`, by saving (`warpwise.verification.trigger`
 (`onType`, debounced: only the version the user paused on is verified). Each candidate is the current text with
 one fix applied; results are kept per (document, content hash, card, span), so titles and hovers only ever
 describe the exact text they were measured on. Candidates are submitted in the learned ranking's order, each with
-the gate priority the ranking gives it (`warpwise.skills.ranking.queue_priority`).
+the gate priority the ranking gives it (`warpwise.ranking.queue_priority`).
 """
 
 from __future__ import annotations

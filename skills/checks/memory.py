@@ -8,9 +8,9 @@ import math
 import re
 from typing import Any
 
+from warpwise.analyzers.expr.values import type_size
 from warpwise.analyzers.model import AccessKind, FileModel, Function, MemorySpace
 from warpwise.analyzers.parse import captures, query
-from warpwise.analyzers.values import type_size
 from warpwise.skills.facts import distinct_launch_args, function_node, identifier_uses, pointer_params
 from warpwise.skills.facts_memory import (
     KernelSyntax,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from warpwise.analyzers.build import eval_numeric_text
+from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.model import AccessKind
-from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import identifier_uses, loop_label
 from warpwise.skills.facts_reduce import (
     CType,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.model import Loop, MemorySpace
-from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import loop_label, nodes
 from warpwise.skills.facts_reduce import (
     DIVIDE,

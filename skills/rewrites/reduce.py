@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.model import Span
-from warpwise.analyzers.values import parse_int_literal
 from warpwise.skills.facts import identifier_uses, nodes
 from warpwise.skills.facts_reduce import (
     HALF_PACKED,

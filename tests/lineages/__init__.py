@@ -1,1 +1,1 @@
-"""Tests of the expert kernel corpus (skills/lineages/corpus) and the naive suite (bench/suite)."""
+"""Tests of the expert kernel corpus (lineages/corpus) and the naive suite (bench/suite)."""

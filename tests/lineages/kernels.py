@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.conftest import ROOT
 
-CORPUS = ROOT / "skills" / "lineages" / "corpus"
+CORPUS = ROOT / "lineages" / "corpus"
 SUITE = ROOT / "bench" / "suite"
 CORPUS_CHECK = ROOT / "bench" / "gpu" / "corpus_check.py"
 

@@ -9,8 +9,7 @@ import pytest
 
 from tests.lineages.fakes import ScriptedBackend
 from tests.lineages.kernels import SUITE
-from warpwise.skills.library import load_library
-from warpwise.skills.lineages.admission import (
+from warpwise.lineages.admission import (
     admission_markdown,
     apply_admission,
     decide,
@@ -18,7 +17,8 @@ from warpwise.skills.lineages.admission import (
     mined_interval,
     run_roundtrips,
 )
-from warpwise.skills.lineages.suite import card_candidates, set_card_status, suite_kernels
+from warpwise.lineages.suite import card_candidates, set_card_status, suite_kernels
+from warpwise.skills.library import load_library
 from warpwise.verify.gate import Gate
 from warpwise.verify.types import Options, Status
 
@@ -29,7 +29,7 @@ def mined(speedup: float, low: float, high: float) -> dict:
     return {
         "kernel": "k",
         "speedup": speedup,
-        "source": "lineage skills/lineages/results/op/lineage.json K1 x:y",
+        "source": "lineage lineages/results/op/lineage.json K1 x:y",
         "context": {"role": "forward step", "speedup_low": low, "speedup_high": high, "file": "corpus/op/expert.cu"},
     }
 

@@ -48,7 +48,7 @@ def test_the_batch_commands_write_what_ingest_reads(
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.chdir(ROOT)
-    experts = [str(ROOT / "skills/lineages/corpus" / op / "expert.cu") for op in ("reduce_sum", "transpose")]
+    experts = [str(ROOT / "lineages/corpus" / op / "expert.cu") for op in ("reduce_sum", "transpose")]
     pack = out / "lineages.json"
     assert (
         main(["lineage", "build", *experts, "--backend", "local", "--no-write", "--no-evidence", "--pack", str(pack)])
@@ -72,11 +72,11 @@ def test_the_batch_commands_write_what_ingest_reads(
 
     root, cards = tmp_path / "repo", tmp_path / "cards"
     shutil.copytree(ROOT / "skills" / "cards", cards)
-    from warpwise.skills.lineages.ingest import ingest
+    from warpwise.lineages.ingest import ingest
 
     changes = ingest(out, root=root, cards=cards)
     assert any("status admitted" in c for c in changes)
-    assert (root / "skills/lineages/results/transpose/lineage.md").is_file()
+    assert (root / "lineages/results/transpose/lineage.md").is_file()
 
 
 def test_lineage_build_writes_results_and_evidence_where_told(
@@ -89,7 +89,7 @@ def test_lineage_build_writes_results_and_evidence_where_told(
     monkeypatch.setattr(library, "BUILTIN_CARDS", cards)
     library.builtin_library.cache_clear()
     try:
-        expert = str(ROOT / "skills/lineages/corpus/reduce_sum/expert.cu")
+        expert = str(ROOT / "lineages/corpus/reduce_sum/expert.cu")
         assert main(["lineage", "build", expert, "--backend", "local", "--out", str(tmp_path / "lin")]) == 0
         assert (tmp_path / "lin" / "lineage.md").is_file()
         lib = library.load_library([cards], include_builtin=False)

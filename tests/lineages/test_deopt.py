@@ -20,8 +20,8 @@ import pytest
 from tests.conftest import needs_nvcc
 from tests.lineages.kernels import Kernel, experts, load_problem
 from tests.nvcc import compile_many
-from warpwise.skills.lineages.deopt import PASSES, Deopt, KernelSource, candidates, pass_by_id
-from warpwise.skills.lineages.deopt.base import reparses
+from warpwise.lineages.deopt import PASSES, Deopt, KernelSource, candidates, pass_by_id
+from warpwise.lineages.deopt.base import reparses
 
 EXPECTED: dict[str, set[str]] = {
     "bias_gelu": {"read-only:restrict", "unroll:factor", "unroll:pragma-constant", "devectorize:global",
@@ -581,7 +581,7 @@ def test_unstage_leaves_tiles_read_before_their_barrier_or_written_after_it() ->
 
 
 def test_a_failing_pass_is_skipped(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from warpwise.skills.lineages import deopt
+    from warpwise.lineages import deopt
 
     def boom(src: KernelSource) -> list[Deopt]:
         raise RuntimeError("boom")

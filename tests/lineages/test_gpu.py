@@ -16,10 +16,10 @@ import pytest
 
 from tests.lineages.kernels import CORPUS, load_problem, naives
 from warpwise.analyzers.build import analyze_text
+from warpwise.lineages.deopt import KernelSource, candidates
+from warpwise.lineages.deopt.unstage import unstage_shared
+from warpwise.lineages.lineage import Expert, LineageBuilder, load_expert
 from warpwise.skills.engine import card_rewrites
-from warpwise.skills.lineages.deopt import KernelSource, candidates
-from warpwise.skills.lineages.deopt.unstage import unstage_shared
-from warpwise.skills.lineages.lineage import Expert, LineageBuilder, load_expert
 from warpwise.verify.backends import LocalBackend
 from warpwise.verify.cache import ResultCache
 from warpwise.verify.gate import Gate

@@ -16,10 +16,8 @@ import pytest
 
 from tests.lineages.fakes import ScriptedBackend
 from tests.lineages.kernels import CORPUS, scale
-from warpwise.skills.lineages.deopt.base import LaunchChange
-from warpwise.skills.lineages.evidence import is_mined, lineage_records
-from warpwise.skills.lineages.launch import problem_source
-from warpwise.skills.lineages.lineage import (
+from warpwise.lineages.evidence import is_mined, lineage_records
+from warpwise.lineages.lineage import (
     Budget,
     LineageBuilder,
     LineageError,
@@ -27,9 +25,10 @@ from warpwise.skills.lineages.lineage import (
     load_expert,
     profile_steps,
 )
-from warpwise.skills.lineages.report import lineage_markdown, text_bar_chart
-from warpwise.skills.lineages.store import write_lineage, write_proposed_cards
+from warpwise.lineages.report import lineage_markdown, text_bar_chart
+from warpwise.lineages.store import write_lineage, write_proposed_cards
 from warpwise.verify.gate import Gate
+from warpwise.verify.launch import LaunchChange, problem_source
 from warpwise.verify.types import Options, Status
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
@@ -81,7 +80,7 @@ def test_steps_carry_timings_builds_and_diffs(reduce_lineage: dict) -> None:
 
 
 def test_forward_steps_become_evidence_on_their_cards(reduce_lineage: dict) -> None:
-    records = lineage_records(reduce_lineage, "lineage skills/lineages/results/reduce_sum/lineage.json")
+    records = lineage_records(reduce_lineage, "lineage lineages/results/reduce_sum/lineage.json")
     assert set(records) == {
         "scalar-global-access",
         "atomic-accumulate-single-address",
@@ -160,7 +159,7 @@ def test_problem_source_launches_both_kernels_in_the_worker() -> None:
 
 @pytest.mark.parametrize("operator", ["reduce_sum", "histogram", "gemv", "bias_gelu", "transpose"])
 def test_every_launch_change_of_the_corpus_evaluates(operator: str) -> None:
-    from warpwise.skills.lineages.deopt import KernelSource, candidates
+    from warpwise.lineages.deopt import KernelSource, candidates
     from warpwise.verify import gpu_job
     from warpwise.verify.types import Side
 

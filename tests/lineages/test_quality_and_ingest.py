@@ -13,11 +13,10 @@ import pytest
 from tests.conftest import ROOT
 from tests.lineages.fakes import ScriptedBackend
 from tests.lineages.kernels import CORPUS, SUITE
-from warpwise.skills.library import load_library
-from warpwise.skills.lineages.admission import decisions, mined_evidence, run_roundtrips
-from warpwise.skills.lineages.ingest import IngestError, ingest
-from warpwise.skills.lineages.lineage import Budget, LineageBuilder, load_expert
-from warpwise.skills.lineages.quality import (
+from warpwise.lineages.admission import decisions, mined_evidence, run_roundtrips
+from warpwise.lineages.ingest import IngestError, ingest
+from warpwise.lineages.lineage import Budget, LineageBuilder, load_expert
+from warpwise.lineages.quality import (
     STRATEGIES,
     GreedyCards,
     QualityContext,
@@ -26,7 +25,8 @@ from warpwise.skills.lineages.quality import (
     run_kernel,
     strategy,
 )
-from warpwise.skills.lineages.suite import suite_kernels
+from warpwise.lineages.suite import suite_kernels
+from warpwise.skills.library import load_library
 from warpwise.verify.gate import Gate
 from warpwise.verify.types import Options, Status
 
@@ -38,10 +38,7 @@ def shuffles_pay(original: str, candidate: str) -> tuple[Status, float]:
     return Status.NOT_FASTER, 1.0
 
 
-def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from warpwise.skills.lineages import quality
-
-    monkeypatch.setattr(quality, "ordered", lambda kernel, text, cands, notes: cands)  # the engine's order
+def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again() -> None:
     (k,) = suite_kernels(SUITE, {"sum"})
     backend = ScriptedBackend(shuffles_pay)
     ctx = QualityContext(Gate(backend), Options(), Budget())
@@ -54,9 +51,8 @@ def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again(monkey
 
 
 def test_proposals_follow_the_ranking_when_it_predicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from warpwise.skills import ranking
-    from warpwise.skills.lineages.quality import ordered
-    from warpwise.skills.lineages.suite import card_candidates
+    from warpwise import ranking
+    from warpwise.lineages.suite import card_candidates
 
     (k,) = suite_kernels(SUITE, {"sum"})
     cands = card_candidates(k)
@@ -72,10 +68,12 @@ def test_proposals_follow_the_ranking_when_it_predicts(monkeypatch: pytest.Monke
     }
     monkeypatch.setattr(ranking, "predict_matches", lambda model, matches: fake)
     notes: list[str] = []
-    assert [c.card for c in ordered(k, k.expert.text, cands, notes)] == [c.card for c in reversed(cands)]
+    assert [c.card for c in ranking.rank_candidates(k, k.expert.text, cands, notes)] == [
+        c.card for c in reversed(cands)
+    ]
     assert "ranked" in notes[0]
     monkeypatch.setattr(ranking, "predict_matches", lambda model, matches: {})
-    assert ordered(k, k.expert.text, cands, []) == cands
+    assert ranking.rank_candidates(k, k.expert.text, cands, []) == cands
 
 
 def test_a_quality_row_measures_naive_against_final() -> None:
@@ -99,7 +97,7 @@ def test_roofline_takes_the_slower_ceiling() -> None:
 
 def test_strategies_by_name_or_module_path() -> None:
     assert "greedy-cards" in STRATEGIES and strategy("greedy-cards").name == "greedy-cards"
-    assert strategy("warpwise.skills.lineages.quality:GreedyCards").name == "greedy-cards"
+    assert strategy("warpwise.lineages.quality:GreedyCards").name == "greedy-cards"
     with pytest.raises(ValueError, match="unknown strategy"):
         strategy("nope")
 
@@ -141,15 +139,15 @@ def test_ingest_brings_a_batch_into_the_tree(tmp_path: Path) -> None:
     dry = ingest(batch, dry_run=True, root=root, cards=cards)
     assert dry and not root.exists(), "a dry run writes nothing"
     changes = ingest(batch, root=root, cards=cards)
-    results = root / "skills" / "lineages" / "results"
+    results = root / "lineages" / "results"
     assert (results / "reduce_sum" / "lineage.md").is_file() and (results / "README.md").is_file()
-    assert (root / "skills" / "lineages" / "proposed" / "single-load-in-flight" / "SKILL.md").is_file()
+    assert (root / "lineages" / "proposed" / "single-load-in-flight" / "SKILL.md").is_file()
     assert (root / "bench" / "results" / "admission-2026-11-30.md").is_file()
     assert (root / "bench" / "results" / "quality-2026-11-30.md").is_file()
     lib = load_library([cards], include_builtin=False)
     assert not lib.problems
     card = lib.get("scalar-global-access")
-    assert any(str(e.source).startswith("lineage skills/lineages/results/reduce_sum/") for e in card.header.evidence)
+    assert any(str(e.source).startswith("lineage lineages/results/reduce_sum/") for e in card.header.evidence)
     admitted = [c for c in changes if "status admitted" in c]
     assert admitted, changes
     for line in admitted:
@@ -167,7 +165,7 @@ def test_ingest_brings_a_batch_into_the_tree(tmp_path: Path) -> None:
     (batch / "lineages.json").write_text(json.dumps(pack))
     (batch / "admission.json").unlink()
     ingest(batch, root=root, cards=cards)
-    src = "lineage skills/lineages/results/reduce_sum/lineage.json "
+    src = "lineage lineages/results/reduce_sum/lineage.json "
     counts = {
         c.skill_id: sum(str(e.source).startswith(src) for e in c.header.evidence)
         for c in load_library([cards], include_builtin=False)

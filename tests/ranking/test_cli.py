@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import EXAMPLES
 from warpwise.cli import main
-from warpwise.skills.ranking import dataset, store
+from warpwise.ranking import dataset, store
 
 
 def test_explain_lists_every_rewrite_best_first(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import ROOT
-from warpwise.skills.ranking import dataset
+from warpwise.ranking import dataset
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
 from warpwise.verify.types import DeviceIdentity, Speedup, Status, Timing, VerificationResult
 
@@ -60,7 +60,7 @@ def test_result_rows_become_examples_with_every_status(tmp_path: Path) -> None:
 
 def test_operator_comes_from_the_suite_folder() -> None:
     assert dataset.operator_of("bench/suite/softmax/naive.cu", "softmax_naive") == "softmax"
-    assert dataset.operator_of("skills/lineages/corpus/sgemm/expert.cu", "sgemm") == "sgemm"
+    assert dataset.operator_of("lineages/corpus/sgemm/expert.cu", "sgemm") == "sgemm"
     assert dataset.operator_of("examples/vector_ops.cu", "saxpy") == "saxpy"
 
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from warpwise.skills.ranking import evaluate
-from warpwise.skills.ranking.evaluate import ReplayCandidate, estimate_cost, replay, spearman
-from warpwise.skills.ranking.model import Prediction
+from warpwise.ranking import evaluate
+from warpwise.ranking.evaluate import ReplayCandidate, estimate_cost, replay, spearman
+from warpwise.ranking.model import Prediction
 
 
 def test_spearman_matches_known_values() -> None:
@@ -63,7 +63,7 @@ def test_replay_budget_and_skipping() -> None:
 
 
 def test_precision_at_threshold() -> None:
-    from warpwise.skills.ranking import dataset
+    from warpwise.ranking import dataset
 
     ts = dataset.load_shipped()
     assert ts is not None

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from warpwise.analyzers.build import analyze_text
-from warpwise.skills.engine import match_file
-from warpwise.skills.ranking.features import (
+from warpwise.ranking.features import (
     GPU_FEATURES,
     KERNEL_FEATURES,
     NUMERIC_FEATURES,
@@ -17,6 +16,7 @@ from warpwise.skills.ranking.features import (
     kernel_features,
     pair_features,
 )
+from warpwise.skills.engine import match_file
 
 H200 = GpuProfile("NVIDIA H200", "sm_90", 4215.4, 51.2, 132, 62914560)
 

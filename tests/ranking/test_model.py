@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from warpwise.skills import ranking
-from warpwise.skills.ranking import dataset, store
-from warpwise.skills.ranking.model import FORMAT, THRESHOLD, RankingModel, train
+from warpwise import ranking
+from warpwise.ranking import dataset, store
+from warpwise.ranking.model import FORMAT, THRESHOLD, RankingModel, train
 
 
 @pytest.fixture(scope="module")
 def shipped() -> dataset.TrainingSet:
     ts = dataset.load_shipped()
-    assert ts is not None, "skills/ranking/default_training_set.json is missing: run `warpwise ranking train --default`"
+    assert ts is not None, "ranking/default_training_set.json is missing: run `warpwise ranking train --default`"
     return ts
 
 

@@ -13,7 +13,7 @@ from lsprotocol import types
 from tests.conftest import EXAMPLES
 from tests.server.conftest import KERNELS, Session, sessions  # noqa: F401  (the `sessions` fixture)
 from tests.verify.helpers import candidate, variant
-from warpwise.skills import ranking
+from warpwise import ranking
 from warpwise.verify.backends import CompileOnlyBackend
 from warpwise.verify.cache import ResultCache
 from warpwise.verify.gate import Gate

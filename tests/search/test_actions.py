@@ -199,7 +199,7 @@ def test_a_built_lineage_gives_intermediate_steps(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
     corpus = tmp_path / "lineages" / "corpus"
-    shutil.copytree(ROOT / "skills" / "lineages" / "corpus" / "reduce_sum", corpus / "reduce_sum")
+    shutil.copytree(ROOT / "lineages" / "corpus" / "reduce_sum", corpus / "reduce_sum")
     expert = (corpus / "reduce_sum" / "expert.cu").read_text()
     middle = expert.replace("#define SUM_UNROLL 4", "#define SUM_UNROLL 1")
     change = {"part": "grid", "axis": 0, "python": "max(1, inputs['n'] // 1024)", "text": "grid.x = n / 1024"}

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 from tests.search.fakes import RecordedBackend
+from warpwise.lineages.lineage import Budget, load_expert
+from warpwise.lineages.quality import QualityContext
+from warpwise.lineages.suite import SuiteKernel
 from warpwise.search.quality import launch_changes, mcts
 from warpwise.search.version import LaunchOverride, Transform
-from warpwise.skills.lineages.launch import problem_source
-from warpwise.skills.lineages.lineage import Budget, load_expert
-from warpwise.skills.lineages.quality import QualityContext
-from warpwise.skills.lineages.suite import SuiteKernel
 from warpwise.verify.cache import ResultCache
 from warpwise.verify.gate import Gate
+from warpwise.verify.launch import problem_source
 from warpwise.verify.types import Options
 
 BASE = "def launch(inputs):\n    return ((inputs['n'] + 255) // 256, 1, 1), (256, 1, 1)\n"

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, FIXTURES
 from warpwise.analyzers.build import analyze_text
-from warpwise.verify import cexpr
+from warpwise.analyzers.expr import cexpr
 from warpwise.verify.spec import ProblemSpec, SpecMissing, problem_file_for, resolve_spec
 from warpwise.verify.types import Geometry, Role
 

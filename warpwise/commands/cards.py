@@ -162,8 +162,7 @@ def _admit(args: argparse.Namespace) -> int:
     import datetime as dt
     import json
 
-    from warpwise.skills.library import builtin_library
-    from warpwise.skills.lineages.admission import (
+    from warpwise.lineages.admission import (
         admission_markdown,
         apply_admission,
         decisions,
@@ -171,7 +170,8 @@ def _admit(args: argparse.Namespace) -> int:
         mined_evidence,
         run_roundtrips,
     )
-    from warpwise.skills.lineages.lineage import Budget
+    from warpwise.lineages.lineage import Budget
+    from warpwise.skills.library import builtin_library
     from warpwise.verify.backends import gpu_count, make_backend
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Gate

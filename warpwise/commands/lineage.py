@@ -35,7 +35,7 @@ def _add_lineage(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--problem", metavar="P.problem.py", help="the problem file (default: beside the expert)")
     b.add_argument("--kernel", metavar="NAME", help="the kernel (default: the problem file's `kernel`)")
     b.add_argument("--operator", metavar="NAME", help="the operator's name (default: the expert's folder)")
-    b.add_argument("--out", metavar="DIR", help="where to write (default: skills/lineages/results/<operator>)")
+    b.add_argument("--out", metavar="DIR", help="where to write (default: lineages/results/<operator>)")
     b.add_argument("--pack", metavar="FILE", help="also collect every lineage (with its chart) into one JSON file")
     b.add_argument("--backend", choices=BACKENDS, default="auto", help="where to verify (default: local GPU if any)")
     b.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address for --backend cluster")
@@ -80,9 +80,9 @@ def _log(msg: str) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from warpwise.skills.lineages.lineage import Budget, LineageBuilder, LineageError, load_expert
-    from warpwise.skills.lineages.report import lineage_chart
-    from warpwise.skills.lineages.store import default_out, write_lineage
+    from warpwise.lineages.lineage import Budget, LineageBuilder, LineageError, load_expert
+    from warpwise.lineages.report import lineage_chart
+    from warpwise.lineages.store import default_out, write_lineage
     from warpwise.verify.backends import make_backend
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Gate
@@ -143,9 +143,9 @@ def _pack(path: str, pack: dict[str, Any], operator: str, lineage: dict[str, Any
 
 
 def _profile_steps(args: argparse.Namespace) -> int:
-    from warpwise.skills.lineages.lineage import Budget, LineageBuilder, LineageError, load_expert, profile_steps
-    from warpwise.skills.lineages.report import lineage_chart
-    from warpwise.skills.lineages.store import read_lineages
+    from warpwise.lineages.lineage import Budget, LineageBuilder, LineageError, load_expert, profile_steps
+    from warpwise.lineages.report import lineage_chart
+    from warpwise.lineages.store import read_lineages
     from warpwise.verify.backends import make_backend
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Gate
@@ -195,9 +195,9 @@ def _profile_steps(args: argparse.Namespace) -> int:
 
 def _add_evidence(lineage: dict[str, Any], path: Path) -> None:
     """Append the lineage's evidence records to the built-in cards."""
+    from warpwise.lineages.evidence import lineage_records
     from warpwise.skills.evidence import add_records
     from warpwise.skills.library import builtin_library
-    from warpwise.skills.lineages.evidence import lineage_records
 
     lib = builtin_library()
     for card_id, recs in sorted(lineage_records(lineage, f"lineage {path}").items()):
@@ -210,8 +210,8 @@ def _add_evidence(lineage: dict[str, Any], path: Path) -> None:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from warpwise.skills.lineages.report import lineage_chart
-    from warpwise.skills.lineages.store import write_lineage
+    from warpwise.lineages.report import lineage_chart
+    from warpwise.lineages.store import write_lineage
 
     path = Path(args.lineage)
     try:
@@ -228,7 +228,7 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from warpwise.skills.lineages.ingest import IngestError, ingest
+    from warpwise.lineages.ingest import IngestError, ingest
 
     try:
         changes = ingest(Path(args.folder), dry_run=args.dry_run, date=args.date, log=_log)

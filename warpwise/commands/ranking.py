@@ -1,4 +1,4 @@
-"""`warpwise ranking train|evaluate|explain`: the learned ranking of card rewrites (see `warpwise.skills.ranking`)."""
+"""`warpwise ranking train|evaluate|explain`: the learned ranking of card rewrites (see `warpwise.ranking`)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _add_ranking(sub: argparse._SubParsersAction) -> None:
 
 
 def _repo_root() -> Path | None:
-    from warpwise.skills.ranking.store import DEFAULT_MODEL
+    from warpwise.ranking.store import DEFAULT_MODEL
 
     root = DEFAULT_MODEL.parents[2]
     return root if (root / "bench" / "results").is_dir() and (root / "skills" / "cards").is_dir() else None
@@ -67,7 +67,7 @@ def _root(args: argparse.Namespace) -> Path | None:
 
 def training_set(root: Path, use_cache: bool, committed_only: bool = False) -> Any:
     """Return the training set under a root, plus the shipped one's examples it does not already hold."""
-    from warpwise.skills.ranking import dataset
+    from warpwise.ranking import dataset
 
     cache = None
     if use_cache and not committed_only:
@@ -89,7 +89,7 @@ def training_set(root: Path, use_cache: bool, committed_only: bool = False) -> A
 
 
 def _train(args: argparse.Namespace) -> int:
-    from warpwise.skills.ranking import dataset, store
+    from warpwise.ranking import dataset, store
 
     root = _root(args)
     if root is None:
@@ -100,7 +100,7 @@ def _train(args: argparse.Namespace) -> int:
         )
         return EXIT_ERROR
     try:
-        from warpwise.skills.ranking.model import train
+        from warpwise.ranking.model import train
     except ImportError:
         print(f"warpwise ranking train: error: {_NEEDS_SKLEARN}", file=sys.stderr)
         return EXIT_ERROR
@@ -136,7 +136,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from warpwise.skills.ranking import evaluate
+    from warpwise.ranking import evaluate
 
     root = _root(args)
     if root is None:
@@ -178,8 +178,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     from warpwise.analyzers.build import analyze_text
+    from warpwise.ranking import load_model, predict_matches
     from warpwise.skills.engine import match_file
-    from warpwise.skills.ranking import load_model, predict_matches
 
     path = Path(args.file)
     try:
