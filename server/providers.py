@@ -10,7 +10,6 @@ hides the others.
 from __future__ import annotations
 
 import importlib
-import itertools
 import logging
 import threading
 from collections import OrderedDict
@@ -22,6 +21,9 @@ from typing import Any, Protocol
 from warpwise.analyzers.findings import RULES, Finding, Severity, check_model
 from warpwise.analyzers.model import FileModel, Span
 from warpwise.server.settings import Settings
+from warpwise.skills.engine import superseded
+from warpwise.skills.model import Applicability
+from warpwise.skills.rewrite import Edit, Fix
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +79,14 @@ class Item:
     summary: str | None = None
     card: CardInfo | None = None
     verdicts: tuple[Verdict, ...] = ()
-    applicability: str | None = None  # safe / unsafe / display-only, for items that carry a fix
+    applicability: Applicability | None = None  # for card items
     has_rewrite: bool = False
-    supersedes: tuple[str, ...] = ()
     payload: Any = field(default=None, compare=False, repr=False)
 
     @property
     def has_fix(self) -> bool:
         """Return whether a fix can be computed for this item."""
-        return self.has_rewrite and self.applicability in ("safe", "unsafe")
+        return self.has_rewrite and self.applicability in (Applicability.SAFE, Applicability.UNSAFE)
 
     @property
     def fix_title(self) -> str | None:
@@ -93,23 +94,6 @@ class Item:
         if not self.has_rewrite or self.payload is None:
             return None
         return str(self.payload.fix_title)
-
-
-@dataclass(frozen=True, slots=True)
-class FixEdit:
-    """A replacement of an absolute byte span."""
-
-    span: Span
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ComputedFix:
-    """A fix computed on demand (`codeAction/resolve`): sorted, non-overlapping edits and its applicability."""
-
-    title: str
-    edits: tuple[FixEdit, ...]
-    applicability: str
 
 
 class Provider(Protocol):
@@ -125,7 +109,7 @@ class Provider(Protocol):
         """Return the items of one file model (`tree`: the syntax tree it was built from, not to be edited)."""
         ...
 
-    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
+    def compute_fix(self, model: FileModel, item: Item) -> Fix | None:
         """Return the fix of one item, computed on the given model."""
         ...
 
@@ -166,7 +150,7 @@ class RuleProvider:
         select = {r for r in [*RULES, "syntax-error"] if settings.rule_enabled(r)}
         return [_item_of_finding(f) for f in check_model(model, select)]
 
-    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
+    def compute_fix(self, model: FileModel, item: Item) -> Fix | None:
         """Return None: model-level rules carry no rewrites (skill cards do)."""
         return None
 
@@ -286,7 +270,7 @@ class CardProvider:
         card = m.card
         header = card.header
         info, doc_url = self._card_info(card)
-        applicability = str(m.applicability.value)
+        applicability = m.applicability
         return Item(
             id=m.card_id,
             source="card",
@@ -303,28 +287,19 @@ class CardProvider:
             ),
             applicability=applicability,
             has_rewrite=bool(m.has_rewrite),
-            supersedes=tuple(header.supersedes),
             payload=m,
         )
 
-    def compute_fix(self, model: FileModel, item: Item) -> ComputedFix | None:
-        """Compute the card's rewrite for the match behind an item."""
+    def compute_fix(self, model: FileModel, item: Item) -> Fix | None:
+        """Compute the card's rewrite for the match behind an item (the engine's `Fix`: sorted edits)."""
         if self._engine is None or item.payload is None:
             return None
-        fix = self._engine.compute_fix(model, item.payload)
-        if fix is None:
-            return None
-        edits = tuple(FixEdit((e.start, e.end), e.text) for e in sorted(fix.edits))
-        return ComputedFix(str(fix.title), edits, str(fix.applicability.value))
+        fix: Fix | None = self._engine.compute_fix(model, item.payload)
+        return fix
 
-    def merge(self, fixes: list[ComputedFix]) -> list[FixEdit]:
+    def merge(self, fixes: list[Fix]) -> list[Edit]:
         """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
-        taken: list[FixEdit] = []
-        for fix in fixes:
-            candidate = sorted([*taken, *fix.edits], key=lambda e: e.span)
-            if all(a.span[1] <= b.span[0] for a, b in itertools.pairwise(candidate)):
-                taken = candidate
-        return taken
+        return self._engine.merge_fixes(fixes) if self._engine is not None else []
 
 
 def _target_sm(arch: str) -> int:
@@ -352,7 +327,8 @@ def collect_items(
 ) -> tuple[list[Item], list[str]]:
     """Run every provider; a failing one is logged, reported in the returned problems, and skipped.
 
-    As in `warpwise.engine.combine`, a card supersedes a model-level rule it names where both bind to one span.
+    A card supersedes a model-level rule it names where both bind to one span (`warpwise.skills.engine.superseded`,
+    the rule the CLI applies too).
     """
     items: list[Item] = []
     problems: list[str] = []
@@ -362,8 +338,8 @@ def collect_items(
         except Exception as exc:  # One failing provider never hides the others.
             log.exception("provider %s failed on %s", p.name, model.path)
             problems.append(f"{p.name}: {type(exc).__name__}: {exc}")
-    superseded = {(rule, i.span) for i in items if i.source == "card" for rule in i.supersedes}
-    if superseded:
-        items = [i for i in items if i.source == "card" or (i.id, i.span) not in superseded]
+    gone = superseded(i.payload for i in items if i.source == "card" and i.payload is not None)
+    if gone:
+        items = [i for i in items if i.source == "card" or (i.id, i.span) not in gone]
     items.sort(key=lambda i: (i.span[0], i.id))
     return items, problems

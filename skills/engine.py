@@ -243,6 +243,15 @@ def compute_fix(model: FileModel, match: Match) -> Fix | None:
     return Fix(match.card_id, match.fix_title, tuple(edits), match.applicability)
 
 
+def superseded(matches: Iterable[Match]) -> set[tuple[str, Span]]:
+    """Return the (rule id, span) of the model-level findings these matches supersede.
+
+    A card names in `supersedes` the model-level rules it replaces; where both bind to one span only the card's
+    finding is shown. This is the one place the rule is decided (the CLI and the server both ask it).
+    """
+    return {(rule, m.span) for m in matches for rule in m.card.header.supersedes}
+
+
 def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
     """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
     taken: list[Edit] = []

@@ -15,7 +15,7 @@ from warpwise.analyzers.build import analyze_document
 from warpwise.analyzers.findings import Finding, check_model
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
-from warpwise.skills.engine import Match, match_file
+from warpwise.skills.engine import Match, match_file, superseded
 from warpwise.skills.facts import set_tree
 from warpwise.skills.rewrite import Fix
 
@@ -50,8 +50,8 @@ class FileReport:
 
 def combine(model: FileModel, findings: list[Finding], matches: list[Match]) -> list[Finding]:
     """Merge model-level findings and card matches; a card supersedes a model rule on the same span."""
-    superseded = {(rule, m.span) for m in matches for rule in m.card.header.supersedes}
-    merged = [f for f in findings if (f.rule, f.span) not in superseded]
+    gone = superseded(matches)
+    merged = [f for f in findings if (f.rule, f.span) not in gone]
     merged.extend(m.finding() for m in matches)
     merged.sort(key=lambda f: (f.span[0], f.rule))
     return merged

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install the carried wheels, run the GPU tests of the verification gate and the
-# throughput benchmark, and leave logs and result files under $OUT.
+# One call on the GPU machine: install the carried wheels, run the GPU tests (those of the verification gate by
+# default; TEST_PATHS="tests" runs every GPU test of the project) and the throughput benchmark, and leave logs and
+# result files under $OUT.
 #   run from the repository root, with `.whl` carried:  bash bench/gpu/run_all.sh [pytest args...]
 set -uo pipefail
 REPO=$(pwd)
@@ -18,8 +19,9 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-
 TESTS=${RUN_TESTS:-1}
 BENCH=${RUN_BENCH:-1}
 if [ "$TESTS" = 1 ]; then
+  paths=$(for p in ${TEST_PATHS:-tests/verify}; do echo "$REPO/$p"; done)
   (cd /tmp && timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -p no:cacheprovider --import-mode=append \
-    --rootdir "$REPO" -c "$REPO/pyproject.toml" -m gpu "$REPO/tests/verify" -v --durations=20 "$@") 2>&1 \
+    --rootdir "$REPO" -c "$REPO/pyproject.toml" -m gpu $paths -v --junitxml="$OUT/gpu_tests.xml" --durations=20 "$@") 2>&1 \
     | tee "$OUT/gpu_tests.log"
 fi
 if [ "$BENCH" = 1 ]; then

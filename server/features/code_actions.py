@@ -20,8 +20,10 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 from warpwise.server import convert
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
-from warpwise.server.providers import ComputedFix, FixEdit, Item
+from warpwise.server.providers import Item
 from warpwise.server.verification import CandidateState, SpecAnnotation, has_spec_annotation, spec_annotation
+from warpwise.skills.model import Applicability
+from warpwise.skills.rewrite import Edit, Fix
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -91,7 +93,7 @@ async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> lis
                         title=f"{item.fix_title} — {title_suffix(state, pred)}",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=diags or None,
-                        is_preferred=item.applicability == "safe" and state.state == "verified",
+                        is_preferred=item.applicability is Applicability.SAFE and state.state == "verified",
                         data={**base, "action": "fix", "id": item.id, "span": list(item.span)},
                     ),
                 )
@@ -131,7 +133,7 @@ async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> lis
 def _safe_items(ls: WarpwiseServer, analysis: Analysis) -> list[Item]:
     out = []
     for item in analysis.items:
-        if not item.has_fix or item.applicability != "safe":
+        if not item.has_fix or item.applicability is not Applicability.SAFE:
             continue
         state = ls.verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
         if state.state not in FAILED_STATES:
@@ -174,25 +176,25 @@ async def resolve(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAct
     return action
 
 
-async def _fix_edits(ls: WarpwiseServer, analysis: Analysis, item_id: str, span: Any) -> list[FixEdit]:
+async def _fix_edits(ls: WarpwiseServer, analysis: Analysis, item_id: str, span: Any) -> list[Edit]:
     item = next(
         (i for i in analysis.items if i.id == item_id and list(i.span) == list(span or ()) and i.has_fix),
         None,
     )
     if item is None:
         raise RequestFailed(f"`{item_id}` no longer applies at this place")
-    fix: ComputedFix | None = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
+    fix: Fix | None = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
     if fix is None:
         raise RequestFailed(f"the rewrite of `{item_id}` does not apply exactly here; no edit is offered")
     return list(fix.edits)
 
 
-async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[FixEdit]:
+async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[Edit]:
     items = _safe_items(ls, analysis)
 
-    def compute() -> list[FixEdit]:
+    def compute() -> list[Edit]:
         fixes = [f for f in (ls.card_provider.compute_fix(analysis.model, i) for i in items) if f is not None]
-        return ls.card_provider.merge([f for f in fixes if f.applicability == "safe"])
+        return ls.card_provider.merge([f for f in fixes if f.applicability is Applicability.SAFE])
 
     edits = await asyncio.to_thread(compute)
     if not edits:
@@ -200,17 +202,17 @@ async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[FixEdit
     return edits
 
 
-async def _spec_edits(analysis: Analysis, kernel: str) -> list[FixEdit]:
+async def _spec_edits(analysis: Analysis, kernel: str) -> list[Edit]:
     spec = await asyncio.to_thread(spec_annotation, analysis.model, kernel)
     if not isinstance(spec, SpecAnnotation):
         raise RequestFailed(spec)
     at = analysis.model.lines.line_start(spec.line)
-    return [FixEdit((at, at), spec.text + "\n")]
+    return [Edit(at, at, spec.text + "\n")]
 
 
-def _workspace_edit(ls: WarpwiseServer, uri: str, analysis: Analysis, edits: list[FixEdit]) -> types.WorkspaceEdit:
+def _workspace_edit(ls: WarpwiseServer, uri: str, analysis: Analysis, edits: list[Edit]) -> types.WorkspaceEdit:
     lines = analysis.model.lines
-    text_edits = [types.TextEdit(range=convert.span_range(lines, e.span), new_text=e.text) for e in edits]
+    text_edits = [types.TextEdit(range=convert.span_range(lines, (e.start, e.end)), new_text=e.text) for e in edits]
     caps = ls.client_capabilities.workspace
     if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
         return types.WorkspaceEdit(

@@ -19,6 +19,7 @@ from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
 from warpwise.server.providers import Item
 from warpwise.server.verification import CandidateState
+from warpwise.skills.model import Applicability
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -171,7 +172,7 @@ def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
             if pred is not None and state.state != "verified":
                 gpu = ls.verification.gpu
                 out += ["", ranking.hover_line(pred, gpu.name if gpu is not None and gpu.found else None)]
-        elif item.applicability == "display-only":
+        elif item.applicability is Applicability.DISPLAY_ONLY:
             out += ["", "**Fix.** advice only; this card has no automatic rewrite"]
     if item.related:
         out += ["", "**Related**", ""]

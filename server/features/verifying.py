@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from warpwise.server.features import ranking
 from warpwise.server.jobs import Job, Priority
-from warpwise.server.providers import FixEdit
+from warpwise.skills.rewrite import apply_edits
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -23,18 +23,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ON_TYPE_DEBOUNCE_S = 1.5
-
-
-def apply_edits(text: bytes, edits: tuple[FixEdit, ...] | list[FixEdit]) -> bytes:
-    """Return the text with sorted, non-overlapping byte edits applied."""
-    out = []
-    pos = 0
-    for e in sorted(edits, key=lambda e: e.span):
-        out.append(text[pos : e.span[0]])
-        out.append(e.text.encode("utf-8", "surrogatepass"))
-        pos = e.span[1]
-    out.append(text[pos:])
-    return b"".join(out)
 
 
 async def verify_candidates(

@@ -1,0 +1,43 @@
+"""Edits as data: the one `apply_edits` refuses overlaps, and merging fixes skips a fix that overlaps another."""
+
+from __future__ import annotations
+
+import pytest
+
+from warpwise.skills.engine import merge_fixes
+from warpwise.skills.model import Applicability
+from warpwise.skills.rewrite import Edit, EditConflict, Fix, apply_edits
+
+TEXT = b"float x = a + b;"
+
+
+def test_edits_apply_in_offset_order_whatever_order_they_come_in() -> None:
+    edits = [Edit(14, 15, "c"), Edit(0, 5, "double")]
+    assert apply_edits(TEXT, edits) == b"double x = a + c;"
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        [Edit(0, 5, "double"), Edit(3, 7, "y")],  # overlapping ranges
+        [Edit(6, 6, "/*a*/"), Edit(6, 6, "/*b*/")],  # two insertions at one place: their order would be a guess
+        [Edit(10, 99, "")],  # past the end of the text
+        [Edit(5, 3, "")],  # end before start
+    ],
+)
+def test_overlapping_or_out_of_range_edits_are_refused(edits: list[Edit]) -> None:
+    with pytest.raises(EditConflict):
+        apply_edits(TEXT, edits)
+
+
+def test_touching_edits_are_not_an_overlap() -> None:
+    assert apply_edits(TEXT, [Edit(0, 5, "int"), Edit(5, 5, "*")]) == b"int* x = a + b;"
+
+
+def test_merging_fixes_skips_a_fix_that_overlaps_one_taken() -> None:
+    first = Fix("a", "first", (Edit(0, 5, "double"),), Applicability.SAFE)
+    clash = Fix("b", "clash", (Edit(4, 6, "?"),), Applicability.SAFE)
+    other = Fix("c", "other", (Edit(14, 15, "c"),), Applicability.SAFE)
+    merged = merge_fixes([first, clash, other])
+    assert merged == [Edit(0, 5, "double"), Edit(14, 15, "c")]
+    assert apply_edits(TEXT, merged) == b"double x = a + c;"
