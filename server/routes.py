@@ -5,8 +5,12 @@ Lanes (see the design notes, "Execution lanes in the server"):
 * `LOOP`: on the event loop, bookkeeping only (documents, versions, settings, progress); returns at once.
 * `ANALYSIS`: reads the immutable `Analysis` of the document's current version, computed on the analysis thread
   (waiting for it if that version is still being analysed); the lookup itself runs on the loop and is cheap.
-  Edits that need real work (`codeAction/resolve`) are computed in a worker thread over that analysis.
-* `QUEUE`: long work, submitted to the job queue, with `$/progress` and cancellation.
+  `register` does the lookup: the route names how to find the request's document, and the handler is called as
+  `handler(ls, analysis, params)` with that version's analysis, or never (the route's fallback answers, or its
+  `gone` hook refuses) when the document is closed or not analysed in time. Edits that need real work
+  (`codeAction/resolve`) are computed in a worker thread over that analysis.
+* `QUEUE`: long work, submitted to the job queue, with `$/progress` and cancellation; the handler only submits
+  (and, for a command, awaits the job's answer without holding the loop).
 
 Every handler is wrapped so that one failing feature is logged and answers "nothing" instead of an error (or, for
 a notification, is skipped); protocol errors a handler raises on purpose (`ContentModified`) pass through.
@@ -62,6 +66,13 @@ class Route:
     options: Any = None
     fallback: Any = None
     request: bool = True
+    document: Callable[[Any], str] | None = None  # ANALYSIS lane: the request's document URI
+    gone: Callable[..., Any] | None = None  # ANALYSIS lane: answers (or raises) when no analysis is there
+
+
+def _text_document(params: Any) -> str:
+    """Return the URI of a request's `textDocument`."""
+    return str(params.text_document.uri)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,17 +102,32 @@ ROUTES: tuple[Route, ...] = (
         Lane.ANALYSIS,
         types.DiagnosticOptions(identifier="warpwise", inter_file_dependencies=False, workspace_diagnostics=False),
         fallback=types.RelatedFullDocumentDiagnosticReport(items=[]),
+        document=_text_document,
     ),
-    Route(types.TEXT_DOCUMENT_HOVER, hover.hover, Lane.ANALYSIS),
+    Route(types.TEXT_DOCUMENT_HOVER, hover.hover, Lane.ANALYSIS, document=_text_document),
     Route(
         types.TEXT_DOCUMENT_CODE_ACTION,
         code_actions.code_action,
         Lane.ANALYSIS,
         types.CodeActionOptions(code_action_kinds=code_actions.CODE_ACTION_KINDS, resolve_provider=True),
         fallback=[],
+        document=_text_document,
     ),
-    Route(types.CODE_ACTION_RESOLVE, code_actions.resolve, Lane.ANALYSIS),
-    Route(types.TEXT_DOCUMENT_CODE_LENS, code_lens.code_lens, Lane.ANALYSIS, types.CodeLensOptions(), fallback=[]),
+    Route(
+        types.CODE_ACTION_RESOLVE,
+        code_actions.resolve,
+        Lane.ANALYSIS,
+        document=code_actions.action_document,
+        gone=code_actions.action_gone,
+    ),
+    Route(
+        types.TEXT_DOCUMENT_CODE_LENS,
+        code_lens.code_lens,
+        Lane.ANALYSIS,
+        types.CodeLensOptions(),
+        fallback=[],
+        document=_text_document,
+    ),
     Route(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, progress.cancel, Lane.LOOP, request=False),
 )
 
@@ -155,10 +181,28 @@ def _guard(name: str, handler: Callable[..., Any], fallback: Any, request: bool)
     return run
 
 
+def in_lane(route: Route) -> Callable[..., Any]:
+    """Return the handler as its lane runs it: ANALYSIS handlers get the current version's analysis."""
+    if route.lane is not Lane.ANALYSIS:
+        return route.handler
+    if route.document is None or not asyncio.iscoroutinefunction(route.handler):
+        raise TypeError(f"{route.method}: an analysis-lane route needs a coroutine handler and a document lookup")
+    handler, document, gone, fallback = route.handler, route.document, route.gone, route.fallback
+
+    @functools.wraps(handler)
+    async def with_analysis(ls: WarpwiseServer, params: Any) -> Any:
+        analysis = await ls.analysis_for(document(params))
+        if analysis is None:
+            return gone(ls, params) if gone is not None else fallback
+        return await handler(ls, analysis, params)
+
+    return with_analysis
+
+
 def register(server: WarpwiseServer) -> None:
-    """Register every route and command with pygls."""
+    """Register every route and command with pygls, each run as its lane says."""
     for route in ROUTES:
-        wrapped = _guard(route.method, route.handler, route.fallback, route.request)
+        wrapped = _guard(route.method, in_lane(route), route.fallback, route.request)
         server.feature(route.method, route.options)(wrapped)
     for cmd in COMMANDS:
         fallback = {"ok": False, "status": "failed", "message": f"{cmd.name} failed; see the warpwise log"}

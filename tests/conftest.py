@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The test run gets its own result and build cache, so that no cache of the user's (or of another checkout's run,
+# written with another schema) decides a result. It is set when this file is imported, before any server process
+# is configured (tests/server takes its environment at import time); a directory the caller set still wins.
+if "WARPWISE_CACHE_DIR" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="warpwise-test-cache-")
+    os.environ["WARPWISE_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

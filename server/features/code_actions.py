@@ -61,11 +61,12 @@ def title_suffix(state: CandidateState, prediction: Any = None) -> str:
     return "not yet verified"
 
 
-async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+async def code_action(
+    ls: WarpwiseServer, analysis: Analysis, params: types.CodeActionParams
+) -> list[types.CodeAction] | None:
     """Answer `textDocument/codeAction` (analysis lane; edits are left to `codeAction/resolve`)."""
     uri = params.text_document.uri
-    analysis = await ls.analysis_for(uri)
-    if analysis is None or not ls.client.code_action_literals:
+    if not ls.client.code_action_literals:
         return None
     lines = analysis.model.lines
     start = convert.offset(lines, params.range.start)
@@ -123,7 +124,7 @@ async def code_action(ls: WarpwiseServer, params: types.CodeActionParams) -> lis
         resolved = []
         for action in actions:
             try:
-                resolved.append(await resolve(ls, action))
+                resolved.append(await resolve(ls, analysis, action))
             except JsonRpcException as exc:
                 log.info("code action %r not offered: %s", action.title, exc.message)
         actions = resolved
@@ -148,7 +149,17 @@ def _data(action: types.CodeAction) -> dict[str, Any]:
     return data
 
 
-async def resolve(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAction:
+def action_document(action: types.CodeAction) -> str:
+    """Return the document a listed action belongs to (from the data it was listed with)."""
+    return str(_data(action)["uri"])
+
+
+def action_gone(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAction:
+    """Refuse to resolve an action whose document is closed or has no analysis of its current version."""
+    raise JsonRpcContentModified("the document of this action is closed or changed; request the actions again")
+
+
+async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeAction) -> types.CodeAction:
     """Compute a code action's edit (`codeAction/resolve`; a worker thread over the listed version's analysis)."""
     data = _data(action)
     uri = data["uri"]
@@ -158,8 +169,7 @@ async def resolve(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAct
             f"the document changed since this action was listed (version {data['version']}, now "
             f"{doc.version if doc is not None else 'closed'}); request the actions again"
         )
-    analysis = await ls.analysis_for(uri)
-    if analysis is None or analysis.version != data["version"]:
+    if analysis.version != data["version"]:
         raise JsonRpcContentModified("the document changed while the action was being resolved")
     kind = data.get("action")
     if kind == "fix":

@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from warpwise.server import convert
+from warpwise.server.analysis import Analysis
 from warpwise.server.features.code_actions import FAILED_STATES
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
 
 
-async def code_lens(ls: WarpwiseServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+async def code_lens(
+    ls: WarpwiseServer, analysis: Analysis, params: types.CodeLensParams
+) -> list[types.CodeLens] | None:
     """Answer `textDocument/codeLens` (analysis lane: reads the current version's analysis)."""
     uri = params.text_document.uri
-    analysis = await ls.analysis_for(uri)
-    if analysis is None:
-        return None
     doc = ls.documents.get(uri)
     report = ls.verification.reports.get(uri)
     stale = report is not None and doc is not None and doc.content_hash != report.content_hash

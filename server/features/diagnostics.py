@@ -332,12 +332,11 @@ def clear(ls: WarpwiseServer, uri: str) -> None:
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-async def pull(ls: WarpwiseServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+async def pull(
+    ls: WarpwiseServer, analysis: Analysis, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
     """Return the static findings of the current version (`textDocument/diagnostic`; analysis lane)."""
     uri = params.text_document.uri
-    analysis = await ls.analysis_for(uri)
-    if analysis is None:
-        return types.RelatedFullDocumentDiagnosticReport(items=[])
     result_id = f"{analysis.version}.{analysis.generation}"
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)

@@ -27,11 +27,8 @@ if TYPE_CHECKING:
 _VERDICT_MARK = {"holds": "✅ holds", "violated": "❌ violated", "unknown": "❔ unknown"}
 
 
-async def hover(ls: WarpwiseServer, params: types.HoverParams) -> types.Hover | None:
+async def hover(ls: WarpwiseServer, analysis: Analysis, params: types.HoverParams) -> types.Hover | None:
     """Answer `textDocument/hover` (analysis lane: reads the current version's analysis)."""
-    analysis = await ls.analysis_for(params.text_document.uri)
-    if analysis is None:
-        return None
     lines = analysis.model.lines
     offset = convert.offset(lines, params.position)
     items = [i for i in analysis.items if i.span[0] <= offset <= i.span[1]]
