@@ -18,6 +18,15 @@ from fractions import Fraction
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from warpwise.analyzers.cuda_api import (
+    ASYNC_CALLS,
+    ATOMIC_CALLS,
+    CG_SYNC_METHODS,
+    CG_WARP_METHODS,
+    MATH_CALLS,
+    SYNC_CALLS,
+    WARP_CALLS,
+)
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.expr.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
 from warpwise.analyzers.model import (
@@ -70,151 +79,6 @@ _BODY_QUERY = """
 (return_statement) @return
 """
 
-SYNC_CALLS = {
-    "__syncthreads": "syncthreads",
-    "__syncthreads_count": "syncthreads",
-    "__syncthreads_and": "syncthreads",
-    "__syncthreads_or": "syncthreads",
-    "__syncwarp": "syncwarp",
-    "__threadfence": "fence",
-    "__threadfence_block": "fence",
-    "__threadfence_system": "fence",
-    "__pipeline_wait_prior": "async_wait",
-    "__pipeline_commit": "async_commit",
-}
-CG_SYNC_METHODS = {"sync", "arrive_and_wait", "wait", "wait_prior"}
-ATOMIC_CALLS = {
-    f"atomic{op}{suffix}"
-    for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And", "Or", "Xor")
-    for suffix in ("", "_block", "_system")
-}
-WARP_CALLS = {
-    "__shfl_sync",
-    "__shfl_up_sync",
-    "__shfl_down_sync",
-    "__shfl_xor_sync",
-    "__ballot_sync",
-    "__all_sync",
-    "__any_sync",
-    "__uni_sync",
-    "__activemask",
-    "__match_any_sync",
-    "__match_all_sync",
-    "__reduce_add_sync",
-    "__reduce_min_sync",
-    "__reduce_max_sync",
-    "__reduce_and_sync",
-    "__reduce_or_sync",
-    "__reduce_xor_sync",
-    "__shfl",
-    "__shfl_down",
-    "__shfl_up",
-    "__shfl_xor",
-}
-CG_WARP_METHODS = {
-    "shfl",
-    "shfl_down",
-    "shfl_up",
-    "shfl_xor",
-    "ballot",
-    "any",
-    "all",
-    "match_any",
-    "match_all",
-}
-ASYNC_CALLS = {"__pipeline_memcpy_async", "memcpy_async", "cp_async", "__cp_async"}
-MATH_CALLS = {
-    *(
-        f"{name}{suffix}"
-        for name in (
-            "exp",
-            "exp2",
-            "exp10",
-            "expm1",
-            "log",
-            "log2",
-            "log10",
-            "log1p",
-            "sqrt",
-            "rsqrt",
-            "cbrt",
-            "pow",
-            "sin",
-            "cos",
-            "tan",
-            "sinh",
-            "cosh",
-            "tanh",
-            "asin",
-            "acos",
-            "atan",
-            "atan2",
-            "erf",
-            "erfc",
-            "fabs",
-            "fmax",
-            "fmin",
-            "fma",
-            "floor",
-            "ceil",
-            "round",
-            "trunc",
-            "fmod",
-            "hypot",
-            "sincos",
-        )
-        for suffix in ("", "f")
-    ),
-    "__expf",
-    "__exp10f",
-    "__logf",
-    "__log2f",
-    "__log10f",
-    "__powf",
-    "__sinf",
-    "__cosf",
-    "__tanf",
-    "__sincosf",
-    "__fdividef",
-    "__frcp_rn",
-    "__fsqrt_rn",
-    "__frsqrt_rn",
-    "__fmaf_rn",
-    "__saturatef",
-    "__fdiv_rn",
-    "__fmul_rn",
-    "__fadd_rn",
-    "__hadd",
-    "__hsub",
-    "__hmul",
-    "__hdiv",
-    "__hfma",
-    "__hadd2",
-    "__hsub2",
-    "__hmul2",
-    "__hfma2",
-    "__h2div",
-    "hexp",
-    "hlog",
-    "hsqrt",
-    "hrsqrt",
-    "h2exp",
-    "h2log",
-    "h2sqrt",
-    "h2rsqrt",
-    "__half2float",
-    "__float2half",
-    "__float2half_rn",
-    "__bfloat162float",
-    "__float2bfloat16",
-    "__floats2half2_rn",
-    "__half22float2",
-    "__float22half2_rn",
-    "__low2float",
-    "__high2float",
-    "__bfloat1622float2",
-    "__float22bfloat162_rn",
-}
 KNOWN_GAP_TOKENS = ("__device__", "__host__", "__cluster_dims__", "__align__", "__grid_constant__")
 _NUMERIC_TEXT = re.compile(r"^[\s()0-9xXa-fA-FuUlL+\-*/%<>&|^~]*$")
 
