@@ -30,7 +30,11 @@ LAYERS["warpwise"] = frozenset((*_ORDER, "warpwise"))
 FOLDERS = {name: name for name in LAYERS}
 
 LSP_PACKAGES = frozenset({"pygls", "lsprotocol", "cattrs"})
-WORKER_MODULES = ("verify/worker.py", "verify/gpu_job.py", "verify/nvbuild.py", "verify/device.py", "verify/types.py")
+# The worker side: everything in verify/worker/, plus the plain types it shares with the parent.
+WORKER_MODULES = (
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "verify" / "worker").glob("*.py")),
+    "verify/types.py",
+)
 WORKER_THIRD_PARTY = frozenset({"numpy", "torch", "cuda"})
 
 
@@ -96,7 +100,7 @@ def layer_violations(root: Path, layers: dict[str, frozenset[str]] = LAYERS) -> 
 
 def worker_violations(root: Path, modules: tuple[str, ...] = WORKER_MODULES) -> list[Violation]:
     """Return imports of the worker-side modules beyond the standard library, numpy/torch, CUDA and each other."""
-    own = {"warpwise." + m[: -len(".py")].replace("/", ".") for m in modules}
+    own = {"warpwise." + m[: -len(".py")].replace("/", ".").removesuffix(".__init__") for m in modules}
     found: list[Violation] = []
     for rel in modules:
         for line, module in _imports(root / rel, root):

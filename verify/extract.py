@@ -140,7 +140,7 @@ def device_source(
     text: str | bytes, filename: str = "kernel.cu", include_dirs: list[str] | None = None
 ) -> DeviceSource:
     """Return the file with host code blanked out, ready for NVRTC (compiler messages name `filename`)."""
-    from warpwise.verify.nvbuild import cuda_include_dirs
+    from warpwise.verify.worker.nvbuild import cuda_include_dirs
 
     dirs = include_dirs if include_dirs is not None else cuda_include_dirs()
     data = bytearray(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)

@@ -13,7 +13,7 @@ For the batched GPU run of issue 7. For each kernel (`lineages/corpus/*/expert.c
    (bytes read + written) and cuBLAS float32 SGEMM at 4096^3 with TF32 off. Experts are held to the issue's
    targets: memory-bound >= 85% of the copy bandwidth, SGEMM >= 80% of cuBLAS, and at least as fast as eager.
 
-It follows the problem-file contract of `warpwise.verify.gpu_job` (parameters by name, `reference()` as a dict of
+It follows the problem-file contract of `warpwise.verify.worker.gpu_job` (parameters by name, `reference()` as a dict of
 outputs, `launch(inputs) -> (grid, block[, smem])`, `inout`) but runs without warpwise installed: the GPU machine
 has torch and the CUDA bindings, not tree-sitter, and the gate times a candidate against an original kernel,
 not a kernel against torch eager. The kernels run in a child process, one at a time; the parent enforces a

@@ -128,9 +128,9 @@ def test_every_kernel_compiles_with_nvcc(tmp_path: Path, request: pytest.Fixture
 @pytest.mark.parametrize("k", ALL, ids=_ids)
 def test_compiles_through_the_gate_build_path(k: Kernel) -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC is not installed (pip install -e '.[compile]')")
-    from warpwise.verify import nvbuild
     from warpwise.verify.extract import device_source
     from warpwise.verify.types import Source
+    from warpwise.verify.worker import nvbuild
 
     if nvbuild.nvrtc_version() is None:
         pytest.skip("NVRTC cannot be loaded on this machine")
@@ -145,8 +145,8 @@ def test_compiles_through_the_gate_build_path(k: Kernel) -> None:
 
 @pytest.mark.parametrize("k", ALL, ids=_ids)
 def test_problem_file_satisfies_the_gate_contract(k: Kernel) -> None:
-    from warpwise.verify import gpu_job
     from warpwise.verify.spec import ProblemSpec, resolve_spec
+    from warpwise.verify.worker import gpu_job
 
     text = k.source.read_text(encoding="utf-8")
     ns = load_problem(k.problem)

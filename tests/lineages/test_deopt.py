@@ -123,9 +123,9 @@ def test_walks_keep_recognizing_earlier_rewrites() -> None:
 
 
 def _nvrtc_build(text: str, kernel: str, name: str) -> tuple[bool, str]:
-    from warpwise.verify import nvbuild
     from warpwise.verify.extract import device_source
     from warpwise.verify.types import Source
+    from warpwise.verify.worker import nvbuild
 
     build = nvbuild.build(Source(device_source(text, name).text, kernel, name), "sm_90")
     return build.info.ok, build.info.log
@@ -134,7 +134,7 @@ def _nvrtc_build(text: str, kernel: str, name: str) -> tuple[bool, str]:
 @pytest.mark.parametrize("k", experts(), ids=_ids)
 def test_every_candidate_of_a_preview_walk_builds_with_nvrtc(k: Kernel, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC is not installed (pip install -e '.[compile]')")
-    from warpwise.verify import nvbuild
+    from warpwise.verify.worker import nvbuild
 
     version = nvbuild.nvrtc_version()
     if version is None:

@@ -142,8 +142,8 @@ def test_load_expert_errors(tmp_path: Path) -> None:
 
 
 def test_problem_source_launches_both_kernels_in_the_worker() -> None:
-    from warpwise.verify import gpu_job
     from warpwise.verify.types import Side
+    from warpwise.verify.worker import gpu_job
 
     expert = load_expert(REDUCE)
     change = LaunchChange("grid", 0, 'max(1, -(-(int(inputs["n"]) >> 2) // 64))', "test")
@@ -160,8 +160,8 @@ def test_problem_source_launches_both_kernels_in_the_worker() -> None:
 @pytest.mark.parametrize("operator", ["reduce_sum", "histogram", "gemv", "bias_gelu", "transpose"])
 def test_every_launch_change_of_the_corpus_evaluates(operator: str) -> None:
     from warpwise.lineages.deopt import KernelSource, candidates
-    from warpwise.verify import gpu_job
     from warpwise.verify.types import Side
+    from warpwise.verify.worker import gpu_job
 
     expert = load_expert(CORPUS / operator / "expert.cu")
     changes = [c for d in candidates(KernelSource.parse(expert.text, expert.kernel)) for c in d.launch]
@@ -175,8 +175,8 @@ def test_every_launch_change_of_the_corpus_evaluates(operator: str) -> None:
 
 def test_compile_only_walk_builds_every_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC is not installed (pip install -e '.[compile]')")
-    from warpwise.verify import nvbuild
     from warpwise.verify.backends import make_backend
+    from warpwise.verify.worker import nvbuild
 
     if nvbuild.nvrtc_version() is None:
         pytest.skip("NVRTC cannot be loaded on this machine")

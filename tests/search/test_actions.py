@@ -139,8 +139,8 @@ def test_lineage_recognises_corpus_operators(suite: str, kernel: str, operator: 
 def test_lineage_step_renames_the_expert_and_brings_its_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from warpwise.verify.gpu_job import Problem
     from warpwise.verify.types import Side
+    from warpwise.verify.worker.gpu_job import Problem
 
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
     ctx, v = context(SUITE / "matmul" / "naive.cu", "matmul_naive")
@@ -194,8 +194,8 @@ def test_a_built_lineage_gives_intermediate_steps(tmp_path: Path, monkeypatch: p
 
     import torch
 
-    from warpwise.verify.gpu_job import Problem
     from warpwise.verify.types import Side
+    from warpwise.verify.worker.gpu_job import Problem
 
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
     corpus = tmp_path / "lineages" / "corpus"

@@ -6,10 +6,10 @@ import pytest
 
 from tests.conftest import EXAMPLES, needs_nvcc
 from warpwise.analyzers.build import analyze_text
-from warpwise.verify import nvbuild
 from warpwise.verify.extract import device_source, qualified_name
 from warpwise.verify.gate import Candidate, PreparedJob, prepare
 from warpwise.verify.types import Options, Source
+from warpwise.verify.worker import nvbuild
 
 EXAMPLE_KERNELS = [
     (path.name, k.name) for path in sorted(EXAMPLES.glob("*.cu")) for k in analyze_text(path.read_bytes()).kernels

@@ -144,8 +144,8 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
     from warpwise.commands.verify import _skill_candidate
     from warpwise.skills.launches import shrunk_problem_spec
-    from warpwise.verify.gpu_job import Problem
     from warpwise.verify.types import Side
+    from warpwise.verify.worker.gpu_job import Problem
 
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")  # 4096 values: 16 blocks of 256 threads
     path = ROOT / "bench" / "suite" / "gelu_f16" / "naive.cu"

@@ -76,7 +76,7 @@ def test_killed_worker_is_crashed_and_replaced(slot: WorkerSlot) -> None:
 
 def test_worker_imports_only_plain_types() -> None:
     code = (
-        "import sys, warpwise.verify.worker as w; w.Worker(True, None);"
+        "import sys, warpwise.verify.worker.__main__ as w; w.Worker(True, None);"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('warpwise','tree_sitter','tree_sitter_cuda','yaml','pygls','lsprotocol','dask','distributed')))"
     )
@@ -86,6 +86,7 @@ def test_worker_imports_only_plain_types() -> None:
         "warpwise",
         "warpwise.verify",
         "warpwise.verify.types",
-        "warpwise.verify.nvbuild",
+        "warpwise.verify.worker.nvbuild",
         "warpwise.verify.worker",
+        "warpwise.verify.worker.__main__",
     }

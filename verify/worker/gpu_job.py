@@ -20,20 +20,6 @@ from typing import Any
 
 import torch
 
-from warpwise.verify import nvbuild
-from warpwise.verify.device import (
-    Buffer,
-    CudaFault,
-    Device,
-    Kernel,
-    SpecError,
-    allocate,
-    compare,
-    fill_random,
-    pack_args,
-    run_once,
-    time_pair,
-)
 from warpwise.verify.types import (
     TOLERANCES,
     BufferSpec,
@@ -48,6 +34,20 @@ from warpwise.verify.types import (
     VerificationResult,
     WorkerJob,
     decide_status,
+)
+from warpwise.verify.worker import nvbuild
+from warpwise.verify.worker.device import (
+    Buffer,
+    CudaFault,
+    Device,
+    Kernel,
+    SpecError,
+    allocate,
+    compare,
+    fill_random,
+    pack_args,
+    run_once,
+    time_pair,
 )
 
 _FROM_TORCH: dict[torch.dtype, str] = {

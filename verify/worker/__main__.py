@@ -11,8 +11,8 @@ limit by killing the process group.
 `--once JOBFILE --side SIDE` runs the sides of a job once on seed 0 and exits; the parent wraps that mode in
 `compute-sanitizer` and `ncu`.
 
-Imports: the standard library, `warpwise.verify.types` and `warpwise.verify.nvbuild` at start; numpy, torch and
-`warpwise.verify.device` (GPU mode only) once the GPU is used.
+Imports: the standard library, `warpwise.verify.types` and `warpwise.verify.worker.nvbuild` at start; numpy, torch and
+`warpwise.verify.worker.device` (GPU mode only) once the GPU is used.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from warpwise.verify import nvbuild
 from warpwise.verify.types import (
     PROTOCOL_VERSION,
     BuildInfo,
@@ -39,6 +38,7 @@ from warpwise.verify.types import (
     WorkerJob,
     to_json_line,
 )
+from warpwise.verify.worker import nvbuild
 
 EXIT_STICKY = 3
 EXIT_ORPHANED = 4
@@ -69,7 +69,7 @@ class Worker:
         self.init_error = ""
         if not compile_only:
             try:
-                from warpwise.verify import device as dev
+                from warpwise.verify.worker import device as dev
 
                 self.device = dev.Device()
             except Exception as exc:
@@ -109,7 +109,7 @@ class Worker:
             return _done(base, Status.NO_GPU, msg, t0, build_s=build_s)
         if job.spec is None:
             return _done(base, Status.SPEC_MISSING, "no problem spec was given, so nothing can be run", t0)
-        from warpwise.verify import gpu_job
+        from warpwise.verify.worker import gpu_job
 
         return gpu_job.check_and_time(self.device, job, ob, cb, base, emit, t0, build_s)
 
@@ -135,7 +135,7 @@ def _worker_id() -> str:
 def _exception_result(exc: Exception, job: WorkerJob, worker: Worker) -> tuple[VerificationResult, bool]:
     """Turn an exception into a result; say whether this worker must exit afterwards."""
     if worker.device is not None:
-        from warpwise.verify import gpu_job
+        from warpwise.verify.worker import gpu_job
 
         return gpu_job.result_of_exception(exc, job, worker.identity())
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -195,7 +195,7 @@ def serve(compile_only: bool, build_cache: str | None) -> int:
         if op == "exit":
             return 0
         if op == "peaks":
-            from warpwise.verify import gpu_job
+            from warpwise.verify.worker import gpu_job
 
             emit({"event": "peaks", "peaks": gpu_job.measure_peaks(worker.device)})
             continue
@@ -222,7 +222,7 @@ def run_once(job_file: str, side: str) -> int:
     if worker.device is None:
         print(f"warpwise worker: no GPU: {worker.init_error}", file=sys.stderr)
         return 2
-    from warpwise.verify import gpu_job
+    from warpwise.verify.worker import gpu_job
 
     sides = [Side.ORIGINAL, Side.CANDIDATE] if side == "both" else [Side(side)]
     return gpu_job.run_sides_once(worker.device, job, sides, worker.arch, worker.cache)
