@@ -36,7 +36,14 @@ from warpwise import __version__
 from warpwise.lineages.deopt import Deopt, KernelSource, candidates
 from warpwise.verify.gate import Candidate, Gate
 from warpwise.verify.launch import LaunchChange, describe, problem_source
-from warpwise.verify.spec import ProblemSpec, SpecMissing, resolve_spec
+from warpwise.verify.spec import (
+    ProblemFileError,
+    ProblemSpec,
+    SpecMissing,
+    problem_kernel,
+    read_problem,
+    resolve_spec,
+)
 from warpwise.verify.types import Options, Status, VerificationResult
 
 SCHEMA = 1
@@ -102,10 +109,12 @@ def load_expert(
     prob = Path(problem) if problem else src.with_name(f"{src.name.rsplit('.', 1)[0]}.problem.py")
     if not prob.is_file():
         raise LineageError(f"no problem file: {prob} does not exist (give one with --problem)")
-    prob_text = prob.read_text(encoding="utf-8")
+    try:
+        prob_text = read_problem(prob)
+    except ProblemFileError as exc:
+        raise LineageError(str(exc)) from exc
     if kernel is None:
-        m = re.search(r'^kernel\s*=\s*["\'](\w+)["\']', prob_text, re.M)
-        kernel = m.group(1) if m else None
+        kernel = problem_kernel(prob_text)
     if kernel is None:
         names = re.findall(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(", text)
         if len(names) != 1:
@@ -114,7 +123,7 @@ def load_expert(
     with tempfile.TemporaryDirectory() as tmp:
         # The gate finds a problem file beside the source; resolve in a folder that holds exactly these two.
         shutil.copyfile(src, Path(tmp) / src.name)
-        shutil.copyfile(prob, Path(tmp) / f"{src.name.rsplit('.', 1)[0]}.problem.py")
+        (Path(tmp) / f"{src.name.rsplit('.', 1)[0]}.problem.py").write_text(prob_text, encoding="utf-8")
         spec = resolve_spec(str(Path(tmp) / src.name), text, kernel)
     if isinstance(spec, SpecMissing):
         raise LineageError(f"{src}: {spec.message}")

@@ -47,9 +47,11 @@ def literal_block(problem_source: str, function: str = "launch") -> tuple[int, i
         tree = ast.parse(problem_source)
     except SyntaxError:
         return None
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
-    if fn is None:
+    # The last definition is the one Python binds (a problem file that extends another overrides its `launch`).
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+    if not defs:
         return None
+    fn = defs[-1]
     blocks = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Return):

@@ -36,7 +36,7 @@ from warpwise.analyzers.model import Function
 from warpwise.search.actions import Action, ActionKind, ready
 from warpwise.search.context import SearchContext, literal_block
 from warpwise.search.version import LaunchOverride, Transform, Version
-from warpwise.verify.spec import element_type, kernel_function, scalar_ctype
+from warpwise.verify.spec import element_type, kernel_function, problem_kernel, read_problem, scalar_ctype
 
 log = logging.getLogger(__name__)
 
@@ -187,10 +187,10 @@ def plans_for(ctx: SearchContext, version: Version, corpus: Path | None = None) 
             continue
         problem_path = folder / "expert.problem.py"
         text = (folder / "expert.cu").read_text(encoding="utf-8")
-        problem = problem_path.read_text(encoding="utf-8") if problem_path.is_file() else ""
-        m = re.search(r"^kernel\s*=\s*[\"'](\w+)[\"']", problem, re.M)
+        problem = read_problem(problem_path) if problem_path.is_file() else ""
+        named = problem_kernel(problem)
         expert_model = analyze_text(text, str(folder / "expert.cu"))
-        expert_fn = kernel_function(expert_model, m.group(1)) if m else None
+        expert_fn = kernel_function(expert_model, named) if named else None
         if expert_fn is None and len(expert_model.kernels) == 1:
             expert_fn = expert_model.kernels[0]
         if expert_fn is None or _signature(expert_fn) != mine or "def launch" not in problem:

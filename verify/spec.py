@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,6 +186,84 @@ def kernel_function(model: FileModel, kernel: str) -> Function | None:
     return None
 
 
+EXTENDS = "problem_extends"
+"""A problem file that sets `problem_extends = "PATH"` (relative to itself) runs after the problem file at PATH."""
+MAX_EXTENDS_DEPTH = 4
+
+
+class ProblemFileError(ValueError):
+    """A problem file that cannot be read: a missing or circular `problem_extends`, or an unreadable file."""
+
+
+def read_problem(path: str | Path) -> str:
+    """Return the text of a problem file as the worker runs it: the problems it extends first, then its own.
+
+    Operators shared by several kernels (the naive suite's kernel and the corpus expert of the same operator) keep
+    their inputs, reference and eager baseline in one file; a problem file that names it in `problem_extends` adds
+    or overrides only what differs (its kernel, launch, sizes). Later definitions win, as in any Python module, and
+    functions of the base read the names they use when they run, so an overridden `SIZES` is the one they see.
+    """
+    chain: list[Path] = []
+    current = Path(path)
+    texts: list[str] = []
+    while True:
+        resolved = current.resolve()
+        if resolved in chain:
+            raise ProblemFileError(f"{Path(path).name}: `{EXTENDS}` comes back to {current.name} (a cycle)")
+        if len(chain) > MAX_EXTENDS_DEPTH:
+            raise ProblemFileError(f"{Path(path).name}: more than {MAX_EXTENDS_DEPTH} levels of `{EXTENDS}`")
+        chain.append(resolved)
+        try:
+            text = current.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            where = f" (named by `{EXTENDS}` in {chain[-2].name})" if len(chain) > 1 else ""
+            raise ProblemFileError(f"cannot read the problem file {current}{where}: {exc.strerror or exc}") from exc
+        texts.append(text)
+        base = _problem_extends(text)
+        if base is None:
+            break
+        current = current.parent / base
+    if len(texts) == 1:
+        return texts[0]
+    # `from __future__` imports must open a module: those of an extending file join the ones at the top.
+    futures: list[str] = []
+    parts = [texts[-1]]
+    for file, text in zip(reversed(chain[:-1]), reversed(texts[:-1]), strict=True):
+        futures += [f for f in _FUTURE.findall(text) if f not in futures and f not in texts[-1]]
+        text = _FUTURE.sub(lambda m: f"# {m.group(0)}  (moved to the top of the combined problem)", text)
+        # The base is inlined above: the combined text records what it extended but does not extend it again.
+        text = _EXTENDS_LINE.sub(f"{EXTENDED} =", text)
+        parts.append(f"\n\n# --- warpwise: {file.name} extends the problem above (`{EXTENDS}`) ---\n{text}")
+    return "".join(f"{f}\n" for f in futures) + "".join(parts)
+
+
+_FUTURE = re.compile(r"^from __future__ import [^\n#]*", re.M)
+_EXTENDS_LINE = re.compile(rf"^{EXTENDS}\s*=", re.M)
+EXTENDED = "problem_extended"
+
+
+def _problem_extends(text: str) -> str | None:
+    """Return the path a problem file's top-level `problem_extends = "..."` names, without running the file."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == EXTENDS for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    return None
+
+
+def problem_kernel(text: str) -> str | None:
+    """Return the kernel a problem file's text names (its last top-level `kernel = "..."`, as Python would bind)."""
+    return _problem_names(text).get("kernel")
+
+
 def problem_file_for(path: str | Path, kernel: str) -> Path | None:
     """Return the problem file that describes `kernel` of the source at `path`, if one exists."""
     src = Path(path)
@@ -256,7 +335,10 @@ def _from_problem_file(
     """Return a spec that runs the problem file's inputs and reference in the worker."""
     from warpwise.verify.types import ArgSpec, BufferSpec, Geometry
 
-    text = problem.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_problem(problem)
+    except ProblemFileError as exc:
+        return SpecMissing(fn.name, str(exc), ("problem file",))
     names = _problem_names(text)
     has_launch = "launch" in names or ("grid" in names and "block" in names)
     if not (("make_inputs" in names and "reference" in names) or ("Model" in names and "get_inputs" in names)):

@@ -161,7 +161,9 @@ def parse_signature(source: str, kernel: str) -> list[Param]:
 def load_problem(path: Path) -> dict[str, Any]:
     """Execute a problem file the way the gate's worker does and return its namespace."""
     ns: dict[str, Any] = {"__name__": "warpwise_problem", "__file__": str(path)}
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), ns)
+    from warpwise.verify.spec import read_problem
+
+    exec(compile(read_problem(path), str(path), "exec"), ns)
     return ns
 
 

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from tests.conftest import ROOT
+from warpwise.verify.spec import read_problem
 
 CORPUS = ROOT / "lineages" / "corpus"
 SUITE = ROOT / "bench" / "suite"
@@ -57,7 +58,7 @@ ALL = experts() + naives()
 def load_problem(path: Path) -> dict[str, Any]:
     """Execute a problem file as the gate's worker does and return its namespace."""
     ns: dict[str, Any] = {"__name__": "warpwise_problem", "__file__": str(path)}
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), ns)
+    exec(compile(read_problem(path), str(path), "exec"), ns)
     return ns
 
 

@@ -14,7 +14,7 @@ from warpwise.search.lineage import LineageActions, plans_for
 from warpwise.search.params import ParamActions
 from warpwise.search.version import LaunchOverride, Transform, Version
 from warpwise.skills.library import builtin_library
-from warpwise.verify.spec import ProblemSpec, resolve_spec
+from warpwise.verify.spec import ProblemSpec, read_problem, resolve_spec
 from warpwise.verify.types import Options
 
 SUITE = ROOT / "bench" / "suite"
@@ -86,7 +86,7 @@ def test_block_size_refuses_a_kernel_that_hard_codes_it(tmp_path: Path) -> None:
     text = (SUITE / "softmax" / "naive.cu").read_text().replace("buf[BLOCK]", "buf[256]")
     path = tmp_path / "naive.cu"
     path.write_text(text)
-    (tmp_path / "naive.problem.py").write_text((SUITE / "softmax" / "naive.problem.py").read_text())
+    (tmp_path / "naive.problem.py").write_text(read_problem(SUITE / "softmax" / "naive.problem.py"))
     ctx, v = context(path, "softmax_naive")
     assert not [a for a in ParamActions().actions(v, ctx) if a.name.startswith("param:block")]
 

@@ -213,3 +213,34 @@ def test_model_is_reused_when_given() -> None:
     text = (EXAMPLES / "vector_ops.cu").read_text()
     model = analyze_text(text, "vector_ops.cu")
     assert isinstance(resolve_spec("vector_ops.cu", text, "center", model), ProblemSpec)
+
+
+def test_a_problem_file_extends_another_and_overrides_what_differs(tmp_path: Path) -> None:
+    from warpwise.verify.spec import read_problem
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "op.problem.py").write_text(
+        '"""The operator."""\nfrom __future__ import annotations\nSIZES = {"full": 8}\nkernel = "expert"\n'
+        "def size():\n    return SIZES['full']\n"
+    )
+    (tmp_path / "naive.problem.py").write_text(
+        'problem_extends = "shared/op.problem.py"\nkernel = "naive"\nSIZES = {"full": 3}\n'
+    )
+    ns: dict = {}
+    exec(compile(read_problem(tmp_path / "naive.problem.py"), "naive.problem.py", "exec"), ns)
+    assert ns["kernel"] == "naive" and ns["size"]() == 3  # The base's function reads the override.
+
+
+def test_a_missing_or_circular_extends_is_a_clear_spec_missing(tmp_path: Path) -> None:
+    from warpwise.verify.spec import ProblemFileError, read_problem
+
+    (tmp_path / "a.problem.py").write_text('problem_extends = "b.problem.py"\n')
+    with pytest.raises(ProblemFileError, match=r"cannot read the problem file .*b\.problem\.py.*named by"):
+        read_problem(tmp_path / "a.problem.py")
+    (tmp_path / "b.problem.py").write_text('problem_extends = "a.problem.py"\n')
+    with pytest.raises(ProblemFileError, match="cycle"):
+        read_problem(tmp_path / "a.problem.py")
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
+    (tmp_path / "k.problem.py").write_text('problem_extends = "gone.problem.py"\n')
+    spec = resolve_spec(str(tmp_path / "k.cu"), (tmp_path / "k.cu").read_text(), "k")
+    assert isinstance(spec, SpecMissing) and "gone.problem.py" in spec.message

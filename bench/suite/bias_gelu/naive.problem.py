@@ -11,66 +11,16 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 8192 x 8192, a
 preset for CPU tests and tail checks.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, SIZES, launch).
+problem_extends = "../../../lineages/corpus/bias_gelu/expert.problem.py"
 kernel = "bias_gelu_naive"
-roofline = "memory"
-
 SIZES = {"full": (8192, 8192), "tiny": (8, 1024), "odd": (7, 1001)}
-
-
-def _size() -> tuple[int, int]:
-    """Return (rows, cols) for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return x (standard normal), bias (normal, sd 0.5), the output y and the sizes."""
-    rows, cols = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    x = torch.randn(rows, cols, generator=gen, device=dev, dtype=torch.float32)
-    bias = 0.5 * torch.randn(cols, generator=gen, device=dev, dtype=torch.float32)
-    return {"x": x, "bias": bias, "y": torch.empty_like(x), "rows": rows, "cols": cols}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return y = gelu(x + bias)."""
-    return {"y": F.gelu(inputs["x"] + inputs["bias"])}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator: an add and a GELU, two kernels."""
-    return F.gelu(inputs["x"] + inputs["bias"])
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per element, in blocks of 256."""
     return (math.ceil(int(inputs["rows"]) * int(inputs["cols"]) / 256), 1, 1), (256, 1, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: x read once, y written once, the bias read once."""
-    rows, cols = int(inputs["rows"]), int(inputs["cols"])
-    return 8 * rows * cols + 4 * cols
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations, counting erf as one: add, scale, erf, add, two multiplies."""
-    return 6 * int(inputs["rows"]) * int(inputs["cols"])

@@ -11,73 +11,20 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES, as (height, width): `full` (the def
 corpus) or a small preset for CPU tests and tail checks.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, SIZES, launch, flops).
+problem_extends = "../../../lineages/corpus/blur3x3/expert.problem.py"
 kernel = "blur3x3_naive"
-roofline = "memory"
-
 SIZES = {"full": (8192, 8192), "tiny": (40, 256), "odd": (37, 203)}
-WEIGHTS = ((1.0, 2.0, 1.0), (2.0, 4.0, 2.0), (1.0, 2.0, 1.0))
-
-
-def _size() -> tuple[int, int]:
-    """Return (height, width) for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return an image of uniform values in [0, 1), the output and the sizes."""
-    height, width = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    img = torch.rand(height, width, generator=gen, device=dev, dtype=torch.float32)
-    return {"in": img, "out": torch.empty_like(img), "height": height, "width": width}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return the blurred image, as nine shifted and weighted copies of the edge-padded image."""
-    img = inputs["in"]
-    height, width = img.shape
-    padded = F.pad(img[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
-    out = torch.zeros_like(img)
-    for dy in range(3):
-        for dx in range(3):
-            out += (WEIGHTS[dy][dx] / 16.0) * padded[dy : dy + height, dx : dx + width]
-    return {"out": out}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator: an edge pad and a 3x3 convolution."""
-    img = inputs["in"]
-    weight = torch.tensor(WEIGHTS, device=img.device, dtype=img.dtype).reshape(1, 1, 3, 3) / 16.0
-    return F.conv2d(F.pad(img[None, None], (1, 1, 1, 1), mode="replicate"), weight)[0, 0]
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per pixel, in 16 x 16 blocks."""
     height, width = int(inputs["height"]), int(inputs["width"])
     return (math.ceil(width / 16), math.ceil(height / 16), 1), (16, 16, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: the image read once, the output written once."""
-    return 8 * int(inputs["height"]) * int(inputs["width"])
 
 
 def flops(inputs: dict[str, Any]) -> int:

@@ -12,64 +12,15 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 1 GiB of bytes
 preset for CPU tests and tail checks.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, launch).
+problem_extends = "../../../lineages/corpus/histogram/expert.problem.py"
 kernel = "histogram_naive"
-inout = ("bins",)
-roofline = "memory"
-
-SIZES = {"full": 1 << 30, "tiny": 1 << 14, "odd": 10007}
-
-
-def _size() -> int:
-    """Return n for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return uniformly random bytes, bins = 0 and n."""
-    n = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    data = torch.randint(0, 256, (n,), generator=gen, device=dev, dtype=torch.uint8)
-    return {"data": data, "bins": torch.zeros(256, device=dev, dtype=torch.int32), "n": n}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return the count of each byte value."""
-    return {"bins": torch.bincount(inputs["data"], minlength=256).to(torch.int32)}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator."""
-    return torch.bincount(inputs["data"], minlength=256)
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per byte, in blocks of 256."""
     return (math.ceil(int(inputs["n"]) / 256), 1, 1), (256, 1, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: the data read once (the 1 KiB of bins is negligible)."""
-    return int(inputs["n"]) + 4 * 256
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations: none (one integer increment per byte)."""
-    return 0

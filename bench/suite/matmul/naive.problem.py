@@ -11,71 +11,17 @@ small preset for CPU tests and tail checks. The entries are multiples of 1/32 in
 exact in any order and the kernel must match the float64 reference exactly.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, SIZES, launch).
+problem_extends = "../../../lineages/corpus/sgemm/expert.problem.py"
 kernel = "matmul_naive"
-roofline = "compute"
-
 SIZES = {"full": (4096, 4096, 4096), "tiny": (64, 64, 32), "odd": (67, 45, 37)}
-
-
-def _size() -> tuple[int, int, int]:
-    """Return (M, N, K) for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _grid32(shape: tuple[int, int], gen: torch.Generator, dev: torch.device) -> torch.Tensor:
-    """Return a float32 matrix of random multiples of 1/32 in [-1, 1]."""
-    return torch.randint(-32, 33, shape, generator=gen, device=dev).to(torch.float32) / 32
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return A, B, the output C and the sizes."""
-    m, n, k = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    a = _grid32((m, k), gen, dev)
-    b = _grid32((k, n), gen, dev)
-    return {"A": a, "B": b, "C": torch.empty(m, n, device=dev, dtype=torch.float32), "M": m, "N": n, "K": k}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return C = A B, computed in float64 (exact for these entries)."""
-    return {"C": (inputs["A"].double() @ inputs["B"].double()).float()}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator (cuBLAS SGEMM when TF32 is off)."""
-    return torch.mm(inputs["A"], inputs["B"])
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per element of C, in 16 x 16 blocks."""
     m, n = int(inputs["M"]), int(inputs["N"])
     return (math.ceil(n / 16), math.ceil(m / 16), 1), (16, 16, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: A and B read once, C written once."""
-    m, n, k = int(inputs["M"]), int(inputs["N"]), int(inputs["K"])
-    return 4 * (m * k + k * n + m * n)
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations: a multiply and an add per term."""
-    return 2 * int(inputs["M"]) * int(inputs["N"]) * int(inputs["K"])

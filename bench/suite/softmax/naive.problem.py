@@ -10,62 +10,8 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 8192 x 8192, a
 preset for CPU tests and tail checks.
 """
 
-from __future__ import annotations
-
-import os
-from typing import Any
-
-import torch
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, SIZES).
+problem_extends = "../../../lineages/corpus/softmax_rows/expert.problem.py"
 kernel = "softmax_naive"
-roofline = "memory"
-
 SIZES = {"full": (8192, 8192), "tiny": (4, 1000), "odd": (5, 1003)}
-
-
-def _size() -> tuple[int, int]:
-    """Return (rows, cols) for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return x (standard normal), the output y and the sizes."""
-    rows, cols = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    x = torch.randn(rows, cols, generator=gen, device=dev, dtype=torch.float32)
-    return {"x": x, "y": torch.empty_like(x), "rows": rows, "cols": cols}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return y = softmax(x) along each row."""
-    return {"y": torch.softmax(inputs["x"], dim=1)}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator."""
-    return torch.softmax(inputs["x"], dim=1)
-
-
-def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Return one block of 256 threads per row (the kernel's shared array holds 256)."""
-    return (int(inputs["rows"]), 1, 1), (256, 1, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: x read once, y written once."""
-    return 8 * int(inputs["rows"]) * int(inputs["cols"])
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations, counting an exponential as one: max, subtract, exp, add, scale."""
-    return 5 * int(inputs["rows"]) * int(inputs["cols"])
