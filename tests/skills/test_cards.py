@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from tests.nvcc import compile_many
-from tests.skills.cardtest import CARD_FIXTURES, matches, nvcc_compiles, rewrite_all
+from tests.skills.cardtest import card_of, fixture_files, matches, nvcc_compiles, rewrite_all
 from warpwise.analyzers.build import analyze_text
 from warpwise.skills.library import builtin_library
 
 LIB = builtin_library()
-POSITIVE = sorted(p for p in CARD_FIXTURES.glob("*/pos_*.cu") if not p.name.endswith(".expected.cu"))
-NEGATIVE = sorted(CARD_FIXTURES.glob("*/neg_*.cu"))
+POSITIVE = [p for p in fixture_files("pos_*.cu") if not p.name.endswith(".expected.cu")]
+NEGATIVE = fixture_files("neg_*.cu")
 
 
 def _id(p: Path) -> str:
-    return f"{p.parent.name}/{p.name}"
+    return f"{card_of(p)}/{p.name}"
 
 
 def test_library_loads_clean() -> None:
@@ -29,7 +29,7 @@ def test_library_loads_clean() -> None:
 
 @pytest.mark.parametrize("card_id", sorted(LIB.cards))
 def test_every_card_has_fixtures(card_id: str) -> None:
-    folder = CARD_FIXTURES / card_id
+    folder = Path(LIB.cards[card_id].path).parent / "fixtures"
     assert folder.is_dir(), f"add fixtures under {folder}"
     pos = [p for p in folder.glob("pos_*.cu") if not p.name.endswith(".expected.cu")]
     assert pos, "at least one positive case"
@@ -43,7 +43,7 @@ def test_every_card_has_fixtures(card_id: str) -> None:
 def test_positive_fires_and_rewrites_exactly(
     path: Path, tmp_path: Path, compiled_fixtures: dict[Path, tuple[bool, str]]
 ) -> None:
-    card_id = path.parent.name
+    card_id = card_of(path)
     source = path.read_bytes()
     found = matches(card_id, source)
     assert found, f"{card_id} should fire on {path.name}"
@@ -63,14 +63,14 @@ def test_positive_fires_and_rewrites_exactly(
 
 @pytest.mark.parametrize("path", NEGATIVE, ids=_id)
 def test_near_miss_does_not_fire(path: Path) -> None:
-    found = matches(path.parent.name, path.read_bytes())
+    found = matches(card_of(path), path.read_bytes())
     assert found == [], [m.message for m in found]
 
 
 @pytest.fixture(scope="module")
 def compiled_fixtures() -> dict[Path, tuple[bool, str]]:
     """Compile every fixture and every expected rewrite at once, on all cores."""
-    paths = POSITIVE + NEGATIVE + sorted(CARD_FIXTURES.glob("*/*.expected.cu"))
+    paths = POSITIVE + NEGATIVE + fixture_files("*.expected.cu")
     return dict(zip(paths, compile_many([p.read_bytes() for p in paths]), strict=True))
 
 
