@@ -13,6 +13,7 @@ from tests.conftest import FIXTURES
 from warpwise.skills.library import (
     BUILTIN_CARDS,
     CARD_FILE,
+    builtin_library,
     iter_card_files,
     load_card,
     load_library,
@@ -67,9 +68,20 @@ def test_bad_enum_lists_allowed_values(tmp_path: Path) -> None:
 
 
 def test_rewrite_that_does_not_import(tmp_path: Path) -> None:
-    text = GOOD.replace("warpwise.skills.rewrites.core:fast_math_intrinsic", "warpwise.skills.rewrites.core:nope")
+    text = GOOD.replace("rewrite: fast_math_intrinsic", "rewrite: nope")
     probs = problems_of(tmp_path, text)
     assert any(": rewrite: " in p and "does not import" in p for p in probs), probs
+    text = GOOD.replace("rewrite: fast_math_intrinsic", "rewrite: warpwise.skills.rewrites.core:nope")
+    probs = problems_of(tmp_path, text)
+    assert any(": rewrite: " in p and "does not import" in p for p in probs), probs
+
+
+def test_other_rules_under_a_loaded_card_id(tmp_path: Path) -> None:
+    assert "precise-math-call" in builtin_library().cards
+    folder = write(tmp_path, "precise-math-call", GOOD)
+    rules_module_path(folder.parent).write_text("X = 1\n")
+    probs = [str(p) for p in load_card(folder)[1]]
+    assert any("other rules for card 'precise-math-call' are loaded from" in p for p in probs), "\n".join(probs)
 
 
 def test_unknown_matcher_and_check(tmp_path: Path) -> None:
