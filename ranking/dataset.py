@@ -319,10 +319,10 @@ def launch_not_adapted(source: str, file: str, card: str, launch: str | None) ->
     the threads they need: a measurement of that launch, not of the rewrite as it is meant to run. Such records are
     kept on the cards, marked, but are not evidence for the ranking. Later runs record the launch they used.
     """
-    from warpwise.skills.launches import GRID_FACTOR_CARDS
+    from warpwise.skills.launches import grid_factor_cards
 
     unrecorded = launch is None or launch.startswith(UNADAPTED)
-    return unrecorded and card in GRID_FACTOR_CARDS and "card_evidence" in source and file.startswith("bench/suite/")
+    return unrecorded and card in grid_factor_cards() and "card_evidence" in source and file.startswith("bench/suite/")
 
 
 # How the records of that run are marked on the cards.

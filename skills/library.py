@@ -68,6 +68,7 @@ class SkillCard:
     path: str
     layout: str = "warpwise"
     rewrite_fn: Callable[..., Any] | None = None
+    rules: ModuleType | None = None
 
     @property
     def skill_id(self) -> str:
@@ -297,7 +298,7 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
             problems.append(LoadProblem(where, "(body)", f"missing a '## {section}' section"))
     if problems:
         return None, problems
-    return SkillCard(header, body, where, "warpwise", rewrite_fn), []
+    return SkillCard(header, body, where, "warpwise", rewrite_fn, rules), []
 
 
 def _load_klineage(path: Path, raw: dict[str, Any], body: str) -> tuple[SkillCard | None, list[LoadProblem]]:

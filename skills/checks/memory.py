@@ -51,10 +51,7 @@ def _template_names(fn: Function) -> set[str]:
     return {t.name for t in fn.template_params}
 
 
-# Card 1: vector types, index use, alignment, aliasing.
-
-
-# Cards 1, 6, 7: the body handles one element on its own.
+# The body handles one element on its own.
 
 
 def _below(node: Any, types: tuple[str, ...]) -> list[Any]:
@@ -308,10 +305,7 @@ def launches_shrink(ctx: CheckContext, factor: int | None = None) -> Verdict:
     return holds(f"the rewrite divides the grid of every launch in this file by {k}")
 
 
-# Card 2: warp-level code, the mirrored grid, coalescing after the swap.
-
-
-# Cards 3 and 5: the launch block that a tile is sized for.
+# The launch block that a tile is sized for.
 
 
 @check("square_launch_block")
@@ -332,15 +326,6 @@ def square_launch_block(ctx: CheckContext) -> Verdict:
     if len(dims) < 2 or dims[0] != dims[1] or any(d != 1 for d in dims[2:]):
         return unknown(f"the block is {'x'.join(map(str, dims))}, not square; a square tile would not match it")
     return holds(f"every launch uses {dims[0]}x{dims[1]} blocks")
-
-
-# Card 4: read-only inputs.
-
-
-# Card 9: one block size.
-
-
-# Card 10: asynchronous copies.
 
 
 # Cards whose exact rewrite covers one canonical shape and shows the others without a fix.

@@ -25,27 +25,6 @@ from warpwise.skills.facts_memory import (
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
 
-VECTOR_TYPES = {
-    "float": ("float4", 4),
-    "int": ("int4", 4),
-    "unsigned int": ("uint4", 4),
-    "unsigned": ("uint4", 4),
-    "uint32_t": ("uint4", 4),
-    "int32_t": ("int4", 4),
-    "double": ("double2", 2),
-    "long long": ("longlong2", 2),
-    "long long int": ("longlong2", 2),
-    "unsigned long long": ("ulonglong2", 2),
-    "int64_t": ("longlong2", 2),
-    "uint64_t": ("ulonglong2", 2),
-    # 2-byte types have no 16-byte vector type of their own: eight of them travel as one `uint4`, read back through
-    # a pointer to the element type (the rewrite's packed form).
-    "__half": ("uint4", 8),
-    "half": ("uint4", 8),
-    "__nv_bfloat16": ("uint4", 8),
-    "nv_bfloat16": ("uint4", 8),
-}
-
 
 def _index_node(ks: KernelSyntax, fn: Function, acc: Access) -> Any:
     start, end = fn.span(acc.index_span)
@@ -64,30 +43,12 @@ def _related_launches(model: FileModel, fn: Function) -> tuple[Related, ...]:
     )
 
 
-# 1. scalar-global-access
-
-
-# 2. uncoalesced-thread-mapping
-
-
 def index_form(ks: KernelSyntax, fn: Function, acc: Access) -> Any:
     """Return the linear form of a one-dimensional global access's index."""
     if len(acc.indices) != 1:
         return None
     node = _index_node(ks, fn, acc)
     return linear(ks, node) if node is not None else None
-
-
-# 3. strided-transpose-access
-
-
-# 4. readonly-data-without-restrict
-
-
-# 5. repeated-global-tile-reads
-
-
-# 6. fixed-size-grid-without-stride-loop and 7. one-element-per-thread
 
 
 @matcher("one_element_per_thread")
@@ -120,15 +81,6 @@ def one_element_per_thread(ctx: MatchContext, factor: int = 1) -> Iterator[Regio
                 "_related": _related_launches(ctx.model, fn),
             },
         )
-
-
-# 8. block-size-limits-occupancy
-
-
-# 9. missing-launch-bounds
-
-
-# 10. synchronous-global-to-shared-copy
 
 
 # 11. warp-divergent-branch

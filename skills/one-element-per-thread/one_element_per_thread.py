@@ -72,6 +72,11 @@ def body_is_light(ctx: CheckContext) -> Verdict:
     return holds(f"each thread of `{fn.name}` does a small, bounded amount of work for its element")
 
 
+def grid_factor(matches: list[Any]) -> int | None:
+    """Return how many elements each thread covers after coarsening (the anchor's `factor`; the grid shrinks by it)."""
+    return int(matches[0].card.header.anchor.args.get("factor", 4))
+
+
 def coarsen_elements(ctx: RewriteContext, factor: int = 4) -> list[Edit] | None:
     """Give each thread `factor` elements, `blockDim.x` apart (coalesced), in an unrolled loop; shrink the grid."""
     shape: Elementwise = ctx.fact("shape")

@@ -100,15 +100,6 @@ def _bound_text(ctx: RewriteContext, shape: Elementwise) -> str:
     return text if node.type in ("identifier", "number_literal", "field_expression") else f"({text})"
 
 
-# 1. scalar-global-access
-
-
-# 2. uncoalesced-thread-mapping
-
-
-# 3. strided-transpose-access
-
-
 def _only_statement(node: Any) -> Any:
     if node.type == "compound_statement":
         kids = [c for c in node.named_children if c.type != "comment"]
@@ -127,21 +118,6 @@ def _tile_size(ctx: RewriteContext, scale: str, scale_value: int | None) -> tupl
     if scale_value is not None:
         return (scale, scale_value) if scale_value == dims[0] else None
     return str(dims[0]), dims[0]
-
-
-# 4. readonly-data-without-restrict
-
-
-# 5. repeated-global-tile-reads
-
-
-# 6. fixed-size-grid-without-stride-loop
-
-
-# 7. one-element-per-thread
-
-
-# 9. missing-launch-bounds
 
 
 # 10. synchronous-global-to-shared-copy

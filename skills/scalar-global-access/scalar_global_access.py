@@ -26,7 +26,7 @@ from warpwise.skills.facts_memory import (
     squash,
     unparen,
 )
-from warpwise.skills.matchers.memory import VECTOR_TYPES, _related_launches, _within
+from warpwise.skills.matchers.memory import _related_launches, _within
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -49,6 +49,28 @@ from warpwise.skills.rewrites.memory import (
     _substitute,
     _template_typed,
 )
+
+# The 16-byte vector type each element type travels as, and how many elements it holds.
+VECTOR_TYPES = {
+    "float": ("float4", 4),
+    "int": ("int4", 4),
+    "unsigned int": ("uint4", 4),
+    "unsigned": ("uint4", 4),
+    "uint32_t": ("uint4", 4),
+    "int32_t": ("int4", 4),
+    "double": ("double2", 2),
+    "long long": ("longlong2", 2),
+    "long long int": ("longlong2", 2),
+    "unsigned long long": ("ulonglong2", 2),
+    "int64_t": ("longlong2", 2),
+    "uint64_t": ("ulonglong2", 2),
+    # 2-byte types have no 16-byte vector type of their own: eight of them travel as one `uint4`, read back through
+    # a pointer to the element type (the rewrite's packed form).
+    "__half": ("uint4", 8),
+    "half": ("uint4", 8),
+    "__nv_bfloat16": ("uint4", 8),
+    "nv_bfloat16": ("uint4", 8),
+}
 
 
 def _param_index(fn: Function, name: str) -> int:
@@ -316,6 +338,20 @@ def _statement_end(ctx: CheckContext, acc: Any) -> int:
     return (node.end_byte - ctx.function.base) if node is not None else acc.span[1]
 
 
+def grid_factor(matches: list[Any]) -> int | None:
+    """Return the lanes of the one vector type every array moves after the rewrite (the grid shrinks by as many);
+    None when the arrays use several widths."""
+    region = matches[0].region
+    lanes = set()
+    for name in region.facts.get("arrays", []):
+        p = region.function.param(name)
+        vec = VECTOR_TYPES.get(p.base_type) if p is not None else None
+        if vec is None:
+            return None
+        lanes.add(vec[1])
+    return lanes.pop() if len(lanes) == 1 else None
+
+
 _COMPONENTS = ("x", "y", "z", "w")
 
 
@@ -332,10 +368,10 @@ def vectorize_elementwise(ctx: RewriteContext) -> list[Edit] | None:
     vectors = {}
     for name in arrays:
         p = fn.param(name)
-        vec = VECTOR_TYPES.get(p.base_type) if p is not None else None
-        if vec is None:
+        pair = VECTOR_TYPES.get(p.base_type) if p is not None else None
+        if pair is None:
             return None
-        vectors[name] = vec
+        vectors[name] = pair
     lanes = {v[1] for v in vectors.values()}
     if len(lanes) != 1:
         return None

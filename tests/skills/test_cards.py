@@ -3,6 +3,7 @@ must not fire; rewritten files re-parse, compile with nvcc, and the card no long
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from tests.nvcc import compile_many
 from tests.skills.cardtest import card_of, fixture_files, matches, nvcc_compiles, rewrite_all
 from warpwise.analyzers.build import analyze_text
-from warpwise.skills.library import builtin_library
+from warpwise.skills.launches import grid_factor_cards
+from warpwise.skills.library import BUILTIN_CARDS, CARD_FILE, builtin_library
 
 LIB = builtin_library()
 POSITIVE = [p for p in fixture_files("pos_*.cu") if not p.name.endswith(".expected.cu")]
@@ -79,3 +81,36 @@ def compiled_fixtures() -> dict[Path, tuple[bool, str]]:
 def test_fixture_sources_compile(path: Path, compiled_fixtures: dict[Path, tuple[bool, str]]) -> None:
     ok, log = compiled_fixtures[path]
     assert ok, log
+
+
+def _literals(tree: ast.AST) -> list[str]:
+    """Return the string constants of a module, docstrings left out."""
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    ]
+
+
+def test_the_engine_names_no_card() -> None:
+    engine = [p for p in sorted(BUILTIN_CARDS.rglob("*.py")) if not (p.parent / CARD_FILE).exists()]
+    assert any(p.name == "library.py" for p in engine) and all("fixtures" not in p.parts for p in engine)
+    named = [
+        (p.relative_to(BUILTIN_CARDS).as_posix(), s)
+        for p in engine
+        for s in _literals(ast.parse(p.read_text(encoding="utf-8")))
+        if s in LIB.cards
+    ]
+    assert named == [], "the engine must not name cards; give the card's rules module a hook instead"
+
+
+def test_launch_shrinking_cards_say_so_in_their_rules() -> None:
+    assert grid_factor_cards(LIB) == {"one-element-per-thread", "scalar-global-access"}
