@@ -125,7 +125,7 @@ def _profile_text(step: dict[str, Any]) -> str:
 
 def _card(step: dict[str, Any]) -> str:
     if step.get("card"):
-        return f"[`{step['card']}`](../../../cards/{step['card']}.md)"
+        return f"[`{step['card']}`](../../../skills/{step['card']}/card.md)"
     prop = step.get("proposed")
     return f"unexplained: proposes `{prop['skill_id']}`" if prop else "unexplained"
 

@@ -6,7 +6,7 @@ Sources, read in this order (an outcome already read from an earlier source is n
    (or `steps`, `roundtrips`, `records`) rows name a `file`, `kernel`, `card` and `status`, such as
    `bench/card_evidence.py`'s output. Every status is kept: `verified`, `not_faster`, `incorrect`, build and launch
    failures; `spec_missing` and `not_run` rows are kept too but carry no label (nothing was measured).
-2. **Evidence records on the cards** (`evidence:` in `skills/cards/*.md`), which lineage mining and admission
+2. **Evidence records on the cards** (`evidence:` in `skills/*/card.md`), which lineage mining and admission
    roundtrips append; a record names its source file in `context.file`.
 3. **The verification cache** (`warpwise.verify.cache.ResultCache`), whose results are keyed by content hashes
    only: a cached result is tied to a (file, kernel, card) by hashing the files under the roots and the candidate
@@ -319,10 +319,10 @@ def launch_not_adapted(source: str, file: str, card: str, launch: str | None) ->
     the threads they need: a measurement of that launch, not of the rewrite as it is meant to run. Such records are
     kept on the cards, marked, but are not evidence for the ranking. Later runs record the launch they used.
     """
-    from warpwise.skills.launches import GRID_FACTOR_CARDS
+    from warpwise.skills.launches import grid_factor_cards
 
     unrecorded = launch is None or launch.startswith(UNADAPTED)
-    return unrecorded and card in GRID_FACTOR_CARDS and "card_evidence" in source and file.startswith("bench/suite/")
+    return unrecorded and card in grid_factor_cards() and "card_evidence" in source and file.startswith("bench/suite/")
 
 
 # How the records of that run are marked on the cards.

@@ -22,7 +22,7 @@ from warpwise.search.actions import Action, ActionKind, ready
 from warpwise.search.context import SearchContext
 from warpwise.search.reward import time_saved
 from warpwise.search.version import LaunchOverride, Transform, Version
-from warpwise.skills.launches import GRID_FACTOR_CARDS, grid_factor
+from warpwise.skills.launches import grid_factor, shrinks_launches
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class CardActions:
                 continue
             if any(e.end > limit or e.start >= limit for e in edits):
                 # The rewrite also changes the (virtual) launch site: only grid shrinking has a launch override.
-                if card_id not in GRID_FACTOR_CARDS:
+                if not (matches and shrinks_launches(matches[0].card)):
                     continue
                 edits = [e for e in edits if e.end <= limit and e.start < limit]
             try:
@@ -124,7 +124,7 @@ class CardActions:
     ) -> LaunchOverride | None:
         """Return the child's launch override: the grid shrunk by the rewrite's factor for problem-file launches."""
         # A problem file decides both kernels' geometry, even where the file's own launches were shrunk.
-        if card_id not in GRID_FACTOR_CARDS or ctx.spec_source != "problem_file":
+        if not (matches and shrinks_launches(matches[0].card)) or ctx.spec_source != "problem_file":
             return version.launch
         factor = grid_factor(card_id, matches)
         if factor is None or factor <= 1:

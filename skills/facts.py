@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Loop, MemorySpace, Param, Span
+from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Loop, Param, Span
 from warpwise.analyzers.parse import captures, new_parser, query
 
 # The last few (model, tree) pairs, keyed by the model's identity; holding the model keeps its id unique.
@@ -60,16 +60,6 @@ def nodes(model: FileModel, fn: Function, pattern: str, name: str) -> list[Any]:
     return sorted(captures(query(pattern), node).get(name, []), key=lambda n: n.start_byte)
 
 
-def rel(fn: Function, node: Any) -> Span:
-    """Return a node's span relative to a function."""
-    return (node.start_byte - fn.base, node.end_byte - fn.base)
-
-
-def text(model: FileModel, node: Any) -> str:
-    """Return a node's text."""
-    return model.text[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-
 def accesses_of(fn: Function, base: str, kinds: Iterable[AccessKind] | None = None) -> list[Access]:
     """Return the accesses of one array or pointer (optionally of some kinds)."""
     wanted = set(kinds) if kinds is not None else None
@@ -85,15 +75,6 @@ def is_written(fn: Function, base: str, within: Span | None = None) -> bool:
         if a.base == base and a.kind in WRITES and (within is None or within[0] <= a.span[0] < within[1]):
             return True
     return False
-
-
-def global_stores_in(fn: Function, span: Span) -> list[Access]:
-    """Return the stores to global or unknown memory inside a span."""
-    return [
-        a
-        for a in fn.accesses
-        if span[0] <= a.span[0] < span[1] and a.kind in WRITES and a.space in (MemorySpace.GLOBAL, MemorySpace.UNKNOWN)
-    ]
 
 
 def pointer_params(fn: Function) -> list[Param]:
@@ -136,17 +117,3 @@ def distinct_launch_args(model: FileModel, fn: Function, params: list[Param]) ->
     return True, f"{'the launch' if n == 1 else f'all {n} launches'} in this file pass{'es' if n == 1 else ''} " + (
         "distinct buffers"
     )
-
-
-def launch_args_for(model: FileModel, fn: Function, name: str) -> list[str] | None:
-    """Return, per launch, the argument text passed for parameter `name` (None when a launch cannot be read)."""
-    param = fn.param(name)
-    launches = model.launches_of(fn.name)
-    if param is None or not launches:
-        return None
-    out = []
-    for _, launch in launches:
-        if len(launch.args) != len(fn.params):
-            return None
-        out.append(launch.args[param.index].strip())
-    return out

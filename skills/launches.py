@@ -5,16 +5,36 @@ launch site in the file. When the launch is not in the file (a problem file's `l
 translation unit), the grid stays as it was: the rewritten kernel is still correct (its extra threads find nothing
 to do) but its gain is hidden. Whoever launches the rewrite from outside the file (the search, card admission,
 `warpwise verify --skill`) divides the grid by `grid_factor` instead.
+
+A card says that its rewrite shrinks launches by defining `grid_factor(matches) -> int | None` in its rules module
+(`skills/<card-id>/<card_id>.py`); the engine names no card.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
-# The cards whose rewrites shrink launches in the file, by the factor named in their anchor or their lanes.
-GRID_FACTOR_CARDS = frozenset({"one-element-per-thread", "scalar-global-access"})
+
+def _hook(card: Any) -> Callable[[list[Any]], int | None] | None:
+    fn = getattr(getattr(card, "rules", None), "grid_factor", None)
+    return fn if callable(fn) else None
+
+
+def shrinks_launches(card: Any) -> bool:
+    """Return whether a card's rewrite shrinks the launches in its file (its rules module defines `grid_factor`)."""
+    return _hook(card) is not None
+
+
+def grid_factor_cards(library: Any = None) -> frozenset[str]:
+    """Return the ids of the cards whose rewrites shrink the launches in their file (built-in library by default)."""
+    if library is None:
+        from warpwise.skills.library import builtin_library
+
+        library = builtin_library()
+    return frozenset(card.skill_id for card in library if shrinks_launches(card))
 
 
 def grid_factor(card_id: str, matches: list[Any]) -> int | None:
@@ -22,25 +42,15 @@ def grid_factor(card_id: str, matches: list[Any]) -> int | None:
 
     None when the card does not change launches or the factor cannot be known (arrays of several vector widths).
     """
-    if card_id not in GRID_FACTOR_CARDS or not matches:
+    if not matches or matches[0].card.skill_id != card_id:
         return None
-    region = matches[0].region
-    shape = region.facts.get("shape")
+    hook = _hook(matches[0].card)
+    if hook is None:
+        return None
+    shape = matches[0].region.facts.get("shape")
     if shape is not None and getattr(shape, "form", None) not in ("if", "return"):
         return None  # A grid-stride loop covers the elements with any grid: the rewrite leaves launches alone.
-    if card_id == "one-element-per-thread":
-        return int(matches[0].card.header.anchor.args.get("factor", 4))
-    from warpwise.skills.matchers.memory import VECTOR_TYPES
-
-    fn = region.function
-    lanes = set()
-    for name in region.facts.get("arrays", []):
-        p = fn.param(name)
-        vec = VECTOR_TYPES.get(p.base_type) if p is not None else None
-        if vec is None:
-            return None
-        lanes.add(vec[1])
-    return lanes.pop() if len(lanes) == 1 else None
+    return hook(matches)
 
 
 def shrunk_problem_spec(path: str, text: str, kernel: str, factor: int) -> Any:

@@ -1,18 +1,26 @@
 """Loading and validating skill cards: raw file -> validated header -> compiled `SkillCard`.
 
-The loader reads every `*.md` card (warpwise layout) and every `SKILL.md` (KLineage layout) in the given
-folders, validates each header, resolves its matcher, checks and rewrite, and reports every problem with the
-file, the field and what to write instead. A card with problems is left out of the library; the others load.
+A card is a folder, `<card-id>/card.md`, beside its rules module `<card_id>.py` (the card id with underscores:
+its matcher, checks, rewrite and the recognisers only it uses) and its `fixtures/`. The registry is the file
+system: every folder of `skills/` (and of the extra folders a user names) that holds a `card.md` is a card; the
+engine names none. The loader imports each rules module by file path under the stable name
+`warpwise.skills.cards.<card_id>`, so its `@matcher` and `@check` decorators register, then validates the header,
+resolves its matcher, checks and rewrite, and reports every problem with the file, the field and what to write
+instead. Flat `*.md` cards (warpwise layout, rules in the shared engine modules) and `SKILL.md` files (KLineage
+layout) in the given folders load as before. A card with problems is left out of the library; the others load.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -32,7 +40,9 @@ from warpwise.skills.model import (
 )
 from warpwise.skills.regions import CHECKS, MATCHERS
 
-BUILTIN_CARDS = Path(__file__).resolve().parent / "cards"
+BUILTIN_CARDS = Path(__file__).resolve().parent
+CARD_FILE = "card.md"
+CARD_MODULES = "warpwise.skills.cards"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n?(.*)\Z", re.S)
 _IMPLEMENTATIONS = ("warpwise.skills.matchers", "warpwise.skills.checks")
 
@@ -58,6 +68,7 @@ class SkillCard:
     path: str
     layout: str = "warpwise"
     rewrite_fn: Callable[..., Any] | None = None
+    rules: ModuleType | None = None
 
     @property
     def skill_id(self) -> str:
@@ -138,12 +149,68 @@ def _explain(err: Any) -> str:
     return msg
 
 
-def _resolve_rewrite(path: str) -> Callable[..., Any]:
-    module, _, name = path.partition(":")
-    mod = importlib.import_module(module)
+def rules_module_name(card_id: str) -> str:
+    """Return the stable module name a card folder's rules module is imported under."""
+    return f"{CARD_MODULES}.{card_id.replace('-', '_')}"
+
+
+def rules_module_path(folder: Path) -> Path:
+    """Return where a card folder's rules module lives: `<card-id>/<card_id>.py`."""
+    return folder / f"{folder.name.replace('-', '_')}.py"
+
+
+def _import_rules(folder: Path) -> tuple[ModuleType | None, list[LoadProblem]]:
+    """Import a card folder's rules module once per process (None when the folder has none)."""
+    path = rules_module_path(folder)
+    others = sorted(p.name for p in folder.glob("*.py") if p != path)
+    if others:
+        return None, [
+            LoadProblem(str(folder / others[0]), "(rules)", f"a card's rules module must be named {path.name}")
+        ]
+    if not path.is_file():
+        return None, []
+    name = rules_module_name(folder.name)
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        # A copy of a loaded card (the same rules text elsewhere) shares the loaded module; other rules under the
+        # same card id would register their matchers and checks a second time.
+        first = Path(getattr(loaded, "__file__", "") or "")
+        try:
+            same = first.resolve() == path.resolve() or first.read_bytes() == path.read_bytes()
+        except OSError:
+            same = False
+        if same:
+            return loaded, []
+        return None, [
+            LoadProblem(str(path), "(rules)", f"other rules for card {folder.name!r} are loaded from {first}")
+        ]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        return None, [LoadProblem(str(path), "(rules)", "cannot import the rules module")]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # A broken rules module is a load problem of its card, never a crash of the library.
+        del sys.modules[name]
+        return None, [
+            LoadProblem(str(path), "(rules)", f"the rules module does not import: {type(exc).__name__}: {exc}")
+        ]
+    return module, []
+
+
+def _resolve_rewrite(ref: str, rules: ModuleType | None) -> Callable[..., Any]:
+    """Resolve `function` or `rules:function` in the card's own rules module, or `package.module:function`."""
+    module, sep, name = ref.rpartition(":")
+    if not sep or module == "rules":
+        if rules is None:
+            raise ImportError(f"the card has no rules module to hold {name!r}; write 'package.module:function'")
+        mod = rules
+    else:
+        mod = importlib.import_module(module)
     fn = getattr(mod, name)
     if not callable(fn):
-        raise TypeError(f"{path} is not callable")
+        raise TypeError(f"{ref} is not callable")
     return fn
 
 
@@ -173,12 +240,22 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
         return None, [LoadProblem(where, "(header)", "the header must be a mapping of keys to values")]
     if path.name == "SKILL.md" or ("anchor" not in raw and "applicability" not in raw):
         return _load_klineage(path, raw, body)
+    folder = path.name == CARD_FILE
+    rules, problems = _import_rules(path.parent) if folder else (None, [])
     try:
         header = CardHeader.model_validate(raw)
     except ValidationError as exc:
-        return None, [LoadProblem(where, _loc(e), _explain(e)) for e in exc.errors()]
-    problems: list[LoadProblem] = []
-    if path.stem != header.skill_id:
+        return None, problems + [LoadProblem(where, _loc(e), _explain(e)) for e in exc.errors()]
+    if folder and path.parent.name != header.skill_id:
+        problems.append(
+            LoadProblem(
+                where,
+                "skill_id",
+                f"the card folder should be named {header.skill_id} ({header.skill_id}/{CARD_FILE}), "
+                f"not {path.parent.name}",
+            )
+        )
+    elif not folder and path.stem != header.skill_id:
         problems.append(LoadProblem(where, "skill_id", f"the file should be named {header.skill_id}.md"))
     if header.anchor.matcher not in MATCHERS:
         problems.append(
@@ -203,7 +280,7 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
     rewrite_fn = None
     if header.rewrite is not None:
         try:
-            rewrite_fn = _resolve_rewrite(header.rewrite)
+            rewrite_fn = _resolve_rewrite(header.rewrite, rules)
         except (ImportError, AttributeError, TypeError) as exc:
             problems.append(LoadProblem(where, "rewrite", f"{header.rewrite!r} does not import: {exc}"))
     elif header.applicability is not Applicability.DISPLAY_ONLY:
@@ -221,7 +298,7 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
             problems.append(LoadProblem(where, "(body)", f"missing a '## {section}' section"))
     if problems:
         return None, problems
-    return SkillCard(header, body, where, "warpwise", rewrite_fn), []
+    return SkillCard(header, body, where, "warpwise", rewrite_fn, rules), []
 
 
 def _load_klineage(path: Path, raw: dict[str, Any], body: str) -> tuple[SkillCard | None, list[LoadProblem]]:
@@ -272,13 +349,16 @@ def _load_klineage(path: Path, raw: dict[str, Any], body: str) -> tuple[SkillCar
 
 
 def iter_card_files(dirs: Iterable[Path]) -> list[Path]:
-    """Return the card files under the given folders (sorted)."""
+    """Return the card files under the given folders (sorted): each card folder's `card.md`, flat `*.md` cards
+    and KLineage `SKILL.md` files; other Markdown inside a card folder is the card's own and is skipped."""
     out: list[Path] = []
     for d in dirs:
         if d.is_file():
             out.append(d)
         elif d.is_dir():
-            out.extend(sorted(p for p in d.rglob("*.md") if p.name != "README.md"))
+            found = sorted(p for p in d.rglob("*.md") if p.name != "README.md")
+            folders = {p.parent for p in found if p.name == CARD_FILE}
+            out.extend(p for p in found if p.name == CARD_FILE or not folders.intersection(p.parents))
     return out
 
 

@@ -1,6 +1,6 @@
 """The skill card: what to change, when the change is sound, the risk, and the evidence.
 
-A card is one Markdown file with a YAML header (`skills/cards/<skill_id>.md`). The header is validated into
+A card is a folder, `skills/<skill_id>/`, whose `card.md` is Markdown with a YAML header. The header is validated into
 `CardHeader` (pydantic, unknown keys forbidden), which is also the source of the committed JSON Schema
 (`skills/card.schema.json`); the loader then compiles it into a `SkillCard` with its matcher, checks and
 rewrite resolved. Cards written by the KLineage tools (`SKILL.md`: front matter with `skill_id`, `intent`,
@@ -10,6 +10,7 @@ rewrite resolved. Cards written by the KLineage tools (`SKILL.md`: front matter 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -114,8 +115,6 @@ class Scope(_Strict):
     @field_validator("platforms")
     @classmethod
     def _platforms(cls, v: list[str]) -> list[str]:
-        import re
-
         for p in v:
             if not re.fullmatch(r"sm_\d{2,3}[a-z]?\+?", p):
                 raise ValueError(f"platform {p!r} should look like 'sm_80+' or 'sm_90'")
@@ -181,7 +180,11 @@ class CardHeader(_Strict):
     requires: list[str] = Field(default_factory=list)
     provides: list[str] = Field(default_factory=list)
     conflicts: list[str] = Field(default_factory=list)
-    rewrite: str | None = Field(default=None, description="dotted path module:function of the rewrite, or null")
+    rewrite: str | None = Field(
+        default=None,
+        description="the rewrite: a function of the card's rules module (function or rules:function), "
+        "a shared package.module:function, or null",
+    )
     applicability: Applicability
     risk: Risk
     evidence: list[EvidenceRecord] = Field(default_factory=list)
@@ -190,8 +193,10 @@ class CardHeader(_Strict):
     @field_validator("rewrite")
     @classmethod
     def _rewrite(cls, v: str | None) -> str | None:
-        if v is not None and ":" not in v:
-            raise ValueError("write the rewrite as 'package.module:function'")
+        if v is not None and not re.fullmatch(r"(?:(?:rules|[A-Za-z_][\w.]*):)?[A-Za-z_]\w*", v):
+            raise ValueError(
+                "write the rewrite as 'function' (of the card's rules module) or 'package.module:function'"
+            )
         return v
 
 

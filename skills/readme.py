@@ -21,7 +21,7 @@ def table() -> str:
     for c in sorted(builtin_library(), key=lambda c: c.skill_id):
         fix = c.applicability.value if c.has_rewrite else "display-only"
         rows.append(
-            f"| [`{c.skill_id}`](skills/cards/{c.skill_id}.md) | {c.header.status.value} | {fix} | {c.header.intent} |"
+            f"| [`{c.skill_id}`](skills/{c.skill_id}/card.md) | {c.header.status.value} | {fix} | {c.header.intent} |"
         )
     return "\n".join(rows) + "\n"
 

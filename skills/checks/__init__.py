@@ -1,4 +1,4 @@
-"""Precondition checks over analyzer facts (one module per family of cards, plus `common`).
+"""Precondition checks that several cards share (a card's own checks live in its folder's rules module).
 
 Every module in this package is imported when the package is, so a new module only needs `@check(...)`.
 """

@@ -1,4 +1,4 @@
-"""Matchers: functions that find the code regions a card binds to (one module per family of cards).
+"""Matchers that several cards share (a card's own matcher lives in its folder's rules module).
 
 Every module in this package is imported when the package is, so a new module only needs `@matcher(...)`.
 """

@@ -1,1 +1,1 @@
-"""Rewrites: small pure functions `(RewriteContext) -> edits`, one module per family of cards."""
+"""Rewrite helpers shared by several cards; a card's rewrite, `(RewriteContext) -> edits`, lives in its folder."""

@@ -22,7 +22,7 @@ from warpwise.skills.library import load_library
 from warpwise.verify.gate import Gate
 from warpwise.verify.types import Options, Status
 
-CARDS = Path(__file__).resolve().parents[2] / "skills" / "cards"
+CARDS = Path(__file__).resolve().parents[2] / "skills"
 
 
 def mined(speedup: float, low: float, high: float) -> dict:
@@ -107,8 +107,8 @@ def test_roundtrips_run_in_rounds_and_stop_once_a_card_is_admitted() -> None:
 
 
 def test_set_card_status_edits_only_the_status_line(tmp_path: Path) -> None:
-    card = tmp_path / "missing-restrict.md"
-    shutil.copyfile(CARDS / "missing-restrict.md", card)
+    shutil.copytree(CARDS / "missing-restrict", tmp_path / "missing-restrict")
+    card = tmp_path / "missing-restrict" / "card.md"
     before = card.read_text()
     assert set_card_status(card, "admitted")
     after = card.read_text()
@@ -119,8 +119,8 @@ def test_set_card_status_edits_only_the_status_line(tmp_path: Path) -> None:
 
 
 def test_apply_admission_writes_records_and_statuses(tmp_path: Path) -> None:
-    for name in ("missing-restrict.md", "shared-bank-conflict.md"):
-        shutil.copyfile(CARDS / name, tmp_path / name)
+    for name in ("missing-restrict", "shared-bank-conflict"):
+        shutil.copytree(CARDS / name, tmp_path / name)
     lib = load_library([tmp_path], include_builtin=False)
     row = {
         **roundtrip("missing-restrict", "verified", 1.3),

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
 from tests.lineages.fakes import ScriptedBackend
+from tests.skills.cardtest import copy_cards
 from warpwise.cli import main
 from warpwise.verify.types import Status
 
@@ -71,7 +71,7 @@ def test_the_batch_commands_write_what_ingest_reads(
     assert all(r["chain"] for r in quality["rows"])
 
     root, cards = tmp_path / "repo", tmp_path / "cards"
-    shutil.copytree(ROOT / "skills" / "cards", cards)
+    copy_cards(cards)
     from warpwise.lineages.ingest import ingest
 
     changes = ingest(out, root=root, cards=cards)
@@ -85,7 +85,7 @@ def test_lineage_build_writes_results_and_evidence_where_told(
     from warpwise.skills import library
 
     cards = tmp_path / "cards"
-    shutil.copytree(ROOT / "skills" / "cards", cards)
+    copy_cards(cards)
     monkeypatch.setattr(library, "BUILTIN_CARDS", cards)
     library.builtin_library.cache_clear()
     try:

@@ -60,7 +60,7 @@ WALKS: dict[str, list[str]] = {
 }  # fmt: skip
 """Walks whose order matters: a later pass must still recognize the code an earlier one rewrote."""
 
-CARDS = {c.stem for c in (Path(__file__).resolve().parents[2] / "skills" / "cards").glob("*.md")}
+CARDS = {c.parent.name for c in (Path(__file__).resolve().parents[2] / "skills").glob("*/card.md")}
 
 
 def _ids(k: Kernel) -> str:
@@ -433,7 +433,7 @@ def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
 
 
 def test_unstage_follows_reassigned_locals_to_the_fill() -> None:
-    path = Path(__file__).resolve().parents[1] / "fixtures" / "cards" / "strided-transpose-access"
+    path = Path(__file__).resolve().parents[2] / "skills" / "strided-transpose-access" / "fixtures"
     plain = (path / "pos_naive_transpose.expected.cu").read_text()
     # Without `__restrict__`, `out` may be `in`: a store of another thread could change what a direct read sees.
     assert _run("unstage", plain, "transpose") == []

@@ -103,7 +103,7 @@ def test_report_and_files(reduce_lineage: dict, tmp_path: Path) -> None:
     md = lineage_markdown(reduce_lineage)
     assert md.startswith("# Lineage of `sum_f32` (reduce_sum)")
     assert "## Risk evidence" in md and "`shuffles:shared-exchange`" in md and "incorrect" in md
-    assert "[`scalar-global-access`](../../../cards/scalar-global-access.md)" in md
+    assert "[`scalar-global-access`](../../../skills/scalar-global-access/card.md)" in md
     files = write_lineage(reduce_lineage, tmp_path / "reduce_sum", "<svg/>")
     assert [f.name for f in files] == ["lineage.json", "lineage.md", "time_per_kernel.svg"]
     assert json.loads(files[0].read_text())["operator"] == "reduce_sum"

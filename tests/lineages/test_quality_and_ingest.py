@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.lineages.fakes import ScriptedBackend
 from tests.lineages.kernels import CORPUS, SUITE
+from tests.skills.cardtest import copy_cards
 from warpwise.lineages.admission import decisions, mined_evidence, run_roundtrips
 from warpwise.lineages.ingest import IngestError, ingest
 from warpwise.lineages.lineage import Budget, LineageBuilder, load_expert
@@ -55,7 +55,8 @@ def test_proposals_follow_the_ranking_when_it_predicts(monkeypatch: pytest.Monke
     from warpwise.lineages.suite import card_candidates
 
     (k,) = suite_kernels(SUITE, {"sum"})
-    cands = card_candidates(k)
+    # The two cards this test ranks; other cards that match the kernel are left out, so a new card changes nothing.
+    cands = card_candidates(k, cards={"readonly-data-without-restrict", "shared-memory-block-reduction"})
     assert [c.card for c in cands] == ["readonly-data-without-restrict", "shared-memory-block-reduction"]
 
     class Pred:
@@ -134,7 +135,7 @@ def fake_batch(folder: Path) -> None:
 def test_ingest_brings_a_batch_into_the_tree(tmp_path: Path) -> None:
     batch, root, cards = tmp_path / "out", tmp_path / "repo", tmp_path / "cards"
     batch.mkdir()
-    shutil.copytree(ROOT / "skills" / "cards", cards)
+    copy_cards(cards)
     fake_batch(batch)
     dry = ingest(batch, dry_run=True, root=root, cards=cards)
     assert dry and not root.exists(), "a dry run writes nothing"

@@ -27,7 +27,7 @@ async def test_open_reports_rules_and_cards(session: Session) -> None:
     caps = session.caps.text_document.publish_diagnostics if session.caps.text_document else None
     if caps is not None and caps.code_description_support:
         assert restrict.code_description is not None
-        assert restrict.code_description.href.endswith("missing-restrict.md")
+        assert restrict.code_description.href.endswith("missing-restrict/card.md")
     else:
         assert restrict.code_description is None
     if caps is not None and caps.related_information:

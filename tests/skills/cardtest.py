@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from tests.nvcc import compile_source
 from warpwise.analyzers.build import analyze_text
 from warpwise.skills.engine import Match, compute_fix, explain, match_file, merge_fixes
-from warpwise.skills.library import SkillCard, builtin_library
+from warpwise.skills.library import BUILTIN_CARDS, CARD_FILE, SkillCard, builtin_library
 from warpwise.skills.regions import VerdictStatus
 from warpwise.skills.rewrite import apply_edits
 
-CARD_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cards"
+# Every built-in card folder, skills/<card-id>/, holds its fixtures in skills/<card-id>/fixtures/.
+CARD_FOLDERS = sorted(p.parent for p in BUILTIN_CARDS.glob(f"*/{CARD_FILE}"))
+
+
+def fixture_files(pattern: str) -> list[Path]:
+    """Return the fixture files of every built-in card that match a glob pattern (sorted)."""
+    return sorted(p for folder in CARD_FOLDERS for p in (folder / "fixtures").glob(pattern))
+
+
+def card_of(fixture: Path) -> str:
+    """Return the id of the card a fixture file belongs to (skills/<card-id>/fixtures/<file>)."""
+    return fixture.parent.parent.name
+
+
+def copy_cards(dst: Path) -> Path:
+    """Copy every built-in card folder (card, rules module, fixtures) to a folder; return it."""
+    for folder in CARD_FOLDERS:
+        shutil.copytree(folder, dst / folder.name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
 
 
 def matches(card_id: str, source: bytes | str) -> list[Match]:

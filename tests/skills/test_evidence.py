@@ -40,8 +40,8 @@ def test_only_measured_rows_become_records() -> None:
 
 
 def test_add_records_rewrites_only_the_evidence_block(tmp_path: Path) -> None:
-    card = tmp_path / "missing-restrict.md"
-    shutil.copy(BUILTIN_CARDS / "missing-restrict.md", card)
+    shutil.copytree(BUILTIN_CARDS / "missing-restrict", tmp_path / "missing-restrict")
+    card = tmp_path / "missing-restrict" / "card.md"
     before = card.read_text()
     recs = from_results(ROWS, "src", dt.date(2026, 11, 29))["missing-restrict"]
     existing = len(load_card(card)[0].header.evidence)  # type: ignore[union-attr]

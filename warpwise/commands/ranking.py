@@ -53,7 +53,7 @@ def _repo_root() -> Path | None:
     from warpwise.ranking.store import DEFAULT_MODEL
 
     root = DEFAULT_MODEL.parents[2]
-    return root if (root / "bench" / "results").is_dir() and (root / "skills" / "cards").is_dir() else None
+    return root if (root / "bench" / "results").is_dir() and (root / "skills" / "library.py").is_file() else None
 
 
 def _root(args: argparse.Namespace) -> Path | None:
@@ -95,7 +95,7 @@ def _train(args: argparse.Namespace) -> int:
     if root is None:
         print(
             "warpwise ranking train: error: --default needs the warpwise repository (its bench/results and "
-            "skills/cards); pass --root",
+            "skills/); pass --root",
             file=sys.stderr,
         )
         return EXIT_ERROR

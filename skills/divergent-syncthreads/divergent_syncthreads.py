@@ -1,0 +1,68 @@
+"""Rules of the `divergent-syncthreads` card (Barrier reached by only some threads): what only this card uses.
+
+Registered here: matcher `divergent_block_barriers`, check `barrier_condition_is_thread_dependent`. The card's
+rewrite and the recognisers only it needs live here too; what several cards share stays in the engine modules
+(`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
+`warpwise.skills.cards.divergent_syncthreads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from warpwise.analyzers.findings import Related
+from warpwise.skills.model import AnchorKind
+from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, violated
+
+_BLOCK_SYNCS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
+
+
+@matcher("divergent_block_barriers")
+def divergent_block_barriers(ctx: MatchContext) -> Iterator[Region]:
+    """Find block-wide barriers under thread-dependent conditions, and thread-dependent returns before barriers."""
+    fn = ctx.function
+    syncs = [
+        c
+        for c in fn.calls
+        if c.category == "sync"
+        and (c.name in _BLOCK_SYNCS or (c.name.endswith(".sync") and ("block" in c.name or "cta" in c.name)))
+    ]
+    for call in syncs:
+        if call.thread_dependent_guard is not None:
+            what = f"`{call.name}()` runs under `{call.thread_dependent_guard}`, which depends on the thread index"
+            yield Region(
+                AnchorKind.CALL,
+                fn,
+                call.span,
+                f"sync:{call.span[0]}",
+                {"barrier": call.name, "guard": call.thread_dependent_guard, "what": what},
+            )
+    for branch in fn.branches:
+        if not (branch.thread_dependent and branch.has_return):
+            continue
+        later = [c for c in syncs if c.span[0] > branch.span[1] and c.thread_dependent_guard is None]
+        if not later:
+            continue
+        target = later[0]
+        what = f"threads that return under `if ({branch.condition})` skip the later `{target.name}()`"
+        yield Region(
+            AnchorKind.BRANCH,
+            fn,
+            branch.span,
+            f"return:{branch.span[0]}",
+            {
+                "barrier": target.name,
+                "guard": branch.condition,
+                "what": what,
+                "_related": (Related("the barrier they skip", fn.span(target.span)),),
+            },
+        )
+
+
+@check("barrier_condition_is_thread_dependent")
+def barrier_condition_is_thread_dependent(ctx: CheckContext) -> Verdict:
+    """Hold when the condition guarding (or skipping) the barrier depends on the thread index."""
+    guard = ctx.fact("guard")
+    if guard is None:
+        return violated("the barrier is not under a condition")
+    return holds(f"`{guard}` depends on `threadIdx` (directly or through the values it computes)")

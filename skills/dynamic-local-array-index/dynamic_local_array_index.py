@@ -1,0 +1,186 @@
+"""Rules of the `dynamic-local-array-index` card (Make per-thread array indices compile-time constants): what only
+this card uses.
+
+Registered here: matcher `dynamic_local_array_indexing`, check `local_array_small`, check `local_index_unrollable`,
+check `local_unroll_trips_small`. The card's rewrite and the recognisers only it needs live here too; what several
+cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library
+imports this file by path as `warpwise.skills.cards.dynamic_local_array_index`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.model import Loop, MemorySpace
+from warpwise.skills.facts import loop_label
+from warpwise.skills.facts_reduce import Node, geometry_limits, int_range, single_definition
+from warpwise.skills.model import AnchorKind
+from warpwise.skills.regions import (
+    CheckContext,
+    MatchContext,
+    Region,
+    Verdict,
+    check,
+    holds,
+    matcher,
+    unknown,
+    violated,
+)
+from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.skills.rewrites.reduce import _in_block, _own_line
+
+
+def full_unroll(loop: Loop) -> bool:
+    """Return whether a loop is fully unrolled by its pragma (`#pragma unroll`, or a count covering its trips)."""
+    if loop.unroll is None:
+        return False
+    parts = loop.unroll.split()
+    if parts[0] != "unroll":
+        return False
+    if len(parts) == 1:
+        return True
+    count = parse_int_literal(parts[1])
+    return count is not None and loop.trip_count is not None and count >= loop.trip_count
+
+
+_BUILTIN_WORDS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
+
+
+@matcher("dynamic_local_array_indexing")
+def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
+    """Find per-thread arrays indexed by values that are not compile-time constants after unrolling."""
+    fn = ctx.function
+    arrays = {name: t for name, t in fn.locals.items() if "[" in t}
+    if not arrays:
+        return
+    limits = geometry_limits(ctx.model, fn)
+    for name, type_text in arrays.items():
+        to_unroll: set[int] = set()
+        runtime: list[str] = []
+        first = first_runtime = None
+        seen_runtime = 0
+        for acc in fn.accesses:
+            if acc.base != name or acc.space is not MemorySpace.LOCAL:
+                continue
+            loop_vars = {fn.loops[lid].var: lid for lid in acc.loops}
+            builtins = sorted(set(_BUILTIN_WORDS.findall(acc.index)))
+            runtime.extend(f"{b}" for b in builtins)
+            dynamic = bool(builtins)
+            for ident in sorted(acc.index_names):
+                if ident in loop_vars:
+                    loop = fn.loops[loop_vars[ident]]
+                    if loop.trip_count is None:
+                        runtime.append(ident)
+                        dynamic = True
+                    elif not full_unroll(loop):
+                        to_unroll.add(loop.id)
+                        dynamic = True
+                    continue
+                if ident in ctx.model.constants:
+                    continue
+                value = node_for_name(ctx, ident)
+                r = int_range(ctx.model, fn, value, limits) if value is not None else None
+                if r is None or r[0] != r[1]:
+                    runtime.append(ident)
+                    dynamic = True
+            if dynamic and first is None:
+                first = acc
+            if len(runtime) > seen_runtime and first_runtime is None:
+                first_runtime = acc
+            seen_runtime = len(runtime)
+        if first is None:
+            continue
+        first = first_runtime or first
+        dims = re.findall(r"\[(.*?)\]", type_text)
+        yield Region(
+            AnchorKind.ACCESS,
+            fn,
+            first.span,
+            f"local:{name}",
+            {
+                "array": name,
+                "declared": f"{type_text.split('[', 1)[0].strip()} {name}[{']['.join(dims)}]",
+                "dims": tuple(dims),
+                "subscript": f"{first.array}[{']['.join(first.indices)}]",
+                "loops": tuple(sorted(to_unroll)),
+                "runtime": tuple(dict.fromkeys(runtime)),
+                "why": (
+                    f"`{', '.join(dict.fromkeys(runtime))}` is only known at run time"
+                    if runtime
+                    else "the loop that indexes it is not unrolled"
+                ),
+            },
+        )
+
+
+def node_for_name(ctx: MatchContext, name: str) -> Node | None:
+    """Return the initializer of a local defined once (to read its value), or None."""
+    return single_definition(ctx.model, ctx.function, name)
+
+
+def _dims_value(ctx: CheckContext) -> int | None:
+    total = 1
+    for d in ctx.fact("dims", ()):
+        v = parse_int_literal(d.strip())
+        if v is None:
+            v = ctx.model.constants.get(d.strip())
+        if v is None:
+            return None
+        total *= v
+    return total
+
+
+@check("local_array_small")
+def local_array_small(ctx: CheckContext, limit: int = 64) -> Verdict:
+    """Hold when the per-thread array has at most `limit` elements (few enough to live in registers)."""
+    total = _dims_value(ctx)
+    declared = ctx.fact("declared")
+    if total is None:
+        return unknown(f"the size of `{declared}` is not a known constant")
+    if total <= limit:
+        return holds(f"`{declared}` has {total} elements, few enough for registers")
+    return violated(f"`{declared}` has {total} elements; in registers it would crowd out everything else")
+
+
+@check("local_index_unrollable")
+def local_index_unrollable(ctx: CheckContext) -> Verdict:
+    """Hold when every index of the array becomes a constant once the loops around it are fully unrolled."""
+    runtime = ctx.fact("runtime", ())
+    arr = ctx.fact("array")
+    if not runtime:
+        return holds(f"`{arr}` is indexed only by variables of loops with constant trip counts")
+    return unknown(
+        f"`{ctx.fact('subscript')}` depends on `{', '.join(runtime)}`, known only at run time: unrolling cannot make "
+        "it constant (restructure with a switch or selects, or keep the array in shared memory)"
+    )
+
+
+@check("local_unroll_trips_small")
+def local_unroll_trips_small(ctx: CheckContext, limit: int = 64) -> Verdict:
+    """Hold when every loop to unroll runs at most `limit` times (full unrolling stays small)."""
+    loops = [ctx.function.loops[i] for i in ctx.fact("loops", ())]
+    if not loops:
+        return unknown("no loop with a constant trip count indexes the array; there is nothing to unroll")
+    big = [lp for lp in loops if (lp.trip_count or 0) > limit]
+    if big:
+        return violated(f"{loop_label(big[0])} runs {big[0].trip_count} times; fully unrolled it would bloat the code")
+    trips = ", ".join(f"{loop_label(lp)}: {lp.trip_count}" for lp in loops)
+    return holds(f"full unrolling stays small ({trips} iterations)")
+
+
+def unroll_indexing_loops(ctx: RewriteContext) -> list[Edit] | None:
+    """Put `#pragma unroll` before each constant-trip loop whose variable indexes the per-thread array, so every
+    index becomes a constant and the array can live in registers."""
+    if ctx.fact("runtime"):
+        return None
+    edits: list[Edit] = []
+    for loop_id in ctx.fact("loops", ()):
+        loop = ctx.function.loops[loop_id]
+        span = ctx.abs(loop.span)
+        if loop.unroll is not None or not _own_line(ctx, span[0]) or not _in_block(ctx, span):
+            return None
+        line = ctx.line_start(span[0])
+        edits.append(Edit(line, line, f"{ctx.indent_at(span[0])}#pragma unroll\n"))
+    return edits or None

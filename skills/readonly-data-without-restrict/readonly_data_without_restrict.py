@@ -1,0 +1,133 @@
+"""Rules of the `readonly-data-without-restrict` card (Declare the read-only input const __restrict__): what only
+this card uses.
+
+Registered here: matcher `readonly_pointer_params`, check `readonly_buffer_distinct`, check `pointer_not_escaping`.
+The card's rewrite and the recognisers only it needs live here too; what several cards share stays in the engine
+modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
+`warpwise.skills.cards.readonly_data_without_restrict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from warpwise.analyzers.findings import Related
+from warpwise.analyzers.model import AccessKind, FunctionKind, MemorySpace
+from warpwise.skills.checks.memory import _ks
+from warpwise.skills.facts import distinct_launch_args, function_node, identifier_uses, is_written
+from warpwise.skills.facts_memory import launches_of, node_text
+from warpwise.skills.model import AnchorKind
+from warpwise.skills.regions import (
+    CheckContext,
+    MatchContext,
+    Region,
+    Verdict,
+    check,
+    holds,
+    matcher,
+    unknown,
+    violated,
+)
+from warpwise.skills.rewrite import Edit, RewriteContext
+
+
+@matcher("readonly_pointer_params")
+def readonly_pointer_params(ctx: MatchContext) -> Iterator[Region]:
+    """Find pointer parameters a kernel only reads that are not `const __restrict__` (and not read with `__ldg`)."""
+    fn = ctx.function
+    if fn.kind is not FunctionKind.KERNEL:
+        return
+    for p in fn.params:
+        if not p.is_pointer or p.is_reference or p.pointer_depth != 1 or (p.is_const and p.is_restrict):
+            continue
+        reads = [
+            a for a in fn.accesses if a.base == p.name and a.space is MemorySpace.GLOBAL and a.kind is AccessKind.READ
+        ]
+        if not reads or is_written(fn, p.name) or all(a.via_ldg for a in reads):
+            continue
+        missing = [q for q, ok in (("const", p.is_const), ("__restrict__", p.is_restrict)) if not ok]
+        yield Region(
+            AnchorKind.PARAM,
+            fn,
+            p.span,
+            f"readonly:{p.name}",
+            {
+                "kernel": fn.name,
+                "param": p,
+                "name": p.name,
+                "missing": " and ".join(f"`{m}`" for m in missing),
+                "reads": len(reads),
+                "_related": tuple(
+                    Related(f"launched here with `{', '.join(launch.args)}`", host.span(launch.span))
+                    for host, launch in launches_of(ctx.model, fn.name)[:5]
+                ),
+            },
+        )
+
+
+@check("readonly_buffer_distinct")
+def readonly_buffer_distinct(ctx: CheckContext) -> Verdict:
+    """Hold when no buffer the kernel writes can be the one this read-only pointer points to."""
+    fn = ctx.function
+    name = ctx.fact("name")
+    written = sorted({a.base for a in fn.accesses if a.kind is not AccessKind.READ and a.space is MemorySpace.GLOBAL})
+    written_params = [fn.param(w) for w in written if fn.param(w) is not None]
+    if not written:
+        return holds(f"`{fn.name}` writes no global memory, so nothing can change what `{name}` points to")
+    if len(written_params) != len(written):
+        other = next(w for w in written if fn.param(w) is None)
+        return unknown(f"`{fn.name}` writes `{other}`, which is not a parameter; it could overlap `{name}`")
+    mine = fn.param(name)
+    assert mine is not None
+    ok, reason = distinct_launch_args(ctx.model, fn, [mine, *[p for p in written_params if p is not None]])
+    if ok is None:
+        return unknown(f"`{name}` could overlap {', '.join(f'`{w}`' for w in written)}: {reason}")
+    if ok:
+        return holds(f"`{name}` is never written, and {reason}")
+    return violated(f"a launch passes one buffer for `{name}` and a pointer the kernel writes: {reason}")
+
+
+@check("pointer_not_escaping")
+def pointer_not_escaping(ctx: CheckContext) -> Verdict:
+    """Hold when the pointer is only subscripted or dereferenced, so adding `const` keeps the kernel compiling."""
+    fn = ctx.function
+    p = ctx.fact("param")
+    accesses = [a for a in fn.accesses if a.base == p.name]
+    direct = [a for a in accesses if a.array == p.name or a.array.startswith(f"{p.name}[")]
+    uses = identifier_uses(ctx.model, fn, p.name) - 1
+    if uses == len(direct):
+        return holds(f"`{p.name}` is only read through `{p.name}[...]`")
+    if p.is_const:
+        return holds(f"`{p.name}` is already `const`; only `__restrict__` is added")
+    node = function_node(ctx.model, fn)
+    body = node.child_by_field_name("body") if node is not None else None
+    ks = _ks(ctx)
+    for ident in ks.identifiers(body, p.name) if body is not None else []:
+        parent = ident.parent
+        if parent is not None and parent.type == "argument_list":
+            call = parent.parent
+            callee = node_text(ctx.model, call.child_by_field_name("function")) if call is not None else "a function"
+            return violated(f"`{p.name}` is passed to `{callee}`; a `const` pointer may not convert to its parameter")
+        if parent is not None and parent.type == "init_declarator":
+            return violated(f"`{p.name}` initializes `{node_text(ctx.model, parent)}`, which would drop `const`")
+    return unknown(f"`{p.name}` is used {uses - len(direct)} time(s) other than by subscript")
+
+
+def const_restrict_param(ctx: RewriteContext) -> list[Edit] | None:
+    """Declare a read-only pointer parameter `const T* __restrict__`."""
+    p = ctx.fact("param")
+    start, end = ctx.abs(p.span)
+    text = ctx.data[start:end]
+    star = text.rfind(b"*")
+    if star < 0 or text.count(b"*") != 1:
+        return None
+    edits = []
+    if not p.is_const:
+        edits.append(Edit(start, start, "const "))
+    if not p.is_restrict:
+        at = start + star + 1
+        if ctx.data[at : at + 1] in (b" ", b"\t"):
+            edits.append(Edit(at + 1, at + 1, "__restrict__ "))
+        else:
+            edits.append(Edit(at, at, " __restrict__ " if star == 0 else "__restrict__ "))
+    return edits or None

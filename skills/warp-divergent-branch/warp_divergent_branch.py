@@ -1,0 +1,56 @@
+"""Rules of the `warp-divergent-branch` card (Branch on warps, not on lanes): what only this card uses.
+
+Registered here: matcher `lane_divergent_branches`. The card's rewrite and the recognisers only it needs live here
+too; what several cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`,
+`.facts*`). The library imports this file by path as `warpwise.skills.cards.warp_divergent_branch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from warpwise.analyzers.model import Function, FunctionKind
+from warpwise.skills.facts_memory import kernel_syntax, linear, unparen
+from warpwise.skills.model import AnchorKind
+from warpwise.skills.regions import MatchContext, Region, matcher
+
+
+@matcher("lane_divergent_branches")
+def lane_divergent_branches(ctx: MatchContext) -> Iterator[Region]:
+    """Find branches whose condition splits the lanes of every warp (`threadIdx.x % 2 == 0`)."""
+    fn = ctx.function
+    if fn.kind is FunctionKind.HOST:
+        return
+    for branch in fn.branches:
+        pattern = branch.lane_pattern
+        if pattern is None and branch.thread_dependent and "%" in branch.condition:
+            pattern = _runtime_lane_period(ctx, fn, branch)
+        if pattern is None:
+            continue
+        yield Region(
+            AnchorKind.BRANCH,
+            fn,
+            branch.condition_span,
+            f"lanes:{branch.span[0]}",
+            {"branch": branch, "condition": branch.condition, "pattern": pattern},
+        )
+
+
+def _runtime_lane_period(ctx: MatchContext, fn: Function, branch: Any) -> str | None:
+    """Describe `tid % p == 0` with a runtime period `p` (a reduction's `2 * s`): it splits warps while p < 32."""
+    ks = kernel_syntax(ctx.model, fn)
+    if ks is None:
+        return None
+    cond = ks.node.descendant_for_byte_range(*fn.span(branch.condition_span))
+    stack = [cond] if cond is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "binary_expression" and n.child_by_field_name("operator").type == "%":
+            left = linear(ks, n.child_by_field_name("left"))
+            right = n.child_by_field_name("right")
+            period = linear(ks, right)
+            if left and "tid.x" in left and period is not None and not any(k.startswith("tid.") for k in period):
+                return f"lanes alternate with period `{ks.text(unparen(right))}` while it is below 32"
+        stack.extend(n.named_children)
+    return None
