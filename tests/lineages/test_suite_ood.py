@@ -1,0 +1,114 @@
+"""CPU-side checks of the out-of-distribution naive suite (bench/suite_ood, issue 19).
+
+The suite is `bench/suite_ood/<operator>/<variant>.cu`, each with `<variant>.problem.py` beside it. Nothing here
+runs a kernel (CI has no GPU; bench/gpu/corpus_check.py --suite bench/suite_ood does that on the device machine).
+What is checked: the suite's shape (kernels, operators, variants, operators without a corpus expert), that the
+README lists every kernel, that every kernel parses and compiles with nvcc for sm_90, that the GPU script's
+signature parser agrees with the analyzer, and that every problem file satisfies the gate's contract through the
+gate's own `resolve_spec` and the worker's `Problem.case`, with its reference and eager code run on CPU torch at
+the `tiny` preset.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, needs_nvcc
+from tests.lineages.kernels import corpus_check, load_problem, scale
+from tests.nvcc import compile_many
+from warpwise.analyzers.build import analyze_text
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
+
+SUITE = ROOT / "bench" / "suite_ood"
+CORPUS = ROOT / "lineages" / "corpus"
+MAX_SMEM = 227 * 1024
+
+
+def _kernels() -> list[Path]:
+    return sorted(SUITE.glob("*/*.cu"))
+
+
+KERNELS = _kernels()
+
+
+def _id(p: Path) -> str:
+    return f"{p.parent.name}/{p.stem}"
+
+
+def _problem(p: Path) -> Path:
+    return p.with_name(f"{p.stem}.problem.py")
+
+
+def test_suite_shape() -> None:
+    assert len(KERNELS) >= 30
+    ops = Counter(p.parent.name for p in KERNELS)
+    assert sum(1 for n in ops.values() if n >= 3) >= 10, ops
+    experts: dict[str, str | None] = {}
+    for p in KERNELS:
+        assert _problem(p).is_file(), f"{_id(p)} has no problem file"
+        ns = load_problem(_problem(p))
+        assert ns["operator"] == p.parent.name, _id(p)
+        expert = ns["corpus_expert"]
+        assert expert is None or (CORPUS / expert / "expert.cu").is_file(), f"{_id(p)}: no corpus folder {expert}"
+        assert experts.setdefault(p.parent.name, expert) == expert, f"{p.parent.name}: variants disagree"
+    assert sum(1 for e in experts.values() if e is None) >= 4, experts
+
+
+def test_readme_lists_every_kernel() -> None:
+    text = (SUITE / "README.md").read_text(encoding="utf-8")
+    missing = [_id(p) for p in KERNELS if f"`{_id(p)}`" not in text]
+    assert not missing, f"bench/suite_ood/README.md does not list {missing}"
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=_id)
+def test_parses_and_names_one_kernel(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    model = analyze_text(text, str(path))
+    assert model.syntax_problems == (), model.syntax_problems
+    ns = load_problem(_problem(path))
+    assert [f.name for f in model.kernels] == [ns["kernel"]], "one __global__ kernel, named by the problem file"
+    parsed = corpus_check().parse_signature(text, ns["kernel"])
+    assert [(p.name, p.pointer) for p in parsed] == [(p.name, p.is_pointer) for p in model.kernels[0].params]
+
+
+@needs_nvcc
+def test_every_kernel_compiles_with_nvcc() -> None:
+    results = compile_many([p.read_bytes() for p in KERNELS])
+    failed = {_id(p): log[-2000:] for p, (ok, log) in zip(KERNELS, results, strict=True) if not ok}
+    assert not failed, failed
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=_id)
+def test_problem_file_satisfies_the_gate_contract_at_tiny_size(path: Path) -> None:
+    from warpwise.verify import gpu_job
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    ns = load_problem(_problem(path))
+    assert {"full", "tiny"} <= set(ns["SIZES"])
+    assert ns["roofline"] in ("memory", "compute")
+    spec = resolve_spec(str(path), path.read_text(encoding="utf-8"), ns["kernel"])
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.source == "problem_file", spec.origin
+    pointers = [a.param for a in spec.run.args if a.buffer is not None]
+    with scale("tiny"):
+        problem = gpu_job.Problem(spec.run, torch.device("cpu"))
+        case = problem.case(1)
+        other = problem.case(2)
+        inputs = ns["make_inputs"](0)
+        assert ns["bytes_moved"](inputs) > 0
+        assert ns["roofline"] == "memory" or ns["flops"](inputs) > 0
+        ns["eager"](inputs)
+    assert case.expected and set(case.expected) <= set(pointers)
+    for name, want in case.expected.items():
+        assert torch.isfinite(want.double()).all(), f"reference `{name}` is not finite"
+    fed = [n for n in case.pristine if n not in case.expected]
+    assert any(not torch.equal(case.pristine[n], other.pristine[n]) for n in fed), "seeds change the inputs"
+    for geometry in case.geometry.values():
+        threads = geometry.block[0] * geometry.block[1] * geometry.block[2]
+        assert 1 <= threads <= 1024 and threads % 32 == 0, geometry
+        assert min(geometry.grid) >= 1 and geometry.grid[0] < 2**31 and max(geometry.grid[1:]) <= 65535
+        assert 0 <= geometry.smem <= MAX_SMEM
