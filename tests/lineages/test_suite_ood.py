@@ -112,3 +112,41 @@ def test_problem_file_satisfies_the_gate_contract_at_tiny_size(path: Path) -> No
         assert 1 <= threads <= 1024 and threads % 32 == 0, geometry
         assert min(geometry.grid) >= 1 and geometry.grid[0] < 2**31 and max(geometry.grid[1:]) <= 65535
         assert 0 <= geometry.smem <= MAX_SMEM
+
+
+def test_tools_list_the_suite_by_operator_and_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from warpwise.lineages.suite import suite_kernels
+
+    names = sorted(_id(p) for p in KERNELS)
+    # The quality report and admission (warpwise.lineages.suite): every kernel resolves, `only` takes operators.
+    assert [k.name for k in suite_kernels(SUITE, {"softmax", "gemv/block_row_uint"})] == [
+        "gemv/block_row_uint",
+        "softmax/block_row_while",
+        "softmax/online_macro_cols",
+        "softmax/row_per_thread",
+    ]
+    # The default suite keeps its names (one naive.cu per operator).
+    assert [k.name for k in suite_kernels(ROOT / "bench" / "suite", {"sum"})] == ["sum"]
+    # The GPU check script, with --suite (which its children read from the environment).
+    cc = corpus_check()
+    monkeypatch.setenv(cc.SUITE_ENV, str(SUITE))
+    found = cc.discover(experts=False)
+    assert sorted(e.name for e in found) == names
+    assert {e.ident for e in cc.discover({"transpose/one_d_divmod"})} == {"naive/transpose/one_d_divmod"}
+    monkeypatch.delenv(cc.SUITE_ENV)
+    assert "naive/sum" in {e.ident for e in cc.discover()}
+    # The search comparison: names, kernels and corpus operators from the problem files.
+    spec = importlib.util.spec_from_file_location("search_compare", ROOT / "bench" / "search_compare.py")
+    assert spec is not None and spec.loader is not None
+    sc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sc)
+    entries = sc.suite_entries(SUITE)
+    assert [n for n, *_ in entries] == names
+    by_name = {n: (kernel, corpus) for n, _, kernel, corpus in entries}
+    assert by_name["softmax/row_per_thread"] == ("softmax_row_per_thread", "softmax_rows")
+    assert by_name["silu_mul/separate_2d"] == ("swiglu_2d", None)
+    assert ("sum", ROOT / "bench" / "suite" / "sum" / "naive.cu", "sum_naive", "reduce_sum") in sc.suite_entries(
+        ROOT / "bench" / "suite", ["sum"]
+    )
