@@ -11,6 +11,7 @@ the `tiny` preset.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -150,3 +151,25 @@ def test_tools_list_the_suite_by_operator_and_variant(monkeypatch: pytest.Monkey
     assert ("sum", ROOT / "bench" / "suite" / "sum" / "naive.cu", "sum_naive", "reduce_sum") in sc.suite_entries(
         ROOT / "bench" / "suite", ["sum"]
     )
+
+
+def test_suite_check_reports_rules_and_rewrites_per_kernel(tmp_path: Path) -> None:
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("suite_check", ROOT / "bench" / "suite_check.py")
+    assert spec is not None and spec.loader is not None
+    sc = importlib.util.module_from_spec(spec)
+    sys.modules["suite_check"] = sc  # its dataclass looks its module up
+    spec.loader.exec_module(sc)
+    (tmp_path / "gelu_tanh").mkdir()
+    for name in ("one_d.cu", "one_d.problem.py"):
+        shutil.copyfile(SUITE / "gelu_tanh" / name, tmp_path / "gelu_tanh" / name)
+    (row,) = sc.suite_rows(tmp_path)
+    assert (row.name, row.kernel) == ("gelu_tanh/one_d", "gelu_tanh_kernel")
+    # A one-element-per-thread map without __restrict__: both cards fire, and both rewrite this spelling.
+    assert row.fired["missing-restrict"] == 1 and row.fired["one-element-per-thread"] == 1
+    assert {"missing-restrict", "one-element-per-thread"} <= set(row.rewrites)
+    text = sc.markdown(tmp_path, [row], None, {"date": "2026-12-01", "command": "x", "commit": "c"})
+    assert "| `gelu_tanh/one_d` | `gelu_tanh_kernel` |" in text
+    assert "| `missing-restrict` | 1 | 1 |" in text
