@@ -173,3 +173,17 @@ def test_suite_check_reports_rules_and_rewrites_per_kernel(tmp_path: Path) -> No
     text = sc.markdown(tmp_path, [row], None, {"date": "2026-12-01", "command": "x", "commit": "c"})
     assert "| `gelu_tanh/one_d` | `gelu_tanh_kernel` |" in text
     assert "| `missing-restrict` | 1 | 1 |" in text
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=_id)
+def test_full_size_launch_is_within_the_device_limits(path: Path) -> None:
+    # The full-size inputs are made as meta tensors (shapes only, no memory) through the suite's `_gen` helper,
+    # so a launch past the grid limits (65,535 blocks along y or z) shows up here and not first on the GPU.
+    ns = load_problem(_problem(path))
+    ns["_gen"] = lambda seed: (torch.device("meta"), None)
+    with scale("full"):
+        geometry = ns["launch"](ns["make_inputs"](0))
+    grid, block = (tuple(int(x) for x in g) for g in geometry[:2])
+    assert 1 <= block[0] * block[1] * block[2] <= 1024, geometry
+    assert min(grid) >= 1 and grid[0] < 2**31 and max(grid[1:]) <= 65535, geometry
+    assert (int(geometry[2]) if len(geometry) > 2 else 0) <= MAX_SMEM

@@ -1,8 +1,9 @@
 """Problem: a scatter-add of float32 rows: out[index[i], :] += src[i, :] (index_add along dimension 0 into 4096 rows of
 64) (kernel `scatter_add_rows` of scatter_add_rows.cu, out-of-distribution naive suite).
 
-How it is written: one element per thread on a 2-D launch (x: feature, y: source row) of 64 x 4 blocks, the
-destination row read from an index array, one float `atomicAdd` per element into an in-out table.
+How it is written: one element per thread on a 2-D launch of 64 x 4 blocks (the grid's x over source rows, 4 a
+block, its y over features), the destination row read from an index array, one float `atomicAdd` per element into an
+in-out table.
 
 A problem file in the gate's format (bench/suite/README.md, lineages/corpus/README.md): `make_inputs(seed)`
 returns every kernel parameter by name, `reference(inputs)` the expected outputs, `launch(inputs)` the (grid,
@@ -63,9 +64,9 @@ def eager(inputs: dict[str, Any]) -> torch.Tensor:
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Return 64 x 4 blocks over (features, source rows)."""
+    """Return 64 x 4 blocks, 4 source rows a block along the grid's x and the features along its y."""
     n, dim = int(inputs["n"]), int(inputs["dim"])
-    return ((dim + 63) // 64, (n + 3) // 4, 1), (64, 4, 1)
+    return ((n + 3) // 4, (dim + 63) // 64, 1), (64, 4, 1)
 
 
 def bytes_moved(inputs: dict[str, Any]) -> int:
