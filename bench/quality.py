@@ -10,6 +10,7 @@ through `warpwise.lineages.quality.register_strategy`, or `--strategy module:fun
     python3 bench/quality.py --out "$OUT"                         # every suite kernel, greedy-cards
     python3 bench/quality.py --only sum,softmax --budget-s 60     # a few
     python3 bench/quality.py --list                               # the suite and the first proposals (no GPU)
+    python3 bench/quality.py --suite bench/suite_ood --only softmax   # the second suite (issue 19), one operator
 
 Writes `quality.json` (every attempt, the chain, timings; the chart as SVG when matplotlib is there) and
 `quality.md` in `--out`. `warpwise lineage ingest` files them under bench/results with the date.

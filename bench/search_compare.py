@@ -14,6 +14,9 @@ torch eager, both as measured by `bench/gpu/corpus_check.py` on the same GPU mod
 "within 5% of eager" best_ms <= 1.05 * eager_ms. Those times come from another run and another harness (same
 sizes, L2 flushed, CUDA events), so they are context, not verdicts; only the gate's statuses say "verified".
 
+`--suite bench/suite_ood` runs the out-of-distribution suite instead (kernels `<operator>/<variant>`, in name
+order; the corpus operator of each from its problem file's `corpus_expert`).
+
 Run on a GPU machine: `python3 bench/search_compare.py --out $OUT` (at most about 3.5 minutes with the defaults:
 no kernel starts after `--wall-s` 170 s, searches in flight stop at `--deadline-s` 205 s, and results are written
 after every kernel; see bench/gpu/search_batch.sh). Without a GPU, `--dry-run` builds the candidates compile-only
@@ -23,6 +26,8 @@ and claims nothing.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -96,8 +101,45 @@ def seconds_to_reach(trajectory: list[list[float]], target: float) -> float | No
     return None
 
 
-def row_of(name: str, kernel: str, strategy: str, report: Any, refs: dict[str, Any]) -> dict[str, Any]:
-    """Return one (kernel, strategy) row."""
+def suite_entries(folder: Path, only: list[str] | None = None) -> list[tuple[str, Path, str, str | None]]:
+    """Return (name, source, kernel, corpus operator) for every kernel of a suite folder, sorted by name.
+
+    `<operator>/naive.cu` is named after the operator (bench/suite), `<operator>/<variant>.cu` is named
+    `<operator>/<variant>` (bench/suite_ood); the kernel and its corpus operator come from the problem file's
+    `kernel` and `corpus_expert` (bench/suite's files have no `corpus_expert`: CORPUS_OF says it). `only`
+    selects by name or by operator.
+    """
+    out = []
+    for src in sorted(folder.glob("*/*.cu")):
+        problem = src.with_name(f"{src.stem}.problem.py")
+        if not problem.is_file():
+            continue
+        name = src.parent.name if src.stem == "naive" else f"{src.parent.name}/{src.stem}"
+        if only and name not in only and src.parent.name not in only:
+            continue
+        values = _constants(problem.read_text(encoding="utf-8"))
+        kernel = values.get("kernel")
+        if not isinstance(kernel, str):
+            continue
+        corpus = values["corpus_expert"] if "corpus_expert" in values else CORPUS_OF.get(name)
+        out.append((name, src, kernel, corpus if isinstance(corpus, str) else None))
+    return out
+
+
+def _constants(text: str) -> dict[str, Any]:
+    """Return the top-level `NAME = literal` assignments of a problem file."""
+    values: dict[str, Any] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError, SyntaxError):
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+    return values
+
+
+def row_of(
+    name: str, kernel: str, strategy: str, report: Any, refs: dict[str, Any], corpus: str | None = None
+) -> dict[str, Any]:
+    """Return one (kernel, strategy) row (`corpus`: the expert's operator, by default CORPUS_OF's)."""
     start = report.start or {}
     best = report.best or {}
     start_ms = None
@@ -126,7 +168,7 @@ def row_of(name: str, kernel: str, strategy: str, report: Any, refs: dict[str, A
         "rejected": sum(1 for n in report.nodes if n.get("status") not in ("verified", "not_faster")),
         "statuses": _count([n.get("status") for n in report.nodes[1:]]),
     }
-    expert = refs.get("expert", {}).get(CORPUS_OF.get(name, ""), {})
+    expert = refs.get("expert", {}).get(corpus or CORPUS_OF.get(name, ""), {})
     naive = refs.get("naive", {}).get(name, {})
     eager = naive.get("eager_ms") or expert.get("eager_ms")
     if best_ms and expert.get("kernel_ms"):
@@ -239,6 +281,7 @@ def _x(v: float | None) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(RESULTS), help="folder for search_compare-DATE.json and .md")
+    ap.add_argument("--suite", default=str(SUITE), help="naive suite folder (default bench/suite; or bench/suite_ood)")
     ap.add_argument("--kernels", nargs="*", default=None, help="suite names (default: all, cheapest first)")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--candidates", type=int, default=8, help="gate jobs per strategy and kernel (default 8)")
@@ -259,7 +302,14 @@ def main() -> int:
     deadline = threading.Timer(args.deadline_s, cancel.set)
     deadline.daemon = True
     deadline.start()
-    names = args.kernels or [n for n in ORDER if (SUITE / n / "naive.cu").is_file()]
+    suite = Path(args.suite)
+    if suite.resolve() == SUITE.resolve():
+        names = args.kernels or [n for n in ORDER if (SUITE / n / "naive.cu").is_file()]
+        entries = {n: (SUITE / n / "naive.cu", None, CORPUS_OF.get(n)) for n in names}
+    else:
+        found = suite_entries(suite, args.kernels)
+        names = [n for n, *_ in found]
+        entries = {n: (path, kernel, corpus) for n, path, kernel, corpus in found}
     strategies = [s for s in args.strategies.split(",") if s]
     gate = gate_for("compile-only" if args.dry_run else "local", None)
     # Shorter timing than the gate's default (the spread it measures decides "verified", so this only makes
@@ -278,11 +328,13 @@ def main() -> int:
             if time.monotonic() - t0 > args.wall_s or cancel.is_set():
                 not_run.append(name)
                 continue
-            path = SUITE / name / "naive.cu"
+            path, named, corpus = entries[name]
             text = path.read_text()
-            m = re.search(r"__global__\s+void\s+(\w+)", text)
-            assert m is not None
-            kernel = m.group(1)
+            if named is None:
+                m = re.search(r"__global__\s+void\s+(\w+)", text)
+                assert m is not None
+                named = m.group(1)
+            kernel = named
             for strategy in strategies:
                 opts = OptimizeOptions(
                     strategy=strategy,
@@ -295,7 +347,7 @@ def main() -> int:
                 )
                 k0 = time.monotonic()
                 report = optimize(str(path), kernel, opts, text=text, verifier=GateVerifier(gate), cancel=cancel)
-                row = row_of(name, kernel, strategy, report, refs)
+                row = row_of(name, kernel, strategy, report, refs, corpus)
                 row["wall_s"] = round(time.monotonic() - k0, 2)
                 rows.append(row)
                 device = device or (report.start or {}).get("device")
@@ -329,6 +381,7 @@ def _doc(
         "meta": {
             "date": stamp.isoformat(timespec="seconds"),
             "command": " ".join(["python3", *sys.argv]),
+            "suite": args.suite,
             "device": device,
             "candidates": args.candidates,
             "budget_s": args.budget_s,

@@ -1,11 +1,12 @@
 """The naive suite as admission and the quality report see it: kernels, their problems, and card candidates.
 
-`suite_kernels(folder)` lists `bench/suite/<name>/naive.cu` with the problem file beside it. `card_candidates`
-turns every card match with a rewrite in a suite kernel into one candidate (all of that card's fixes in the
-kernel, as `warpwise verify --skill` does). A card whose rewrite launches the kernel differently in host code
-cannot edit a problem file's launch; `warpwise.skills.launches.grid_factor` says how the problem's launch changes
-instead, so that such a rewrite is measured the way it is meant to run (coarsening by 4 needs a quarter of the
-blocks, 16-byte vectors of 2-byte elements an eighth).
+`suite_kernels(folder)` lists `bench/suite/<name>/naive.cu` (or `bench/suite_ood/<operator>/<variant>.cu`) with
+the problem file beside it. `card_candidates` turns every card match with a rewrite in a suite kernel into one
+candidate (all of that card's fixes in the kernel, as `warpwise verify --skill` does). A card whose rewrite
+launches the kernel differently in host code cannot edit a problem file's launch;
+`warpwise.skills.launches.grid_factor` says how the problem's launch changes instead, so that such a rewrite is
+measured the way it is meant to run (coarsening by 4 needs a quarter of the blocks, 16-byte vectors of 2-byte
+elements an eighth).
 """
 
 from __future__ import annotations
@@ -52,18 +53,25 @@ class CardCandidate:
 
 
 def suite_kernels(folder: Path, only: set[str] | None = None) -> list[SuiteKernel]:
-    """Return the naive kernels of a suite folder (those whose problem resolves), sorted by name."""
+    """Return the naive kernels of a suite folder (those whose problem resolves), sorted by name.
+
+    `<operator>/naive.cu` is named after its operator (bench/suite); any other `<operator>/<variant>.cu` with
+    `<variant>.problem.py` beside it is named `<operator>/<variant>` (bench/suite_ood). `only` selects by name or
+    by operator.
+    """
     out = []
     for d in sorted(p for p in folder.iterdir() if p.is_dir()):
-        if only and d.name not in only:
-            continue
-        src, prob = d / "naive.cu", d / "naive.problem.py"
-        if not (src.is_file() and prob.is_file()):
-            continue
-        try:
-            out.append(SuiteKernel(d.name, load_expert(src, prob, operator=d.name)))
-        except LineageError:
-            continue
+        for src in sorted(d.glob("*.cu")):
+            name = d.name if src.stem == "naive" else f"{d.name}/{src.stem}"
+            if only and name not in only and d.name not in only:
+                continue
+            prob = src.with_name(f"{src.stem}.problem.py")
+            if not prob.is_file():
+                continue
+            try:
+                out.append(SuiteKernel(name, load_expert(src, prob, operator=d.name)))
+            except LineageError:
+                continue
     return out
 
 

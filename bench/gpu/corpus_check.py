@@ -1,7 +1,8 @@
 """Check and time every corpus expert and every naive suite kernel on the GPU, against torch eager and the peaks.
 
 For the batched GPU run of issue 7. For each kernel (`lineages/corpus/*/expert.cu` and
-`bench/suite/*/naive.cu`, each with its problem file beside it) this script
+`bench/suite/*/naive.cu`, or with `--suite bench/suite_ood` `bench/suite_ood/*/*.cu`, each with its problem
+file beside it) this script
 
 1. builds it with NVRTC for the device's architecture (registers, spills and shared memory from ptxas);
 2. checks it against the problem's `reference()`: once on every small preset of the problem's `SIZES` (tails,
@@ -22,6 +23,7 @@ kernel costs only itself.
 
     python3 bench/gpu/corpus_check.py --out "$OUT"            # everything (expected: 2-3 minutes on one H200)
     python3 bench/gpu/corpus_check.py --only scan,sgemm       # a few entries
+    python3 bench/gpu/corpus_check.py --suite bench/suite_ood --no-experts   # the second naive suite
     python3 bench/gpu/corpus_check.py --list                  # what would run (no GPU needed)
 
 Results: `corpus_check.json` (everything measured) and `corpus_check.md` (a table) in the output folder.
@@ -49,6 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "lineages" / "corpus"
 SUITE = REPO / "bench" / "suite"
+SUITE_ENV = "CORPUS_CHECK_SUITE"
 
 TOLERANCES: dict[str, tuple[float, float]] = {
     "torch.float64": (1e-9, 1e-12),
@@ -108,19 +111,33 @@ class Param:
     ctype: str
 
 
-def discover(only: set[str] | None = None, naive: bool = True) -> list[Entry]:
-    """Return the experts, then the naive kernels, optionally only those whose name or ident is in `only`."""
-    entries = [
-        Entry("expert", Path(p).parent.name, Path(p), Path(p).with_name("expert.problem.py"))
-        for p in sorted(glob.glob(str(CORPUS / "*" / "expert.cu")))
-    ]
-    if naive:
+def suite_folder() -> Path:
+    """Return the naive suite to check: bench/suite, or the folder `--suite` named (children inherit it)."""
+    return Path(os.environ.get(SUITE_ENV) or SUITE)
+
+
+def discover(only: set[str] | None = None, naive: bool = True, experts: bool = True) -> list[Entry]:
+    """Return the experts, then the naive kernels, optionally only those whose name or ident is in `only`.
+
+    A suite folder holds `<operator>/naive.cu` (named after the operator, as bench/suite does) or
+    `<operator>/<variant>.cu` (named `<operator>/<variant>`, as bench/suite_ood does), each with its
+    `<stem>.problem.py` beside it; `only` also matches a variant's operator.
+    """
+    entries = []
+    if experts:
         entries += [
-            Entry("naive", Path(p).parent.name, Path(p), Path(p).with_name("naive.problem.py"))
-            for p in sorted(glob.glob(str(SUITE / "*" / "naive.cu")))
+            Entry("expert", Path(p).parent.name, Path(p), Path(p).with_name("expert.problem.py"))
+            for p in sorted(glob.glob(str(CORPUS / "*" / "expert.cu")))
         ]
+    if naive:
+        for p in sorted(glob.glob(str(suite_folder() / "*" / "*.cu"))):
+            src = Path(p)
+            problem = src.with_name(f"{src.stem}.problem.py")
+            if problem.is_file():
+                name = src.parent.name if src.stem == "naive" else f"{src.parent.name}/{src.stem}"
+                entries.append(Entry("naive", name, src, problem))
     if only:
-        entries = [e for e in entries if e.name in only or e.ident in only]
+        entries = [e for e in entries if e.name in only or e.ident in only or e.name.split("/")[0] in only]
     return entries
 
 
@@ -769,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "bench" / "results" / "corpus_check"))
     ap.add_argument("--only", default="", help="comma-separated operator names or idents (expert/scan)")
     ap.add_argument("--no-naive", action="store_true", help="check the corpus experts only")
+    ap.add_argument("--no-experts", action="store_true", help="check the naive suite only")
+    ap.add_argument("--suite", default=None, help="the naive suite folder (default bench/suite; or bench/suite_ood)")
     ap.add_argument("--deadline-s", type=float, default=DEFAULT_DEADLINE_S, help="per-entry limit")
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="stop starting entries after this")
     ap.add_argument("--list", action="store_true", help="list the entries and their parameters, then exit")
@@ -777,8 +796,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child is not None:
         return child_main([s for s in args.child.split(",") if s], Path(args.peaks) if args.peaks else None)
+    if args.suite:
+        os.environ[SUITE_ENV] = str(Path(args.suite).resolve())
     only = {s.strip() for s in args.only.split(",") if s.strip()} or None
-    entries = discover(only, naive=not args.no_naive)
+    entries = discover(only, naive=not args.no_naive, experts=not args.no_experts)
     if args.list:
         for e in entries:
             ns = load_problem(e.problem)

@@ -1,0 +1,73 @@
+"""Problem: y = GELU(x) with the tanh approximation, n float32 values (kernel `gelu_tanh_kernel` of one_d.cu, out-of-
+distribution naive suite).
+
+How it is written: one element per thread, a 1-D launch, `int` index, the constants written inline, `tanhf`.
+
+A problem file in the gate's format (bench/suite/README.md, lineages/corpus/README.md): `make_inputs(seed)`
+returns every kernel parameter by name, `reference(inputs)` the expected outputs, `launch(inputs)` the (grid,
+block[, smem]); `SIZES`, `roofline`, `bytes_moved`, `flops` and `eager` are read by bench/gpu/corpus_check.py.
+`operator` and `corpus_expert` (the lineages/corpus folder of the same operator, or None) are read by the
+suite's tests and README. WARPWISE_PROBLEM_SCALE picks a row of SIZES (`full` is the default).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+kernel = "gelu_tanh_kernel"
+operator = "gelu_tanh"
+corpus_expert = None
+roofline = "memory"
+SIZES = {"full": 1 << 26, "tiny": 5000, "odd": 10007}
+
+
+def _size() -> Any:
+    """Return the sizes of the preset named by WARPWISE_PROBLEM_SCALE."""
+    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
+    if scale not in SIZES:
+        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
+    return SIZES[scale]
+
+
+def _gen(seed: int) -> tuple[torch.device, torch.Generator]:
+    """Return the device (the GPU when there is one, else the CPU) and a generator seeded with `seed`."""
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    return dev, gen
+
+
+def make_inputs(seed: int) -> dict[str, Any]:
+    """Return normal x (standard deviation 2), the output and n."""
+    n = _size()
+    dev, gen = _gen(seed)
+    x = 2.0 * torch.randn(n, generator=gen, device=dev)
+    return {"x": x, "y": torch.empty_like(x), "n": n}
+
+
+def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Return GELU with the tanh approximation."""
+    return {"y": torch.nn.functional.gelu(inputs["x"], approximate="tanh")}
+
+
+def eager(inputs: dict[str, Any]) -> torch.Tensor:
+    """Return what torch eager runs for this operator."""
+    return torch.nn.functional.gelu(inputs["x"], approximate="tanh")
+
+
+def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Return one thread per element, 256 a block."""
+    return ((int(inputs["n"]) + 255) // 256, 1, 1), (256, 1, 1)
+
+
+def bytes_moved(inputs: dict[str, Any]) -> int:
+    """Return the bytes the operator must move: every input read once and the output written once."""
+    return sum(v.numel() * v.element_size() for v in inputs.values() if isinstance(v, torch.Tensor))
+
+
+def flops(inputs: dict[str, Any]) -> int:
+    """Return about nine operations per element, counting tanh as one."""
+    return 9 * int(inputs["n"])
