@@ -29,6 +29,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--label", help="write bench/results/match_latency-LABEL-<date>.*")
     args = ap.parse_args()
     path = anchor_path()
     data = path.read_bytes()
@@ -87,7 +88,8 @@ def main() -> int:
     )
     print(md)
     if not args.no_write:
-        print(f"wrote {write_result('match_latency', result, md)}")
+        name = f"match_latency-{args.label}" if args.label else "match_latency"
+        print(f"wrote {write_result(name, result, md)}")
     return 0
 
 
