@@ -368,11 +368,13 @@ class VerificationService:
         title: str,
         priority: int = Priority.INTERACTIVE,
         gate_priority: int | None = None,
+        model: FileModel | None = None,
     ) -> Job:
         """Queue the verification of one candidate rewrite of a kernel.
 
         `gate_priority` is its priority in the gate's queue (higher first; the learned ranking's), when it differs
-        from the server job's `priority`.
+        from the server job's `priority`. `model` is the analysis of the snapshot's text, which the gate then
+        reads instead of parsing the original again.
         """
         from warpwise.verify.gate import Candidate
         from warpwise.verify.types import Options
@@ -385,6 +387,7 @@ class VerificationService:
             kernel=kernel,
             candidate_text=candidate_text.decode("utf-8", "replace"),
             candidate_path=snap.path,
+            original_model=model,
         )
         tolerances = Options(time_limit_s=s.compiler_timeout_seconds)
         group = f"{snap.uri}#{kernel}#{card_id}"
@@ -418,7 +421,9 @@ class VerificationService:
             )
         )
 
-    def submit_gpu_profile(self, snap: Snapshot, kernels: list[str], priority: int = Priority.BACKGROUND) -> Job:
+    def submit_gpu_profile(
+        self, snap: Snapshot, kernels: list[str], priority: int = Priority.BACKGROUND, model: FileModel | None = None
+    ) -> Job:
         """Queue GPU profiles of kernels (each run against itself through the gate, with the profiler pass)."""
         from warpwise.verify.gate import Candidate
         from warpwise.verify.types import Options
@@ -430,7 +435,7 @@ class VerificationService:
             out: dict[str, KernelProfile] = {}
             for i, kernel in enumerate(kernels):
                 job.report(f"{kernel} ({i + 1} of {len(kernels)})", int(100 * i / max(len(kernels), 1)))
-                candidate = Candidate(snap.path, text, kernel, text, snap.path)
+                candidate = Candidate(snap.path, text, kernel, text, snap.path, original_model=model)
                 options = Options(profile=True, time_limit_s=self.settings.compiler_timeout_seconds)
                 result = await self._run_gate(
                     job, candidate, options, Priority.BACKGROUND, f"profile:{snap.uri}#{kernel}", snap.version
