@@ -142,4 +142,3 @@ def test_only_the_parse_module_runs_the_parser() -> None:
                 if name in ("new_parser", "parse_tree", "Parser"):
                     offenders.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} uses {name}")
     assert offenders == [], "parse through SourceFile (analyzers/parse.py), not a parser of your own"
-
