@@ -194,13 +194,8 @@ class CardProvider:
             if self._loaded:
                 return
             self._loaded = True
-            try:
-                library_mod = importlib.import_module("warpwise.skills.library")
-                self._engine = importlib.import_module("warpwise.skills.engine")
-            except ImportError as exc:
-                self._reason = f"the skill-card engine is not available ({exc})"
-                self._engine = None
-                return
+            library_mod = importlib.import_module("warpwise.skills.library")
+            self._engine = importlib.import_module("warpwise.skills.engine")
             try:
                 self._library = library_mod.load_library()
             except Exception as exc:  # A broken card library must not stop the server; rules still report.

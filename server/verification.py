@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import shutil
@@ -49,12 +48,6 @@ from warpwise.server.resources import (
 from warpwise.server.settings import Settings
 
 log = logging.getLogger(__name__)
-
-VERIFY_UNAVAILABLE = (
-    "verification is not available: the verification gate (warpwise.verify) does not provide a verification "
-    "queue in this installation yet"
-)
-SEARCH_UNAVAILABLE = "optimization search is not available: warpwise.search cannot be imported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +216,6 @@ class VerificationService:
 
     def verification_available(self) -> tuple[bool, str]:
         """Return whether candidate rewrites can be verified now, and why not."""
-        try:
-            importlib.import_module("warpwise.verify.jobqueue")
-        except ImportError as exc:
-            return False, f"{VERIFY_UNAVAILABLE} ({exc})"
         backend = self.backend()
         if not self.settings.verification_trusted_workspace:
             return (
@@ -633,13 +622,10 @@ class VerificationService:
         self._toolkit.clear()
         self._candidates.clear()
         parts = [f"{n} cached resource report{'s' if n != 1 else ''}"]
-        try:
-            from warpwise.verify.cache import ResultCache
+        from warpwise.verify.cache import ResultCache
 
-            removed = ResultCache().clear()
-            parts.append(f"{removed} verification result{'s' if removed != 1 else ''}")
-        except ImportError:
-            parts.append("no verification result cache (warpwise.verify is not installed)")
+        removed = ResultCache().clear()
+        parts.append(f"{removed} verification result{'s' if removed != 1 else ''}")
         return "cleared " + " and ".join(parts)
 
     async def restart(self) -> str:
@@ -814,10 +800,8 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 
 def _driver_gpu_count() -> int:
-    try:
-        from warpwise.verify.backends import gpu_count
-    except ImportError:
-        return 0
+    from warpwise.verify.backends import gpu_count
+
     return gpu_count()
 
 
@@ -841,23 +825,19 @@ class SpecAnnotation:
     note: str
 
 
-def has_spec_annotation(model: FileModel, kernel: str) -> bool | None:
-    """Return whether a kernel already has a `// warpwise:` annotation (None when the gate is not installed)."""
-    try:
-        from warpwise.verify import annotation
-    except ImportError:
-        return None
+def has_spec_annotation(model: FileModel, kernel: str) -> bool:
+    """Return whether a kernel already has a `// warpwise:` annotation."""
+    from warpwise.verify import annotation
+
     fn = next((f for f in model.kernels if f.name == kernel), None)
     return fn is not None and annotation.find(model, fn) is not None
 
 
 def spec_annotation(model: FileModel, kernel: str) -> SpecAnnotation | str:
     """Infer a kernel's problem spec from the file and write it as an annotation; or say why it cannot."""
-    try:
-        from warpwise.verify import annotation, infer
-        from warpwise.verify.spec import ProblemSpec, element_type
-    except ImportError as exc:
-        return f"problem-spec inference is not available ({exc})"
+    from warpwise.verify import annotation, infer
+    from warpwise.verify.spec import ProblemSpec, element_type
+
     fn = next((f for f in model.kernels if f.name == kernel), None)
     if fn is None:
         return f"`{kernel}` is not a kernel of this file"

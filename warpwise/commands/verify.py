@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -62,13 +61,8 @@ def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str
     not), and the model of the original (which the gate then reads instead of parsing the file again). Unsafe
     fixes are included: measuring whether they hold is what verification is for.
     """
-    try:
-        engine = importlib.import_module("warpwise.skills.engine")
-        rewrite = importlib.import_module("warpwise.skills.rewrite")
-        library = importlib.import_module("warpwise.skills.library")
-    except ImportError as exc:
-        raise ValueError(f"the skill-card engine cannot be imported: {exc}") from exc
     from warpwise.analyzers.build import analyze_text
+    from warpwise.skills import engine, library, rewrite
 
     known = {c.skill_id for c in library.builtin_library()}
     if skill not in known:
