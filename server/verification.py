@@ -366,7 +366,6 @@ class VerificationService:
         reads instead of parsing the original again.
         """
         from warpwise.verify.gate import Candidate
-        from warpwise.verify.types import Options
 
         key = (snap.uri, snap.content_hash, card_id, tuple(span))
         s = self.settings
@@ -378,7 +377,7 @@ class VerificationService:
             candidate_path=snap.path,
             original_model=model,
         )
-        tolerances = Options(time_limit_s=s.compiler_timeout_seconds)
+        tolerances = verify_options(s)
         group = f"{snap.uri}#{kernel}#{card_id}"
 
         async def run(job: Job) -> CandidateState | None:
@@ -797,6 +796,16 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
+
+
+def verify_options(settings: Settings) -> Any:
+    """Return the gate's options for a candidate's verification under the editor's settings."""
+    from warpwise.verify.types import Options
+
+    return Options(
+        time_limit_s=settings.compiler_timeout_seconds,
+        tolerance=(settings.verification_rtol, settings.verification_atol),
+    )
 
 
 def _driver_gpu_count() -> int:

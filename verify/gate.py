@@ -177,6 +177,7 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
                 f"sanitizer={options.sanitizer}",
                 f"profile={options.profile}",
                 options.arch or "",
+                *([f"tolerance={options.tolerance}"] if options.tolerance is not None else []),
             ]
         ).encode()
     ).hexdigest()

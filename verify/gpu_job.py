@@ -35,7 +35,6 @@ from warpwise.verify.device import (
     time_pair,
 )
 from warpwise.verify.types import (
-    TOLERANCES,
     BufferSpec,
     DeviceIdentity,
     Durations,
@@ -48,6 +47,7 @@ from warpwise.verify.types import (
     VerificationResult,
     WorkerJob,
     decide_status,
+    tolerances_for,
 )
 
 _FROM_TORCH: dict[torch.dtype, str] = {
@@ -259,8 +259,7 @@ def check_and_time(
     spec = job.spec
     assert spec is not None
     opts = job.options
-    tolerances = {d: TOLERANCES[d] for d in TOLERANCES}
-    tolerances.update({d: (r, a) for d, r, a in spec.tolerances})
+    tolerances = tolerances_for(opts, spec.tolerances)
     kernels = {
         Side.ORIGINAL: device.load(ob.cubin, ob.info.lowered_name or "", "original"),
         Side.CANDIDATE: device.load(cb.cubin, cb.info.lowered_name or "", "candidate"),
