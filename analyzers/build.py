@@ -1636,8 +1636,9 @@ def analyze_document(doc: CudaDocument) -> FileModel:
     instantiated with, and when every launch in the file agrees, the kernel is analysed with those values
     (so `tile[TILE][TILE + 1]` has known dimensions).
     """
-    src = doc.data
-    root = doc.tree.root_node
+    source = doc.source
+    src = source.text
+    root = source.tree.root_node
     ctx, macros, functions = _file_context(root, src)
     ctx_key = repr(ctx).encode()
     old = doc.cache
@@ -1703,13 +1704,12 @@ def analyze_document(doc: CudaDocument) -> FileModel:
         syntax_problems=tuple(_syntax_problems(root, src)),
         constants=dict(ctx.consts),
         macros=macros,
-        lines=doc.lines,
-        text=src,
+        source=source,
     )
 
 
 def analyze_text(text: str | bytes, path: str = "<memory>") -> FileModel:
-    """Parse and analyse one text from scratch."""
+    """Parse and analyse one text from scratch (one parse: the model holds the tree)."""
     return analyze_document(CudaDocument(path, text))
 
 

@@ -1,10 +1,14 @@
 """The CUDA kernel model: plain, immutable facts about the functions, memory accesses and launches of one file.
 
-Every later part of warpwise (findings, skill cards, problem-spec inference, the server) reads this model and
-never the syntax tree. Positions inside a function are byte offsets *relative to the function's first byte*
-(`Function.base`), so a function whose text did not change can be reused after an edit elsewhere in the file by
-moving its base alone; `Function.span(...)` turns a relative span into absolute byte offsets, and a
-`LineIndex` turns those into LSP positions (line, UTF-16 column).
+Every later part of warpwise (findings, skill cards, problem-spec inference, the gate, the server) reads this
+model. A `FileModel` holds the `SourceFile` it was built from (`analyzers.parse`: text, syntax tree, line index of
+one version, parsed once), so a fact that needs exact syntax reads `model.tree` and never parses the text again;
+memos computed from one model live on it (`FileModel.memo`), not in process-wide caches.
+
+Positions inside a function are byte offsets *relative to the function's first byte* (`Function.base`), so a
+function whose text did not change can be reused after an edit elsewhere in the file by moving its base alone;
+`Function.span(...)` turns a relative span into absolute byte offsets, and a `LineIndex` turns those into LSP
+positions (line, UTF-16 column).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 from itertools import accumulate
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from warpwise.analyzers.parse import SourceFile
 
 _T = TypeVar("_T")
 _NO_VALUE: Any = object()
@@ -35,6 +42,11 @@ def _fast_init(cls: type[_T]) -> type[_T]:
     body: list[str] = []
     for f in fields:
         ns[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if not f.init:
+            # A field outside `__init__` (a memo) starts from its factory, in `replace()` copies too.
+            ns[f"_factory_{f.name}"] = f.default_factory
+            body.append(f"    _set_{f.name}(self, _factory_{f.name}())")
+            continue
         if f.default_factory is not dataclasses.MISSING:
             ns[f"_factory_{f.name}"] = f.default_factory
             params.append(f"{f.name}=_NO_VALUE")
@@ -409,17 +421,33 @@ class SyntaxProblem:
 
 
 @_fast_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class FileModel:
-    """Everything the analyzers know about one version of one file."""
+    """Everything the analyzers know about one version of one file, with the `SourceFile` it was built from."""
 
     path: str
     functions: tuple[Function, ...]
     syntax_problems: tuple[SyntaxProblem, ...]
     constants: dict[str, int]
     macros: frozenset[str]
-    lines: LineIndex
-    text: bytes
+    source: SourceFile
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Values computed once per model by the layers above (keyed by the module that computes them)."""
+
+    @property
+    def text(self) -> bytes:
+        """Return the text the model was built from (bytes)."""
+        return self.source.text
+
+    @property
+    def lines(self) -> LineIndex:
+        """Return the line index of the text."""
+        return self.source.lines
+
+    @property
+    def tree(self) -> Any:
+        """Return the syntax tree the model was built from (read it, never edit it)."""
+        return self.source.tree
 
     @property
     def kernels(self) -> list[Function]:
@@ -442,8 +470,14 @@ class FileModel:
         return None
 
     def launches_of(self, kernel: str) -> list[tuple[Function, Launch]]:
-        """Return the launch sites of one kernel."""
-        return [(f, launch) for f, launch in self.launches if launch.kernel == kernel]
+        """Return the launch sites of one kernel (the file's launches are indexed once per model)."""
+        index: dict[str, list[tuple[Function, Launch]]] | None = self.memo.get("launches_by_kernel")
+        if index is None:
+            index = {}
+            for f, launch in self.launches:
+                index.setdefault(launch.kernel, []).append((f, launch))
+            self.memo["launches_by_kernel"] = index
+        return list(index.get(kernel, ()))
 
     def function_at(self, offset: int) -> Function | None:
         """Return the innermost function whose definition holds an absolute byte offset."""

@@ -1,14 +1,20 @@
-"""Parsing CUDA with tree-sitter-cuda, and documents that re-parse incrementally after edits.
+"""Parsing CUDA with tree-sitter-cuda: the `SourceFile` value, and documents that re-parse incrementally.
+
+A `SourceFile` is one version of one text with its syntax tree and line index, parsed once; the kernel model
+holds the `SourceFile` it was built from (`FileModel.source`), so facts, matchers, rewrites and the gate read
+that tree and never parse the text again. `parse_tree` is the one place warpwise runs tree-sitter's parser.
 
 One `Language` and its compiled queries are shared by the whole process (they are immutable); a `Parser` is not
-thread-safe, so each `CudaDocument` owns one. A document keeps its last tree so that an edit costs a
-tree-sitter incremental re-parse, and its analysis cache so that functions whose text did not change are not
+thread-safe, so each `CudaDocument` owns one. A document holds the `SourceFile` of its current version; an edit
+re-parses incrementally from a copy of that tree (a published tree is never edited) and yields a new
+`SourceFile`. The document also keeps its analysis cache so that functions whose text did not change are not
 analysed again (see `analyzers.build`).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +41,12 @@ def new_parser() -> ts.Parser:
     return ts.Parser(language())
 
 
+def parse_tree(data: bytes, parser: ts.Parser | None = None, old_tree: ts.Tree | None = None) -> ts.Tree:
+    """Parse a text (incrementally from an edited `old_tree` when given): the one call of tree-sitter's parser."""
+    p = parser if parser is not None else new_parser()
+    return p.parse(data, old_tree) if old_tree is not None else p.parse(data)
+
+
 def captures(q: ts.Query, node: Any) -> dict[str, list[Any]]:
     """Return the captures of a query below one node, grouped by capture name."""
     return ts.QueryCursor(q).captures(node)
@@ -55,17 +67,107 @@ def _point(lines: LineIndex, offset: int) -> tuple[int, int]:
     return (pos.line, offset - lines.line_start(pos.line))
 
 
-class CudaDocument:
-    """One CUDA source text with its syntax tree, re-parsed incrementally on each edit."""
+_LAZY_PARSE = threading.Lock()
 
-    def __init__(self, path: str, text: str | bytes) -> None:
+
+class SourceFile:
+    """One version of one text: its bytes, its syntax tree and its line index (immutable; parsed once).
+
+    `SourceFile.parse` parses at once; a `SourceFile` made from text alone (a file too large to analyse) parses
+    only if someone asks for its tree, and then once. The tree must never be edited: `edited` works on a copy.
+    """
+
+    __slots__ = ("__weakref__", "_lines", "_text", "_tree")
+
+    def __init__(self, text: bytes, tree: ts.Tree | None = None, lines: LineIndex | None = None) -> None:
+        self._text = text
+        self._tree = tree
+        self._lines = lines if lines is not None else LineIndex(text)
+
+    @classmethod
+    def parse(cls, text: str | bytes, parser: ts.Parser | None = None) -> SourceFile:
+        """Parse a text."""
+        data = _bytes(text)
+        return cls(data, parse_tree(data, parser))
+
+    @property
+    def text(self) -> bytes:
+        """Return the text (bytes, as the tree's offsets count)."""
+        return self._text
+
+    @property
+    def lines(self) -> LineIndex:
+        """Return the line index of the text."""
+        return self._lines
+
+    @property
+    def tree(self) -> ts.Tree:
+        """Return the syntax tree of the text (parsed on first use when the file was made without one)."""
+        tree = self._tree
+        if tree is None:
+            with _LAZY_PARSE:
+                if self._tree is None:
+                    self._tree = parse_tree(self._text)
+                tree = self._tree
+        return tree
+
+    def edited(self, edits: list[TextEdit], parser: ts.Parser | None = None) -> SourceFile:
+        """Return the next version after LSP content changes applied in order, re-parsed incrementally."""
+        data, lines = self._text, self._lines
+        tree = self.tree.copy()
+        for edit in edits:
+            start = lines.offset(edit.start)
+            end = max(start, lines.offset(edit.end))
+            new = edit.text.encode("utf-8", "surrogatepass")
+            start_point = _point(lines, start)
+            old_end_point = _point(lines, end)
+            data = data[:start] + new + data[end:]
+            nl = new.count(b"\n")
+            if nl:
+                new_end_point = (start_point[0] + nl, len(new) - new.rfind(b"\n") - 1)
+            else:
+                new_end_point = (start_point[0], start_point[1] + len(new))
+            tree.edit(
+                start_byte=start,
+                old_end_byte=end,
+                new_end_byte=start + len(new),
+                start_point=start_point,
+                old_end_point=old_end_point,
+                new_end_point=new_end_point,
+            )
+            lines = LineIndex(data)
+            tree = parse_tree(data, parser, tree)
+        return SourceFile(data, tree, lines)
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+
+
+class CudaDocument:
+    """One CUDA source text whose `SourceFile` is re-parsed incrementally on each edit."""
+
+    def __init__(self, path: str, text: str | bytes | SourceFile) -> None:
         self.path = path
         self._parser = new_parser()
-        self.data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-        self.lines = LineIndex(self.data)
-        self.tree = self._parser.parse(self.data)
+        self.source = text if isinstance(text, SourceFile) else SourceFile.parse(text, self._parser)
         self.version = 0
         self.cache: dict[bytes, Any] = {}
+
+    @property
+    def data(self) -> bytes:
+        """Return the document's text (bytes)."""
+        return self.source.text
+
+    @property
+    def lines(self) -> LineIndex:
+        """Return the line index of the current version."""
+        return self.source.lines
+
+    @property
+    def tree(self) -> ts.Tree:
+        """Return the syntax tree of the current version (never edit it: it belongs to the `SourceFile`)."""
+        return self.source.tree
 
     @property
     def text(self) -> str:
@@ -74,34 +176,10 @@ class CudaDocument:
 
     def replace(self, text: str | bytes) -> None:
         """Replace the whole text (a full sync) and parse it from scratch."""
-        self.data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-        self.lines = LineIndex(self.data)
-        self.tree = self._parser.parse(self.data)
+        self.source = SourceFile.parse(text, self._parser)
         self.version += 1
 
     def apply(self, edits: list[TextEdit]) -> None:
         """Apply LSP content changes in order, re-parsing incrementally."""
-        for edit in edits:
-            start = self.lines.offset(edit.start)
-            end = max(start, self.lines.offset(edit.end))
-            new = edit.text.encode("utf-8", "surrogatepass")
-            start_point = _point(self.lines, start)
-            old_end_point = _point(self.lines, end)
-            data = self.data[:start] + new + self.data[end:]
-            nl = new.count(b"\n")
-            if nl:
-                new_end_point = (start_point[0] + nl, len(new) - new.rfind(b"\n") - 1)
-            else:
-                new_end_point = (start_point[0], start_point[1] + len(new))
-            self.tree.edit(
-                start_byte=start,
-                old_end_byte=end,
-                new_end_byte=start + len(new),
-                start_point=start_point,
-                old_end_point=old_end_point,
-                new_end_point=new_end_point,
-            )
-            self.data = data
-            self.lines = LineIndex(data)
-            self.tree = self._parser.parse(data, self.tree)
+        self.source = self.source.edited(edits, self._parser)
         self.version += 1

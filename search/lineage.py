@@ -155,10 +155,8 @@ def _lineage_steps(folder: Path, expert_kernel: str, expert_launch: str, block: 
             continue
         code, step_block = expert_launch, block
         if changes:
-            try:
-                from warpwise.verify.launch import LaunchChange, problem_source
-            except ImportError:
-                continue
+            from warpwise.verify.launch import LaunchChange, problem_source
+
             parsed = tuple(LaunchChange.from_dict(c) for c in changes)
             code = problem_source(expert_launch, parsed, parsed)
             step_block = None if any(c.part == "block" for c in parsed) else block

@@ -76,11 +76,9 @@ def _problem_path(spec: ProblemSpec | None) -> str | None:
 
 
 def _ranking() -> Any:
-    """Return the ranking model's predictor for the search's priors, when one is installed."""
-    try:
-        from warpwise.search import ranking
-    except ImportError:
-        return None
+    """Return the ranking model's predictor for the search's priors, when one is available."""
+    from warpwise.search import ranking
+
     return ranking.predictor()
 
 

@@ -19,10 +19,8 @@ Predictor = Callable[[str, list[Any], Any], tuple[float, str] | None]
 
 def predictor() -> Predictor | None:
     """Return a function (card id, matches, model) -> (expected share of time saved, source), or None."""
-    try:
-        from warpwise import ranking
-    except ImportError:
-        return None
+    from warpwise import ranking
+
     load = getattr(ranking, "load_default", None) or getattr(ranking, "default_model", None)
     if not callable(load):
         return None

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from warpwise.analyzers.build import analyze_document
-from warpwise.analyzers.model import FileModel, LineIndex
-from warpwise.analyzers.parse import CudaDocument
+from warpwise.analyzers.model import FileModel
+from warpwise.analyzers.parse import CudaDocument, SourceFile
 from warpwise.server.documents import Snapshot
 from warpwise.server.providers import Item, Provider, collect_items
 from warpwise.server.settings import Settings
@@ -98,7 +98,7 @@ def warm_up(providers: list[Provider], settings: Settings) -> float:
     try:
         doc = CudaDocument("<warm-up>.cu", WARM_UP_SOURCE)
         model = analyze_document(doc)
-        collect_items(providers, model, settings, doc.tree.copy())
+        collect_items(providers, model, settings)
         for p in providers:
             forget = getattr(p, "forget", None)
             if forget is not None:
@@ -233,7 +233,8 @@ class AnalysisLane:
         limit = int(snap.settings.analysis_max_file_size_mib * 2**20)
         if len(snap.text) > limit:
             self._docs.pop(snap.uri, None)
-            empty = FileModel(snap.path, (), (), {}, frozenset(), LineIndex(snap.text), snap.text)
+            # An unparsed source: nothing reads its tree, and it would be parsed once if something did.
+            empty = FileModel(snap.path, (), (), {}, frozenset(), SourceFile(snap.text))
             reason = (
                 f"not analysed: the file is {len(snap.text) / 2**20:.1f} MiB, over the "
                 f"`warpwise.analysis.maxFileSizeMiB` limit of {snap.settings.analysis_max_file_size_mib:g} MiB"
@@ -246,8 +247,7 @@ class AnalysisLane:
             self.skipped_superseded += 1
             return None
         model = analyze_document(doc)
-        # The providers get a copy of the tree the model was built from (the document keeps editing its own).
-        items, problems = collect_items(self._providers, model, snap.settings, doc.tree.copy())
+        items, problems = collect_items(self._providers, model, snap.settings)
         self.analyses += 1
         return Analysis(
             uri=snap.uri,

@@ -35,11 +35,12 @@ class JobState(StrEnum):
 
 
 class Priority:
-    """Lower runs first."""
+    """Higher runs first: the convention of the gate's queue (`verify.jobqueue`) and the learned ranking's
+    priorities (`ranking.queue_priority`), so a server priority passed to the gate means the same there."""
 
-    INTERACTIVE = 0
+    BACKGROUND = 0
     ON_SAVE = 1
-    BACKGROUND = 2
+    INTERACTIVE = 2
 
 
 _ids = itertools.count(1)
@@ -201,7 +202,7 @@ class JobQueue:
     def _next(self) -> Job | None:
         if not self._queued:
             return None
-        best = min(self._queued, key=lambda j: (j.priority, j.created))
+        best = min(self._queued, key=lambda j: (-j.priority, j.created))
         self._queued.remove(best)
         return best
 

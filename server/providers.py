@@ -105,8 +105,8 @@ class Provider(Protocol):
         """Return whether the provider can run, and why not when it cannot."""
         ...
 
-    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
-        """Return the items of one file model (`tree`: the syntax tree it was built from, not to be edited)."""
+    def items(self, model: FileModel, settings: Settings) -> list[Item]:
+        """Return the items of one file model (its syntax tree is `model.tree`, not to be edited)."""
         ...
 
     def compute_fix(self, model: FileModel, item: Item) -> Fix | None:
@@ -145,7 +145,7 @@ class RuleProvider:
         """Return that the rules are always available."""
         return True, ""
 
-    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
+    def items(self, model: FileModel, settings: Settings) -> list[Item]:
         """Run every enabled rule."""
         select = {r for r in [*RULES, "syntax-error"] if settings.rule_enabled(r)}
         return [_item_of_finding(f) for f in check_model(model, select)]
@@ -167,7 +167,6 @@ class CardProvider:
     def __init__(self) -> None:
         self._loaded = False
         self._engine: Any = None
-        self._facts: Any = None
         self._library: Any = None
         self._reason = "not loaded yet"
         self._caches: OrderedDict[str, Any] = OrderedDict()
@@ -179,14 +178,8 @@ class CardProvider:
             if self._loaded:
                 return
             self._loaded = True
-            try:
-                library_mod = importlib.import_module("warpwise.skills.library")
-                self._engine = importlib.import_module("warpwise.skills.engine")
-                self._facts = importlib.import_module("warpwise.skills.facts")
-            except ImportError as exc:
-                self._reason = f"the skill-card engine is not available ({exc})"
-                self._engine = None
-                return
+            library_mod = importlib.import_module("warpwise.skills.library")
+            self._engine = importlib.import_module("warpwise.skills.engine")
             try:
                 self._library = library_mod.load_library()
             except Exception as exc:  # A broken card library must not stop the server; rules still report.
@@ -224,13 +217,11 @@ class CardProvider:
         self._load()
         return list(self._library) if self._library is not None else []
 
-    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Item]:
+    def items(self, model: FileModel, settings: Settings) -> list[Item]:
         """Match every enabled card against the model, reusing the matches of unchanged functions."""
         self._load()
         if self._engine is None:
             return []
-        if tree is not None:
-            self._facts.set_tree(model, tree)
         cache = self._caches.pop(model.path, None) or self._engine.MatchCache()
         self._caches[model.path] = cache
         while len(self._caches) > 32:
@@ -322,9 +313,7 @@ def _evidence(records: Iterable[Any]) -> Iterable[Evidence]:
             continue
 
 
-def collect_items(
-    providers: list[Provider], model: FileModel, settings: Settings, tree: Any = None
-) -> tuple[list[Item], list[str]]:
+def collect_items(providers: list[Provider], model: FileModel, settings: Settings) -> tuple[list[Item], list[str]]:
     """Run every provider; a failing one is logged, reported in the returned problems, and skipped.
 
     A card supersedes a model-level rule it names where both bind to one span (`warpwise.skills.engine.superseded`,
@@ -334,7 +323,7 @@ def collect_items(
     problems: list[str] = []
     for p in providers:
         try:
-            items.extend(p.items(model, settings, tree))
+            items.extend(p.items(model, settings))
         except Exception as exc:  # One failing provider never hides the others.
             log.exception("provider %s failed on %s", p.name, model.path)
             problems.append(f"{p.name}: {type(exc).__name__}: {exc}")

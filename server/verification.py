@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import shutil
@@ -49,12 +48,6 @@ from warpwise.server.resources import (
 from warpwise.server.settings import Settings
 
 log = logging.getLogger(__name__)
-
-VERIFY_UNAVAILABLE = (
-    "verification is not available: the verification gate (warpwise.verify) does not provide a verification "
-    "queue in this installation yet"
-)
-SEARCH_UNAVAILABLE = "optimization search is not available: warpwise.search cannot be imported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +216,6 @@ class VerificationService:
 
     def verification_available(self) -> tuple[bool, str]:
         """Return whether candidate rewrites can be verified now, and why not."""
-        try:
-            importlib.import_module("warpwise.verify.jobqueue")
-        except ImportError as exc:
-            return False, f"{VERIFY_UNAVAILABLE} ({exc})"
         backend = self.backend()
         if not self.settings.verification_trusted_workspace:
             return (
@@ -368,14 +357,15 @@ class VerificationService:
         title: str,
         priority: int = Priority.INTERACTIVE,
         gate_priority: int | None = None,
+        model: FileModel | None = None,
     ) -> Job:
         """Queue the verification of one candidate rewrite of a kernel.
 
         `gate_priority` is its priority in the gate's queue (higher first; the learned ranking's), when it differs
-        from the server job's `priority`.
+        from the server job's `priority`. `model` is the analysis of the snapshot's text, which the gate then
+        reads instead of parsing the original again.
         """
         from warpwise.verify.gate import Candidate
-        from warpwise.verify.types import Options
 
         key = (snap.uri, snap.content_hash, card_id, tuple(span))
         s = self.settings
@@ -385,8 +375,9 @@ class VerificationService:
             kernel=kernel,
             candidate_text=candidate_text.decode("utf-8", "replace"),
             candidate_path=snap.path,
+            original_model=model,
         )
-        tolerances = Options(time_limit_s=s.compiler_timeout_seconds)
+        tolerances = verify_options(s)
         group = f"{snap.uri}#{kernel}#{card_id}"
 
         async def run(job: Job) -> CandidateState | None:
@@ -418,7 +409,9 @@ class VerificationService:
             )
         )
 
-    def submit_gpu_profile(self, snap: Snapshot, kernels: list[str], priority: int = Priority.BACKGROUND) -> Job:
+    def submit_gpu_profile(
+        self, snap: Snapshot, kernels: list[str], priority: int = Priority.BACKGROUND, model: FileModel | None = None
+    ) -> Job:
         """Queue GPU profiles of kernels (each run against itself through the gate, with the profiler pass)."""
         from warpwise.verify.gate import Candidate
         from warpwise.verify.types import Options
@@ -430,7 +423,7 @@ class VerificationService:
             out: dict[str, KernelProfile] = {}
             for i, kernel in enumerate(kernels):
                 job.report(f"{kernel} ({i + 1} of {len(kernels)})", int(100 * i / max(len(kernels), 1)))
-                candidate = Candidate(snap.path, text, kernel, text, snap.path)
+                candidate = Candidate(snap.path, text, kernel, text, snap.path, original_model=model)
                 options = Options(profile=True, time_limit_s=self.settings.compiler_timeout_seconds)
                 result = await self._run_gate(
                     job, candidate, options, Priority.BACKGROUND, f"profile:{snap.uri}#{kernel}", snap.version
@@ -628,13 +621,10 @@ class VerificationService:
         self._toolkit.clear()
         self._candidates.clear()
         parts = [f"{n} cached resource report{'s' if n != 1 else ''}"]
-        try:
-            from warpwise.verify.cache import ResultCache
+        from warpwise.verify.cache import ResultCache
 
-            removed = ResultCache().clear()
-            parts.append(f"{removed} verification result{'s' if removed != 1 else ''}")
-        except ImportError:
-            parts.append("no verification result cache (warpwise.verify is not installed)")
+        removed = ResultCache().clear()
+        parts.append(f"{removed} verification result{'s' if removed != 1 else ''}")
         return "cleared " + " and ".join(parts)
 
     async def restart(self) -> str:
@@ -808,11 +798,19 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
 
 
+def verify_options(settings: Settings) -> Any:
+    """Return the gate's options for a candidate's verification under the editor's settings."""
+    from warpwise.verify.types import Options
+
+    return Options(
+        time_limit_s=settings.compiler_timeout_seconds,
+        tolerance=(settings.verification_rtol, settings.verification_atol),
+    )
+
+
 def _driver_gpu_count() -> int:
-    try:
-        from warpwise.verify.backends import gpu_count
-    except ImportError:
-        return 0
+    from warpwise.verify.backends import gpu_count
+
     return gpu_count()
 
 
@@ -836,23 +834,19 @@ class SpecAnnotation:
     note: str
 
 
-def has_spec_annotation(model: FileModel, kernel: str) -> bool | None:
-    """Return whether a kernel already has a `// warpwise:` annotation (None when the gate is not installed)."""
-    try:
-        from warpwise.verify import annotation
-    except ImportError:
-        return None
+def has_spec_annotation(model: FileModel, kernel: str) -> bool:
+    """Return whether a kernel already has a `// warpwise:` annotation."""
+    from warpwise.verify import annotation
+
     fn = next((f for f in model.kernels if f.name == kernel), None)
     return fn is not None and annotation.find(model, fn) is not None
 
 
 def spec_annotation(model: FileModel, kernel: str) -> SpecAnnotation | str:
     """Infer a kernel's problem spec from the file and write it as an annotation; or say why it cannot."""
-    try:
-        from warpwise.verify import annotation, infer
-        from warpwise.verify.spec import ProblemSpec, element_type
-    except ImportError as exc:
-        return f"problem-spec inference is not available ({exc})"
+    from warpwise.verify import annotation, infer
+    from warpwise.verify.spec import ProblemSpec, element_type
+
     fn = next((f for f in model.kernels if f.name == kernel), None)
     if fn is None:
         return f"`{kernel}` is not a kernel of this file"

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import re
 import string
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,7 +292,8 @@ def card_rewrites(
 
 @dataclass
 class _Entry:
-    model_id: int
+    model: weakref.ref[FileModel]
+    """The model the matches were computed on (weakly: an entry must not keep old versions and their trees)."""
     function: Any
     matches: list[Match]
     anchors: list[tuple[_Anchor | None, ...]]
@@ -310,7 +312,7 @@ def _anchor(model: FileModel, rel: Related) -> _Anchor | None:
 
 def _entry(model: FileModel, fn: Any, matches: list[Match]) -> _Entry:
     anchors = [tuple(_anchor(model, r) for r in m.related) for m in matches]
-    return _Entry(id(model), fn, matches, anchors)
+    return _Entry(weakref.ref(model), fn, matches, anchors)
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -481,7 +483,7 @@ class MatchCache:
 
     @staticmethod
     def _rebase(entry: _Entry, model: FileModel, fn: Any) -> list[Match]:
-        if entry.model_id == id(model) and entry.function is fn:
+        if entry.model() is model and entry.function is fn:
             return entry.matches
         out = []
         for m, anchors in zip(entry.matches, entry.anchors, strict=True):

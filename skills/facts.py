@@ -1,47 +1,22 @@
 """Questions about a function that many matchers and checks ask, answered from the kernel model.
 
-Some facts need the syntax tree (literals, exact expression shapes); `tree_of` parses the file once per model
-and caches the tree, so matchers that need nodes stay cheap after the first.
+Some facts need the syntax tree (literals, exact expression shapes); they read the tree the model was built from
+(`tree_of`, which is `model.tree`), so no fact parses the file again.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Loop, Param, Span
-from warpwise.analyzers.parse import captures, new_parser, query
-
-# The last few (model, tree) pairs, keyed by the model's identity; holding the model keeps its id unique.
-_TREES: OrderedDict[int, tuple[FileModel, Any]] = OrderedDict()
-_KEEP = 4
-_LOCK = threading.Lock()
-
-
-def set_tree(model: FileModel, tree: Any) -> None:
-    """Attach the syntax tree the model was built from (callers that have it save a re-parse).
-
-    The tree must not be edited afterwards: pass `tree.copy()` when the document keeps editing its own.
-    """
-    with _LOCK:
-        _TREES[id(model)] = (model, tree)
-        _TREES.move_to_end(id(model))
-        while len(_TREES) > _KEEP:
-            _TREES.popitem(last=False)
+from warpwise.analyzers.parse import captures, query
 
 
 def tree_of(model: FileModel) -> Any:
-    """Return a syntax tree for the model's text (the attached one, or a fresh parse cached per model)."""
-    with _LOCK:
-        hit = _TREES.get(id(model))
-        if hit is not None and hit[0] is model:
-            return hit[1]
-    tree = new_parser().parse(model.text)
-    set_tree(model, tree)
-    return tree
+    """Return the syntax tree the model was built from."""
+    return model.tree
 
 
 def function_node(model: FileModel, fn: Function) -> Any:

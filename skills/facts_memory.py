@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -341,34 +339,17 @@ def _walk_identifiers(node: Node) -> list[Node]:
     return out
 
 
-# Syntax facts of the functions of the last few models, keyed by the model's identity; holding the model keeps its
-# id unique. A `KernelSyntax` holds nodes, and so its whole syntax tree: bounding the models (not the functions)
-# bounds how many trees stay alive.
-_CACHE: OrderedDict[int, tuple[FileModel, dict[tuple[int, int], KernelSyntax]]] = OrderedDict()
-_KEEP = 4
-_LOCK = threading.Lock()
-
-
 def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
-    """Return the syntax facts of a function (cached per model and function)."""
+    """Return the syntax facts of a function (computed once per model and function, kept on the model)."""
+    memo: dict[tuple[int, int], KernelSyntax] = model.memo.setdefault(f"{__name__}.kernel_syntax", {})
     key = (fn.base, fn.length)
-    hit = _CACHE.get(id(model))  # A plain read: dict lookups are atomic, and a miss only costs a rebuild.
-    if hit is not None and hit[0] is model and (ks := hit[1].get(key)) is not None:
+    ks = memo.get(key)
+    if ks is not None:
         return ks
     node = function_node(model, fn)
     if node is None:
         return None
-    ks = KernelSyntax(model, fn, node)
-    with _LOCK:
-        entry = _CACHE.get(id(model))
-        if entry is None or entry[0] is not model:
-            entry = (model, {})
-            _CACHE[id(model)] = entry
-            _CACHE.move_to_end(id(model))
-            while len(_CACHE) > _KEEP:
-                _CACHE.popitem(last=False)
-        entry[1][key] = ks
-    return ks
+    return memo.setdefault(key, KernelSyntax(model, fn, node))
 
 
 def _declared_type(model: FileModel, decl: Node) -> tuple[str, bool]:
@@ -394,24 +375,9 @@ def may_be_elementwise(model: FileModel, fn: Function) -> bool:
     return False
 
 
-_LAUNCHES: OrderedDict[int, tuple[FileModel, dict[str, list[tuple[Function, Launch]]]]] = OrderedDict()
-
-
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
     """Return the launches of a kernel (indexed once per model)."""
-    with _LOCK:
-        hit = _LAUNCHES.get(id(model))
-        if hit is not None and hit[0] is model:
-            return hit[1].get(kernel, [])
-    index: dict[str, list[tuple[Function, Launch]]] = {}
-    for f in model.functions:
-        for launch in f.launches:
-            index.setdefault(launch.kernel, []).append((f, launch))
-    with _LOCK:
-        _LAUNCHES[id(model)] = (model, index)
-        while len(_LAUNCHES) > 16:
-            _LAUNCHES.popitem(last=False)
-    return index.get(kernel, [])
+    return model.launches_of(kernel)
 
 
 def _less_than(ks: KernelSyntax, cond: Node, var: str) -> Node | None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -403,24 +401,9 @@ _THREAD_LIMITS = {
 }
 
 
-_LAUNCHES: OrderedDict[int, tuple[FileModel, dict[str, list[tuple[Function, Launch]]]]] = OrderedDict()
-_LAUNCHES_LOCK = threading.Lock()
-
-
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
     """Return the launch sites of a kernel (indexed once per model; checks ask this for every region)."""
-    with _LAUNCHES_LOCK:
-        hit = _LAUNCHES.get(id(model))
-        if hit is not None and hit[0] is model:
-            return hit[1].get(kernel, [])
-    index: dict[str, list[tuple[Function, Launch]]] = {}
-    for host, launch in model.launches:
-        index.setdefault(launch.kernel, []).append((host, launch))
-    with _LAUNCHES_LOCK:
-        _LAUNCHES[id(model)] = (model, index)
-        while len(_LAUNCHES) > 16:
-            _LAUNCHES.popitem(last=False)
-    return index.get(kernel, [])
+    return model.launches_of(kernel)
 
 
 def geometry_limits(model: FileModel, fn: Function) -> dict[str, tuple[int, int]]:

@@ -8,13 +8,11 @@ region, as written, is outside what the rewrite handles exactly. Edits keep the 
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.model import FileModel, Function, Span
-from warpwise.analyzers.parse import new_parser
 from warpwise.skills.model import Applicability
 from warpwise.skills.regions import Region
 
@@ -86,10 +84,10 @@ class RewriteContext:
         """Return one fact of the region."""
         return self.region.facts.get(name, default)
 
-    @functools.cached_property
+    @property
     def tree(self) -> Any:
-        """Return a syntax tree of the text (parsed once per context)."""
-        return new_parser().parse(self.model.text)
+        """Return the syntax tree the model was built from."""
+        return self.model.tree
 
     def node(self, span: Span, type_: str | None = None) -> Any:
         """Return the smallest node covering an absolute span (optionally the nearest ancestor of a type)."""

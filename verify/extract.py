@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import SourceFile
 
 _CONTAINERS = frozenset(
     {
@@ -137,14 +137,18 @@ def _header_found(name: str, include_dirs: list[str]) -> bool:
 
 
 def device_source(
-    text: str | bytes, filename: str = "kernel.cu", include_dirs: list[str] | None = None
+    text: str | bytes | SourceFile, filename: str = "kernel.cu", include_dirs: list[str] | None = None
 ) -> DeviceSource:
-    """Return the file with host code blanked out, ready for NVRTC (compiler messages name `filename`)."""
+    """Return the file with host code blanked out, ready for NVRTC (compiler messages name `filename`).
+
+    Given a `SourceFile` (a model's `source`), its tree is read; given text, the text is parsed.
+    """
     from warpwise.verify.worker.nvbuild import cuda_include_dirs
 
     dirs = include_dirs if include_dirs is not None else cuda_include_dirs()
-    data = bytearray(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
-    tree = new_parser().parse(bytes(data))
+    source = text if isinstance(text, SourceFile) else SourceFile.parse(text)
+    data = bytearray(source.text)
+    tree = source.tree
     spans: list[tuple[int, int]] = []
     dropped_fns: list[str] = []
     dropped_incs: list[str] = []
@@ -195,10 +199,10 @@ def _function_name(data: bytearray, fn: Any) -> str:
     return bytes(data[name.start_byte : name.end_byte]).decode("utf-8", "replace") if name is not None else "?"
 
 
-def qualified_name(text: str | bytes, offset: int, name: str) -> str:
+def qualified_name(text: str | bytes | SourceFile, offset: int, name: str) -> str:
     """Return `name` qualified by the namespaces that enclose the byte offset (`outer::inner::apply`)."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    tree = new_parser().parse(data)
+    source = text if isinstance(text, SourceFile) else SourceFile.parse(text)
+    data, tree = source.text, source.tree
     node = tree.root_node.descendant_for_byte_range(offset, offset)
     scopes: list[str] = []
     while node is not None:

@@ -1,6 +1,7 @@
 """The verification gate: from (original file, kernel, candidate file) to a cached `VerificationResult`.
 
-`prepare` does the CPU-side work in the caller's process: analyse both files, resolve the problem spec
+`prepare` does the CPU-side work in the caller's process: analyse both files (the candidate is parsed once; the
+original arrives analysed when the caller has its model, `Candidate.original_model`), resolve the problem spec
 (`warpwise.verify.spec`), check that the candidate's kernel takes the same parameters, work out the candidate's
 launch geometry (its own annotation, else its own launch site when that differs from the original's, else the
 original's), extract both translation units for NVRTC, and compute the cache key. The result is a plain
@@ -16,11 +17,13 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.model import FileModel
+from warpwise.analyzers.parse import SourceFile
 from warpwise.verify import annotation, infer
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
 from warpwise.verify.extract import device_source, qualified_name
@@ -52,6 +55,8 @@ class Candidate:
     candidate_path: str = ""
     candidate_kernel: str | None = None
     spec: ProblemSpec | None = None
+    original_model: FileModel | None = field(default=None, compare=False, repr=False)
+    """The caller's model of `original_text` (server, CLI), so the gate does not parse the original again."""
 
     @classmethod
     def from_files(cls, original: str, kernel: str, candidate: str, candidate_kernel: str | None = None) -> Candidate:
@@ -90,15 +95,14 @@ def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> Verifica
     )
 
 
-def _name_expression(text: str, base: int, name: str, template_args: tuple[str, ...]) -> str:
+def _name_expression(source: SourceFile, base: int, name: str, template_args: tuple[str, ...]) -> str:
     """Return the NVRTC name expression of a kernel (namespace-qualified, with template arguments)."""
-    qualified = qualified_name(text, base, name)
+    qualified = qualified_name(source, base, name)
     return f"{qualified}<{', '.join(template_args)}>" if template_args else qualified
 
 
-def _template_args_without_spec(text: str, path: str, kernel: str) -> tuple[str, ...]:
+def _template_args_without_spec(model: FileModel, kernel: str) -> tuple[str, ...]:
     """Return template arguments from the launch site or defaults (for compile-only builds without a spec)."""
-    model = analyze_text(text, path)
     fn = kernel_function(model, kernel)
     if fn is None or not fn.template_params:
         return ()
@@ -108,10 +112,18 @@ def _template_args_without_spec(text: str, path: str, kernel: str) -> tuple[str,
     return tuple(t.default or "?" for t in fn.template_params)
 
 
+def _original_model(c: Candidate) -> FileModel:
+    """Return the caller's model of the original when it is of exactly this text, else analyse the text."""
+    data = c.original_text.encode("utf-8", "surrogatepass")
+    if c.original_model is not None and c.original_model.text == data:
+        return c.original_model
+    return analyze_text(data, c.original_path)
+
+
 def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | VerificationResult:
     """Resolve the spec and build the worker job for a candidate, or return why it cannot run."""
     options = options or Options()
-    model_o = analyze_text(c.original_text, c.original_path)
+    model_o = _original_model(c)
     fn_o = kernel_function(model_o, c.kernel)
     if fn_o is None:
         names = ", ".join(f"`{k.name}`" for k in model_o.kernels) or "none"
@@ -145,18 +157,16 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
             message=f"the candidate `{cand_name}({sig_c})` does not take the parameters of `{c.kernel}({sig_o})`",
             created=time.time(),
         )
-    template_args = (
-        spec.template_args if spec else _template_args_without_spec(c.original_text, c.original_path, c.kernel)
-    )
+    template_args = spec.template_args if spec else _template_args_without_spec(model_o, c.kernel)
     geom_source = "the original's"
     run = spec.run if spec else None
     if spec is not None and run is not None and spec.source != "problem_file":
         geom, geom_source = _candidate_geometry(c, spec, model_o, model_c, cand_name)
         run = replace(run, candidate_geometry=geom)
-    name_o = _name_expression(c.original_text, fn_o.base, c.kernel, template_args)
-    name_c = _name_expression(c.candidate_text, fn_c.base, cand_name, template_args)
-    src_o = device_source(c.original_text, Path(c.original_path).name or "original.cu")
-    src_c = device_source(c.candidate_text, Path(cand_path).name or "candidate.cu")
+    name_o = _name_expression(model_o.source, fn_o.base, c.kernel, template_args)
+    name_c = _name_expression(model_c.source, fn_c.base, cand_name, template_args)
+    src_o = device_source(model_o.source, Path(c.original_path).name or "original.cu")
+    src_c = device_source(model_c.source, Path(cand_path).name or "candidate.cu")
     spec_hash = hashlib.sha256(
         "\0".join(
             [
@@ -167,6 +177,7 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
                 f"sanitizer={options.sanitizer}",
                 f"profile={options.profile}",
                 options.arch or "",
+                *([f"tolerance={options.tolerance}"] if options.tolerance is not None else []),
             ]
         ).encode()
     ).hexdigest()
@@ -184,12 +195,9 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
 
 
 def _candidate_geometry(
-    c: Candidate, spec: ProblemSpec, model_o: object, model_c: object, cand_name: str
+    c: Candidate, spec: ProblemSpec, model_o: FileModel, model_c: FileModel, cand_name: str
 ) -> tuple[Geometry, str]:
     """Return the candidate's launch geometry and where it came from."""
-    from warpwise.analyzers.model import FileModel
-
-    assert isinstance(model_o, FileModel) and isinstance(model_c, FileModel)
     fn_c = kernel_function(model_c, cand_name)
     assert fn_c is not None
     ann = annotation.find(model_c, fn_c)

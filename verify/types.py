@@ -80,6 +80,26 @@ float32 allows for reassociated sums (a tiled reduction adds in another order th
 multiply-adds; float16 and bfloat16 allow for their 11 and 8 significant bits. Integer outputs must match exactly.
 """
 
+
+def tolerances_for(
+    options: Options, spec_tolerances: tuple[tuple[str, float, float], ...] = ()
+) -> dict[str, tuple[float, float]]:
+    """Return (rtol, atol) per float dtype for one job: defaults, the options' float32 tolerance, then the spec's.
+
+    `options.tolerance` sets float32 and loosens float16 and bfloat16 where it is wider than their defaults (they
+    never get stricter than their precision allows); float64 keeps its default. A problem file's tolerances win.
+    """
+    table = dict(TOLERANCES)
+    if options.tolerance is not None:
+        rtol, atol = options.tolerance
+        table["f32"] = (rtol, atol)
+        for dtype in ("f16", "bf16"):
+            r, a = TOLERANCES[dtype]
+            table[dtype] = (max(r, rtol), max(a, atol))
+    table.update({d: (r, a) for d, r, a in spec_tolerances})
+    return table
+
+
 SCALAR_CTYPES = frozenset(
     {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long", "size_t"}
     | {"int32_t", "uint32_t", "int64_t", "uint64_t", "short", "unsigned short", "char", "unsigned char", "bool"}
@@ -243,6 +263,8 @@ class Options(Plain):
     profile: bool = False
     compile_only: bool = False
     arch: str | None = None
+    tolerance: tuple[float, float] | None = None
+    """(rtol, atol) for float32 outputs (the editor's `verification.rtol` / `atol`); None keeps `TOLERANCES`."""
 
 
 @dataclass(frozen=True, slots=True)

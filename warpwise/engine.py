@@ -16,7 +16,6 @@ from warpwise.analyzers.findings import Finding, check_model
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
 from warpwise.skills.engine import Match, match_file, superseded
-from warpwise.skills.facts import set_tree
 from warpwise.skills.rewrite import Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
@@ -107,11 +106,8 @@ def analyze_path(
 
 
 def parsed_model(data: bytes, path: str) -> FileModel:
-    """Analyse a text once and hand its syntax tree to the card engine, which would otherwise parse it again."""
-    doc = CudaDocument(path, data)
-    model = analyze_document(doc)
-    set_tree(model, doc.tree)
-    return model
+    """Parse and analyse a text once (the model holds the syntax tree the card engine reads)."""
+    return analyze_document(CudaDocument(path, data))
 
 
 @dataclass(slots=True)

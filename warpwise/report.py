@@ -48,10 +48,8 @@ def rule_catalog() -> dict[str, RuleInfo]:
         Severity.WARNING,
         f"{INFO_URI}/blob/main/docs/rules.md#syntax-error",
     )
-    try:
-        from warpwise.skills.catalog import card_rules
-    except ImportError:
-        return out
+    from warpwise.skills.catalog import card_rules
+
     out.update({rid: RuleInfo(rid, summary, Severity(sev), uri) for rid, summary, sev, uri in card_rules()})
     return out
 

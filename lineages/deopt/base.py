@@ -21,7 +21,7 @@ from typing import Any
 
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import SourceFile
 from warpwise.skills.rewrite import Edit, apply_edits
 from warpwise.verify.launch import LaunchChange
 
@@ -77,7 +77,8 @@ class KernelSource:
     def parse(cls, text: str, kernel: str, path: str = "kernel.cu") -> KernelSource:
         """Analyse a text and return its source object."""
         data = text.encode("utf-8", "surrogatepass")
-        return cls(path, text, kernel, analyze_text(data, path), new_parser().parse(data), data)
+        model = analyze_text(data, path)
+        return cls(path, text, kernel, model, model.tree, data)
 
     @property
     def kernel_fn(self) -> Function | None:
@@ -233,8 +234,7 @@ def is_assignment_target(node: Node) -> bool:
 
 def reparses(text: str) -> bool:
     """Return whether a text parses without syntax errors (a deoptimized kernel must)."""
-    tree = new_parser().parse(text.encode("utf-8", "surrogatepass"))
-    return not tree.root_node.has_error
+    return not SourceFile.parse(text).tree.root_node.has_error
 
 
 class PythonExpr:

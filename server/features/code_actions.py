@@ -112,7 +112,7 @@ async def code_action(
             )
     if _wanted(only, SPEC_KIND):
         fn = analysis.model.function_at(start)
-        if fn is not None and fn.is_kernel and has_spec_annotation(analysis.model, fn.name) is False:
+        if fn is not None and fn.is_kernel and not has_spec_annotation(analysis.model, fn.name):
             actions.append(
                 types.CodeAction(
                     title=f"Insert problem-spec annotation for `{fn.name}`",

@@ -8,7 +8,6 @@ nothing is pretended: what is not available says so.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from warpwise.server import convert
 from warpwise.server.features import profiling, verifying
 from warpwise.server.features.hover import verification_line
 from warpwise.server.jobs import JobState, Priority
-from warpwise.server.verification import SEARCH_UNAVAILABLE, OptimizeOutcome, ProfileReport
+from warpwise.server.verification import OptimizeOutcome, ProfileReport
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -136,12 +135,6 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     kernel, why = await _kernel(ls, target)
     if kernel is None:
         return _reply(False, "no_kernel", why)
-    try:
-        search = importlib.import_module("warpwise.search")
-    except ImportError:
-        search = None
-    if search is None or not hasattr(search, "optimize"):
-        return _reply(False, "unavailable", f"`{kernel}` cannot be optimized: {SEARCH_UNAVAILABLE}")
     refused = _refuse_to_run(ls, f"`{kernel}` is not optimized")
     if refused is not None:
         return refused
@@ -227,10 +220,6 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     refused = _refuse_to_run(ls, "nothing is generated")
     if refused is not None:
         return refused
-    try:
-        importlib.import_module("warpwise.search.generate")
-    except ImportError:
-        return _reply(False, "unavailable", f"kernels cannot be generated: {SEARCH_UNAVAILABLE}")
     from warpwise.search.llm import LLMConfig
 
     if LLMConfig.resolve(ls.settings.llm_endpoint, ls.settings.llm_model) is None:

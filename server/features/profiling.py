@@ -29,7 +29,7 @@ async def profile(ls: WarpwiseServer, uri: str, priority: int, token: str | int 
     job = ls.verification.submit_profile(snap, analysis.model, priority)
     if ls.verification.verification_available()[0] and analysis.model.kernels:
         kernels = sorted({k.name for k in analysis.model.kernels})
-        ls.verification.submit_gpu_profile(snap, kernels)
+        ls.verification.submit_gpu_profile(snap, kernels, model=analysis.model)
     if token is not None:
         from warpwise.server.features import progress
 

@@ -17,10 +17,8 @@ if TYPE_CHECKING:
 
 def predictions(ls: WarpwiseServer, analysis: Analysis) -> dict[tuple[str, str], Any]:
     """Return the prediction per (kernel, card) for the card fixes of one analysed version."""
-    try:
-        from warpwise.ranking import predictions_for
-    except ImportError:
-        return {}
+    from warpwise.ranking import predictions_for
+
     matches = [i.payload for i in analysis.items if i.source == "card" and i.has_fix and i.payload is not None]
     if not matches:
         return {}
@@ -31,10 +29,8 @@ def predictions(ls: WarpwiseServer, analysis: Analysis) -> dict[tuple[str, str],
 
 def queue_priority(prediction: Any) -> int:
     """Return the gate queue priority of a candidate with this prediction (0 without one)."""
-    try:
-        from warpwise.ranking import queue_priority as qp
-    except ImportError:
-        return 0
+    from warpwise.ranking import queue_priority as qp
+
     return qp(prediction)
 
 

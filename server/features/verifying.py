@@ -62,6 +62,7 @@ async def verify_candidates(
             item.fix_title or item.id,
             priority,
             gate_priority=ranking.queue_priority(pred) if pred is not None else None,
+            model=analysis.model,
         )
         if token is not None:
             from warpwise.server.features import progress

@@ -38,6 +38,9 @@ def sources() -> list[tuple[str, Path]]:
 
 def _fields(obj: Any) -> list[str] | None:
     """Return the public attribute names of a model object, or None for a plain value."""
+    if isinstance(obj, FileModel):
+        # The model's source is dumped as what it contributes (text and line index); memos are not model facts.
+        return [f.name for f in dataclasses.fields(obj) if f.name not in ("source", "memo")] + ["lines", "text"]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return [f.name for f in dataclasses.fields(obj)]
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):

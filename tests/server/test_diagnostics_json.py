@@ -47,7 +47,7 @@ def test_json_diagnostics_equal_the_unstructured_types(source: str, full: bool) 
     ls.client = ClientFeatures(_capabilities(full))
     doc = CudaDocument("/tmp/warpwise-test/file.cu", text)
     model = analyze_document(doc)
-    items, _ = collect_items(ls.providers, model, ls.settings, doc.tree.copy())
+    items, _ = collect_items(ls.providers, model, ls.settings)
     assert items
     analysis = Analysis("file:///tmp/warpwise-test/file.cu", 3, "hash", model, tuple(items), (), ls.settings, 0, 0.0)
     uri = analysis.uri

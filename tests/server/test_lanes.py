@@ -77,7 +77,7 @@ class _Crash:
     def available(self) -> tuple[bool, str]:
         return True, ""
 
-    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Any]:
+    def items(self, model: FileModel, settings: Settings) -> list[Any]:
         raise KeyboardInterrupt("simulated crash of the analysis thread")
 
     def compute_fix(self, model: FileModel, item: Any) -> None:
@@ -87,7 +87,7 @@ class _Crash:
 class _Broken(_Crash):
     name = "broken"
 
-    def items(self, model: FileModel, settings: Settings, tree: Any = None) -> list[Any]:
+    def items(self, model: FileModel, settings: Settings) -> list[Any]:
         raise ValueError("a provider bug")
 
 

@@ -150,7 +150,7 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")  # 4096 values: 16 blocks of 256 threads
     path = ROOT / "bench" / "suite" / "gelu_f16" / "naive.cu"
     text = path.read_text()
-    candidate, factor = _skill_candidate(str(path), text, "gelu_f16_naive", "scalar-global-access")
+    candidate, factor, _ = _skill_candidate(str(path), text, "gelu_f16_naive", "scalar-global-access")
     assert factor == 8 and "reinterpret_cast<const uint4*>(x)" in candidate
     spec = shrunk_problem_spec(str(path), text, "gelu_f16_naive", factor)
     assert spec is not None
@@ -158,7 +158,7 @@ def test_a_skill_rewrite_that_shrinks_launches_runs_with_the_shrunk_grid(monkeyp
     assert case.geometry[Side.ORIGINAL].grid == (16, 1, 1)
     assert case.geometry[Side.CANDIDATE].grid == (2, 1, 1)
     # A card that does not change launches keeps the file's geometry for both kernels.
-    _, none = _skill_candidate(str(path), text, "gelu_f16_naive", "missing-restrict")
+    _, none, _ = _skill_candidate(str(path), text, "gelu_f16_naive", "missing-restrict")
     assert none is None
 
 
@@ -181,7 +181,7 @@ def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_ke
     path = str(tmp_path / "naive.cu")
     spec = resolve_spec(path, kernel, "gelu_f16_naive")
     assert isinstance(spec, ProblemSpec) and spec.source == "problem_file"
-    _, factor = _skill_candidate(path, kernel, "gelu_f16_naive", "scalar-global-access")
+    _, factor, _ = _skill_candidate(path, kernel, "gelu_f16_naive", "scalar-global-access")
     assert factor == 8
     assert shrunk_problem_spec(path, kernel, "gelu_f16_naive", factor) is None
     # A grid-stride loop covers every element with any grid: the rewrite does not shrink launches, nor do we.
@@ -194,5 +194,5 @@ def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_ke
         "}\n"
     )
     (tmp_path / "loop.cu").write_text(loop)
-    _, none = _skill_candidate(str(tmp_path / "loop.cu"), loop, "twice", "scalar-global-access")
+    _, none, _ = _skill_candidate(str(tmp_path / "loop.cu"), loop, "twice", "scalar-global-access")
     assert none is None

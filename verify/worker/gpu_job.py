@@ -21,7 +21,6 @@ from typing import Any
 import torch
 
 from warpwise.verify.types import (
-    TOLERANCES,
     BufferSpec,
     DeviceIdentity,
     Durations,
@@ -34,6 +33,7 @@ from warpwise.verify.types import (
     VerificationResult,
     WorkerJob,
     decide_status,
+    tolerances_for,
 )
 from warpwise.verify.worker import nvbuild
 from warpwise.verify.worker.device import (
@@ -259,8 +259,7 @@ def check_and_time(
     spec = job.spec
     assert spec is not None
     opts = job.options
-    tolerances = {d: TOLERANCES[d] for d in TOLERANCES}
-    tolerances.update({d: (r, a) for d, r, a in spec.tolerances})
+    tolerances = tolerances_for(opts, spec.tolerances)
     kernels = {
         Side.ORIGINAL: device.load(ob.cubin, ob.info.lowered_name or "", "original"),
         Side.CANDIDATE: device.load(cb.cubin, cb.info.lowered_name or "", "candidate"),

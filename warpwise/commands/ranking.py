@@ -99,11 +99,8 @@ def _train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    try:
-        from warpwise.ranking.model import train
-    except ImportError:
-        print(f"warpwise ranking train: error: {_NEEDS_SKLEARN}", file=sys.stderr)
-        return EXIT_ERROR
+    from warpwise.ranking.model import train
+
     ts = training_set(root, not args.no_cache, committed_only=args.default)
     for prob in ts.problems:
         print(f"warning: {prob}", file=sys.stderr)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warpwise.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, command
+
+if TYPE_CHECKING:
+    from warpwise.analyzers.model import FileModel
 
 BACKENDS = ("auto", "local", "compile-only", "cluster")
 
@@ -52,19 +54,15 @@ def _backend_name(args: argparse.Namespace) -> str:
     return "local" if gpu_count() > 0 else "compile-only"
 
 
-def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str, int | None]:
+def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str, int | None, FileModel]:
     """Return the file rewritten by every fix of one skill card in `kernel`, or raise ValueError saying why not.
 
     Also returns the factor by which the rewrite shrinks the kernel's grid where it launches it (None when it does
-    not). Unsafe fixes are included: measuring whether they hold is what verification is for.
+    not), and the model of the original (which the gate then reads instead of parsing the file again). Unsafe
+    fixes are included: measuring whether they hold is what verification is for.
     """
-    try:
-        engine = importlib.import_module("warpwise.skills.engine")
-        rewrite = importlib.import_module("warpwise.skills.rewrite")
-        library = importlib.import_module("warpwise.skills.library")
-    except ImportError as exc:
-        raise ValueError(f"the skill-card engine cannot be imported: {exc}") from exc
     from warpwise.analyzers.build import analyze_text
+    from warpwise.skills import engine, library, rewrite
 
     known = {c.skill_id for c in library.builtin_library()}
     if skill not in known:
@@ -81,7 +79,7 @@ def _skill_candidate(path: str, text: str, kernel: str, skill: str) -> tuple[str
     from warpwise.skills.launches import grid_factor
 
     factor = grid_factor(skill, matches)
-    return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape")), factor
+    return str(rewrite.apply_edits(data, edits).decode("utf-8", "surrogateescape")), factor, model
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -94,8 +92,9 @@ def _run_verify(args: argparse.Namespace) -> int:
     try:
         original = Path(args.file).read_text(encoding="utf-8", errors="replace")
         spec = None
+        model = None
         if args.skill:
-            cand_text, factor = _skill_candidate(args.file, original, args.kernel, args.skill)
+            cand_text, factor, model = _skill_candidate(args.file, original, args.kernel, args.skill)
             cand_path = args.file
             if factor is not None and factor > 1:
                 spec = shrunk_problem_spec(args.file, original, args.kernel, factor)
@@ -127,7 +126,9 @@ def _run_verify(args: argparse.Namespace) -> int:
         profile=args.profile,
         compile_only=backend_name == "compile-only",
     )
-    candidate = Candidate(args.file, original, args.kernel, cand_text, cand_path, args.candidate_kernel, spec=spec)
+    candidate = Candidate(
+        args.file, original, args.kernel, cand_text, cand_path, args.candidate_kernel, spec=spec, original_model=model
+    )
     cache = None if args.no_cache else ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
