@@ -1,19 +1,30 @@
 """Extracting the device code of a `.cu` file into a translation unit that NVRTC can compile.
 
 A user's file mixes host code (`main`, launch wrappers, `printf`, `std::vector`) with device code. NVRTC
-compiles device code only, so the host parts are blanked out: host function definitions and declarations, and
-`#include`s of headers that are neither found in the CUDA toolkit's include folders nor provided by NVRTC
-(`<cstdio>`, `<vector>`, `<math.h>`). Everything else stays: macros, constants, structs, templates,
-`__device__` helpers, `__constant__` arrays and the kernels themselves.
+compiles device code only, so the host parts are blanked out: host function definitions and declarations,
+host-only headers (`cuda.h`, cuBLAS, cuFFT, Thrust, torch, ...), and `#include`s of headers that are neither the
+project's own nor found in the CUDA toolkit's include folders nor provided by NVRTC (`<cstdio>`, `<vector>`,
+`<bits/stdc++.h>`). Everything else stays: macros, constants, structs, templates, `__device__` helpers,
+`__constant__` arrays and the kernels themselves. When the device code does need a blanked header, NVRTC fails
+and the build falls back to nvcc on the whole file (`warpwise.verify.nvbuild`).
 
-Blanking replaces each removed byte by a space (newlines are kept), so line and column numbers in NVRTC's log
-point at the user's own source. A short prelude, placed before the code and followed by `#line 1`, stands in
-for the dropped standard headers that device code commonly relies on: `INFINITY` and `NAN` for `<math.h>`,
-CCCL's `<cuda/std/climits>` for `<climits>`, fixed-width integer types for `<cstdint>`.
+The project's own headers are followed: a quoted include is looked up in the including file's folder, then in
+the include folders of the project configuration (`warpwise.verify.project`); an angle include in those include
+folders. A found header is inlined in place, itself extracted the same way, between `#line` directives, so
+NVRTC's log names the header and its lines, and the user's file keeps its own line numbers (blanking replaces
+each removed byte by a space and keeps newlines). A header with `#pragma once` is inlined once. The same walk,
+without blanking, gives the whole file with its local headers inlined, which is what nvcc builds when NVRTC
+cannot (and what a remote worker can build without the user's folders).
+
+A short prelude, placed before the code and followed by `#line 1`, stands in for the dropped standard headers
+that device code commonly relies on: `INFINITY`, `NAN` and `M_PI` for `<math.h>`, CCCL's `<cuda/std/climits>`
+for `<climits>`, fixed-width integer types for `<cstdint>`, glibc's `uint` for any C library header, and all of
+them as soon as any header was dropped (headers include each other: `<iostream>` brings `<cmath>`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,26 +97,42 @@ _REPLACEMENTS: dict[str, tuple[str | None, str]] = {
 }
 
 
+_UINT = """typedef unsigned int uint; typedef unsigned short ushort; typedef unsigned long ulong;
+"""
+_EVERYTHING = ("cmath", "climits", "cfloat", "cstdint")
+
+
 def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
     """Return the definitions that stand in for the dropped standard headers."""
     parts: list[str] = []
+    names: list[str] = []
+    # Any dropped header may have brought the C library's definitions in transitively (`<iostream>` includes
+    # `<cmath>`, `cuda.h` includes `<stdlib.h>`), so each one stands for all of them.
     for name in dict.fromkeys(dropped):
+        names.extend((name, *_EVERYTHING))
+    for name in names:
         if name not in _REPLACEMENTS:
             continue
         header, fallback = _REPLACEMENTS[name]
         text = f"#include <{header}>\n" if header and _header_found(header, include_dirs) else fallback
         if text not in parts:
             parts.append(text)
-    return "".join(parts)
+    if dropped:
+        parts.append(_UINT)
+    # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
+    return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceSource:
-    """A device-only translation unit and what was removed to make it."""
+    """A device-only translation unit, the whole file with its headers inlined, and what was removed."""
 
     text: str
     dropped_functions: tuple[str, ...]
     dropped_includes: tuple[str, ...]
+    host_text: str = ""
+    headers: tuple[str, ...] = ()
+    missing_headers: tuple[str, ...] = ()
 
 
 def _has_token(node: Any, tokens: tuple[str, ...]) -> bool:
@@ -136,55 +163,186 @@ def _header_found(name: str, include_dirs: list[str]) -> bool:
     return any((Path(d) / name).is_file() for d in include_dirs)
 
 
+def is_host_only(name: str) -> bool:
+    """Return whether a header declares host APIs only (cuBLAS, the driver API, Thrust, torch, ...)."""
+    return name in _HOST_ONLY or name.startswith(_HOST_ONLY_PREFIXES)
+
+
+_HOST_ONLY = frozenset({"cuda.h", "cudaTypedefs.h", "cudaProfiler.h", "cuda_profiler_api.h", "nvrtc.h", "nvml.h"})
+_HOST_ONLY_PREFIXES = (
+    "cublas",
+    "cufft",
+    "curand.h",
+    "cusparse",
+    "cusolver",
+    "cudnn",
+    "nccl",
+    "nvtx",
+    "nvToolsExt",
+    "thrust/",
+    "torch/",
+    "ATen/",
+    "c10/",
+    "pybind11/",
+)
+_MAX_DEPTH = 32
+_PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.MULTILINE)
+
+
+class _Walk:
+    """One extraction: the folders searched, what was dropped and found, and headers already inlined once."""
+
+    def __init__(self, user_dirs: list[str], cuda_dirs: list[str], blank: bool) -> None:
+        self.user_dirs = user_dirs
+        self.cuda_dirs = cuda_dirs
+        self.blank = blank
+        self.once: set[Path] = set()
+        self.dropped_fns: list[str] = []
+        self.dropped_incs: list[str] = []
+        self.missing: list[str] = []
+        self.headers: list[str] = []
+
+    def resolve(self, name: str, quoted: bool, folder: Path | None) -> Path | None:
+        """Return the project header an include names, or None when it is not the project's."""
+        candidates = [folder / name] if quoted and folder is not None else []
+        candidates += [Path(d) / name for d in self.user_dirs]
+        for cand in candidates:
+            if cand.is_file():
+                return cand.resolve()
+        return None
+
+    def process(self, data: bytes, label: str, folder: Path | None, depth: int) -> str:
+        """Return one file's text with host code blanked (when blanking) and project headers inlined."""
+        tree = new_parser().parse(data)
+        edits: list[tuple[int, int, str | None]] = []
+        stack = [tree.root_node]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                t = child.type
+                if t in _CONTAINERS:
+                    stack.append(child)
+                elif not self.blank:
+                    if t == "preproc_include":
+                        edit = self.include(data, child, label, folder, depth)
+                        if edit is not None:
+                            edits.append(edit)
+                elif t == "function_definition":
+                    if not _has_token(child, _DEVICE_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                        self.dropped_fns.append(_function_name(data, child))
+                elif t == "template_declaration":
+                    inner = [c for c in child.named_children if c.type in ("function_definition", "declaration")]
+                    if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _DEVICE_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                        self.dropped_fns.append(_function_name(data, inner[-1]))
+                elif t == "declaration":
+                    if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                elif t == "preproc_include":
+                    edit = self.include(data, child, label, folder, depth)
+                    if edit is not None:
+                        edits.append(edit)
+        return _apply(data, edits)
+
+    def include(
+        self, data: bytes, node: Any, label: str, folder: Path | None, depth: int
+    ) -> tuple[int, int, str | None] | None:
+        """Return the edit for one `#include`: inline a project header, blank a dropped one, or keep it."""
+        path = node.child_by_field_name("path")
+        if path is None:
+            return None
+        raw = data[path.start_byte : path.end_byte].decode("utf-8", "replace")
+        quoted = path.type == "string_literal"
+        name = raw.strip('<>"')
+        found = self.resolve(name, quoted, folder) if depth < _MAX_DEPTH else None
+        if found is not None and not any(found.is_relative_to(Path(d).resolve()) for d in self.cuda_dirs):
+            if found in self.once:
+                return (node.start_byte, node.end_byte, None)
+            return (node.start_byte, node.end_byte, self.inline(data, node, found, name, label, depth))
+        if not self.blank:
+            return None
+        if is_host_only(name) or not _header_found(name, self.cuda_dirs):
+            self.dropped_incs.append(name)
+            if quoted and found is None and not is_host_only(name) and name not in _REPLACEMENTS:
+                self.missing.append(name)
+            return (node.start_byte, node.end_byte, None)
+        return None
+
+    def inline(self, data: bytes, node: Any, found: Path, name: str, label: str, depth: int) -> str:
+        """Return a header's extracted text between `#line` directives, or nothing when it was inlined once."""
+        try:
+            text = found.read_bytes()
+        except OSError:
+            self.missing.append(name)
+            return ""
+        if _PRAGMA_ONCE.search(text):
+            self.once.add(found)
+            text = _PRAGMA_ONCE.sub(lambda m: b" " * len(m.group(0)), text)
+        if str(found) not in self.headers:
+            self.headers.append(str(found))
+        body = self.process(text, name, found.parent, depth + 1)
+        next_line = data[: node.start_byte].count(b"\n") + 2
+        tail = "\n" if data[node.end_byte - 1 : node.end_byte] == b"\n" else ""
+        return f'\n#line 1 "{_escape(name)}"\n{body}\n#line {next_line} "{_escape(label)}"{tail}'
+
+
+def _escape(name: str) -> str:
+    """Return a file name as a C string literal body."""
+    return name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _apply(data: bytes, edits: list[tuple[int, int, str | None]]) -> str:
+    """Return `data` with spans blanked (None: every byte but newlines becomes a space) or replaced."""
+    out = bytearray()
+    pos = 0
+    for start, end, repl in sorted(edits):
+        if start < pos:
+            continue
+        out += data[pos:start]
+        if repl is None:
+            out += bytes(b if b in (0x0A, 0x0D) else 0x20 for b in data[start:end])
+        else:
+            out += repl.encode("utf-8", "surrogatepass")
+        pos = end
+    out += data[pos:]
+    return out.decode("utf-8", "replace")
+
+
 def device_source(
-    text: str | bytes, filename: str = "kernel.cu", include_dirs: list[str] | None = None
+    text: str | bytes,
+    filename: str = "kernel.cu",
+    include_dirs: list[str] | None = None,
+    *,
+    path: str | Path | None = None,
+    user_include_dirs: tuple[str, ...] | list[str] = (),
 ) -> DeviceSource:
-    """Return the file with host code blanked out, ready for NVRTC (compiler messages name `filename`)."""
+    """Return the file with host code blanked out and project headers inlined, ready for NVRTC.
+
+    `path` is where the file lives (its folder is searched for quoted includes); compiler messages name
+    `filename`. `include_dirs` are the CUDA toolkit's folders, `user_include_dirs` the project's.
+    """
     from warpwise.verify.nvbuild import cuda_include_dirs
 
     dirs = include_dirs if include_dirs is not None else cuda_include_dirs()
-    data = bytearray(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
-    tree = new_parser().parse(bytes(data))
-    spans: list[tuple[int, int]] = []
-    dropped_fns: list[str] = []
-    dropped_incs: list[str] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            t = child.type
-            if t in _CONTAINERS:
-                stack.append(child)
-            elif t == "function_definition":
-                if not _has_token(child, _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_fns.append(_function_name(data, child))
-            elif t == "template_declaration":
-                inner = [c for c in child.named_children if c.type in ("function_definition", "declaration")]
-                if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_fns.append(_function_name(data, inner[-1]))
-            elif t == "declaration":
-                if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-            elif t == "preproc_include":
-                path = child.child_by_field_name("path")
-                if path is None:
-                    continue
-                name = bytes(data[path.start_byte : path.end_byte]).decode("utf-8", "replace").strip('<>"')
-                if not _header_found(name, dirs):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_incs.append(name)
-    for start, end in spans:
-        for i in range(start, end):
-            if data[i] not in (0x0A, 0x0D):
-                data[i] = 0x20
-    body = data.decode("utf-8", "replace")
-    prelude = prelude_for(dropped_incs, dirs) + f'#line 1 "{filename}"\n'
-    return DeviceSource(prelude + body, tuple(dropped_fns), tuple(dropped_incs))
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    folder = Path(path).resolve().parent if path else None
+    device = _Walk(list(user_include_dirs), dirs, blank=True)
+    body = device.process(data, filename, folder, 0)
+    host = _Walk(list(user_include_dirs), dirs, blank=False)
+    host_body = host.process(data, filename, folder, 0)
+    prelude = prelude_for(device.dropped_incs, dirs) + f'#line 1 "{_escape(filename)}"\n'
+    return DeviceSource(
+        prelude + body,
+        tuple(device.dropped_fns),
+        tuple(device.dropped_incs),
+        host_text=host_body,
+        headers=tuple(device.headers),
+        missing_headers=tuple(dict.fromkeys(device.missing)),
+    )
 
 
-def _function_name(data: bytearray, fn: Any) -> str:
+def _function_name(data: bytes | bytearray, fn: Any) -> str:
     """Return the declared name of a function definition."""
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from warpwise.analyzers.build import analyze_text
 from warpwise.verify import annotation, infer
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
-from warpwise.verify.extract import device_source, qualified_name
+from warpwise.verify.extract import DeviceSource, device_source, qualified_name
+from warpwise.verify.project import BuildFlags, flags_for
 from warpwise.verify.spec import ProblemSpec, SpecMissing, kernel_function, resolve_spec
 from warpwise.verify.types import (
     DeviceIdentity,
@@ -52,6 +53,7 @@ class Candidate:
     candidate_path: str = ""
     candidate_kernel: str | None = None
     spec: ProblemSpec | None = None
+    flags: BuildFlags | None = None
 
     @classmethod
     def from_files(cls, original: str, kernel: str, candidate: str, candidate_kernel: str | None = None) -> Candidate:
@@ -74,6 +76,10 @@ class PreparedJob:
     key: CacheKey
     spec: ProblemSpec | None
     candidate_geometry_source: str
+    spec_missing: SpecMissing | None = None
+    flags: BuildFlags | None = None
+    missing_headers: tuple[str, ...] = ()
+    path: str = ""
 
 
 def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> VerificationResult:
@@ -155,8 +161,20 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         run = replace(run, candidate_geometry=geom)
     name_o = _name_expression(c.original_text, fn_o.base, c.kernel, template_args)
     name_c = _name_expression(c.candidate_text, fn_c.base, cand_name, template_args)
-    src_o = device_source(c.original_text, Path(c.original_path).name or "original.cu")
-    src_c = device_source(c.candidate_text, Path(cand_path).name or "candidate.cu")
+    flags = c.flags if c.flags is not None else flags_for(c.original_path)
+    dev_o = device_source(
+        c.original_text,
+        Path(c.original_path).name or "original.cu",
+        path=c.original_path,
+        user_include_dirs=flags.include_dirs,
+    )
+    # The candidate is a rewrite of the original: its includes are the original's folder's.
+    dev_c = device_source(
+        c.candidate_text,
+        Path(cand_path).name or "candidate.cu",
+        path=c.original_path,
+        user_include_dirs=flags.include_dirs,
+    )
     spec_hash = hashlib.sha256(
         "\0".join(
             [
@@ -167,6 +185,9 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
                 f"sanitizer={options.sanitizer}",
                 f"profile={options.profile}",
                 options.arch or "",
+                " ".join(flags.common_options() + flags.nvrtc_flags + flags.nvcc_flags),
+                dev_o.text,
+                dev_c.text,
             ]
         ).encode()
     ).hexdigest()
@@ -175,12 +196,44 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     job = WorkerJob(
         job_id=uuid.uuid4().hex[:12],
         key=pair_key,
-        original=Source(src_o.text, name_o, Path(c.original_path).name or "original.cu"),
-        candidate=Source(src_c.text, name_c, Path(cand_path).name or "candidate.cu"),
+        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags),
+        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags),
         spec=run,
-        options=options,
+        options=options if options.arch or not flags.arch else replace(options, arch=flags.arch),
     )
-    return PreparedJob(job, key, spec, geom_source)
+    missing = spec_or_missing if isinstance(spec_or_missing, SpecMissing) else None
+    headers = tuple(dict.fromkeys(dev_o.missing_headers + dev_c.missing_headers))
+    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path)
+
+
+def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:
+    """Return the worker's build input: the device code, the whole file for nvcc, and the project's flags."""
+    return Source(
+        dev.text,
+        name,
+        filename,
+        flags=flags.common_options(),
+        nvrtc_flags=flags.nvrtc_flags,
+        nvcc_flags=flags.nvcc_flags,
+        host_text=dev.host_text,
+    )
+
+
+def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:
+    """Return a worker's result completed with what only the caller knows (missing headers, a missing spec)."""
+    if result.status is Status.COMPILE_FAILED and prepared.missing_headers:
+        names = ", ".join(f"`{h}`" for h in prepared.missing_headers)
+        msg = (
+            f"{names} included by {prepared.path} was not found in its folder or the include folders; add its folder "
+            f"with -I or `include-dirs` in [tool.warpwise]. {result.message}"
+        )
+        return result.with_(message=msg)
+    if result.status is Status.NO_GPU and prepared.spec_missing is not None:
+        m = prepared.spec_missing
+        built = result.message.split(";", 1)[0]
+        msg = f"{built}; no run spec: {m.message}"
+        return result.with_(status=Status.SPEC_MISSING, message=msg, missing=m.missing, annotation=m.annotation)
+    return result
 
 
 def _candidate_geometry(
@@ -217,16 +270,17 @@ class Gate:
             return None
         identity: DeviceIdentity | None = self.backend.identity()
         if identity is not None:
-            return self.cache.get(prepared.key.on(identity))
+            hit = self.cache.get(prepared.key.on(identity))
+            return finish(prepared, hit) if hit is not None else None
         found = self.cache.find(prepared.key.original_hash, prepared.key.candidate_hash, prepared.key.spec_hash)
-        return found[0] if found else None
+        return finish(prepared, found[0]) if found else None
 
     def run(self, prepared: PreparedJob, progress: Progress | None = None) -> VerificationResult:
         """Run a prepared job (no cache lookup) and store its result."""
         result = self.backend.run(prepared.job, progress)
         if self.cache is not None and result.device is not None:
             self.cache.put(prepared.key.on(result.device), result)
-        return result
+        return finish(prepared, result)
 
     def verify(
         self, candidate: Candidate, options: Options | None = None, progress: Progress | None = None

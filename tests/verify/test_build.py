@@ -88,7 +88,7 @@ def test_ptxas_report_is_parsed_per_entry() -> None:
 @needs_nvcc
 def test_nvcc_fallback_builds_plain_kernels() -> None:
     src = Source(device_source((EXAMPLES / "vector_ops.cu").read_text()).text, "saxpy", "vector_ops.cu")
-    build = nvbuild._build_nvcc(src, "sm_90", "nvcc")
+    build = nvbuild._build_nvcc(src, src.text, "sm_90", "nvcc")
     assert build.info.ok, build.info.log
     assert build.info.lowered_name == "_Z5saxpyifPKfPf"
     assert build.info.registers is not None

@@ -1,0 +1,175 @@
+"""Kernels as they live in real repositories: local headers, host-only includes, project flags, nvcc fallback.
+
+Each fixture under tests/fixtures/realworld reproduces one failure class seen on public CUDA code (issue 17).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, needs_nvcc
+from warpwise.verify import nvbuild, project
+from warpwise.verify.extract import device_source
+from warpwise.verify.gate import Candidate, PreparedJob, prepare
+from warpwise.verify.types import Options
+
+REAL = FIXTURES / "realworld"
+
+
+def _build(path: Path, kernel: str, flags: project.BuildFlags | None = None) -> nvbuild.Build:
+    """Prepare `kernel` of `path` compile-only and build the original."""
+    c = Candidate.from_files(str(path), kernel, str(path))
+    if flags is not None:
+        c = Candidate(c.original_path, c.original_text, kernel, c.candidate_text, c.candidate_path, flags=flags)
+    prepared = prepare(c, Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob), prepared
+    return nvbuild.build(prepared.job.original, "sm_90")
+
+
+def test_local_header_is_inlined_with_its_macros_typedefs_and_helpers() -> None:
+    path = REAL / "local_header" / "norms.cu"
+    dev = device_source(path.read_text(), "norms.cu", path=path)
+    assert dev.headers == (str((REAL / "local_header" / "common.h").resolve()),)
+    assert "#define WARP_SIZE 32" in dev.text and "typedef float floatX;" in dev.text
+    assert "cudaGetErrorString" not in dev.text, "the header's host function is blanked"
+    assert {"cuda.h", "cublas_v2.h", "iostream", "cstdio"} <= set(dev.dropped_includes)
+    # The file keeps its own line numbers after the inlined header.
+    body = dev.text.split('#line 5 "norms.cu"\n', 1)[1]
+    assert body.splitlines()[2].startswith("__global__ void row_max_sq")
+    assert '#include "common.h"' in dev.host_text or "#define WARP_SIZE" in dev.host_text
+
+
+def test_local_header_cuda_h_cublas_infinity_and_uint_build_with_nvrtc() -> None:
+    build = _build(REAL / "local_header" / "norms.cu", "row_max_sq")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc", build.info.builder_reason
+
+
+def test_bits_stdcpp_and_main_build_with_nvrtc() -> None:
+    build = _build(REAL / "stdcpp_main.cu", "phase")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc"
+
+
+def test_header_that_cannot_be_found_is_named() -> None:
+    from warpwise.verify.backends import make_backend
+    from warpwise.verify.gate import Gate
+    from warpwise.verify.types import Status
+
+    path = REAL / "missing_header.cu"
+    backend = make_backend("compile-only")
+    try:
+        result = Gate(backend).verify(Candidate.from_files(str(path), "scale", str(path)), Options(compile_only=True))
+    finally:
+        backend.close()
+    assert result.status is Status.COMPILE_FAILED
+    assert "`not_there.h` included by" in result.message and "missing_header.cu" in result.message
+
+
+@needs_nvcc
+def test_nvcc_builds_what_nvrtc_cannot_and_says_why() -> None:
+    build = _build(REAL / "driver_type.cu", "fill")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvcc"
+    assert build.info.builder_reason.startswith("NVRTC failed (")
+    assert "CUdeviceptr" in build.info.builder_reason
+
+
+@needs_nvcc
+def test_nvcc_fallback_instantiates_a_template_kernel(tmp_path: Path) -> None:
+    src = tmp_path / "t.cu"
+    src.write_text(
+        "#include <cuda.h>\nnamespace ops {\ntemplate <typename T, int N>\n"
+        "__global__ void fill(CUdeviceptr p, T v) { reinterpret_cast<T*>(p)[threadIdx.x % N] = v; }\n}\n"
+        "int main() { return 0; }\n"
+    )
+    from warpwise.verify.types import Source
+
+    dev = device_source(src.read_text(), "t.cu", path=src)
+    build = nvbuild.build(Source(dev.text, "ops::fill<float, 32>", "t.cu", host_text=dev.host_text), "sm_90")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvcc"
+    assert build.info.lowered_name == "_ZN3ops4fillIfLi32EEEvyT_"
+
+
+def test_pyproject_config_gives_defines_and_include_dirs() -> None:
+    path = REAL / "configured" / "blocked.cu"
+    flags = project.flags_for(path)
+    assert flags.defines == ("BLOCK=128",)
+    assert flags.include_dirs == (str((REAL / "configured" / "include").resolve()),)
+    assert "pyproject.toml" in flags.describe()
+    build = _build(path, "block_sum")
+    assert build.info.ok, build.info.log
+
+
+def test_without_the_define_the_file_hits_its_own_error(tmp_path: Path) -> None:
+    src = tmp_path / "blocked.cu"
+    src.write_text((REAL / "configured" / "blocked.cu").read_text().replace("#include <tile.cuh>\n", ""))
+    build = _build(src, "block_sum")
+    assert not build.info.ok
+    assert "BLOCK must be defined" in build.info.log
+
+
+def test_cli_define_builds_the_file(tmp_path: Path) -> None:
+    src = tmp_path / "blocked.cu"
+    src.write_text((REAL / "configured" / "blocked.cu").read_text())
+    flags = project.cli_flags([str(REAL / "configured" / "include")], ["BLOCK=64"])
+    assert flags.describe() == "flags from the command line"
+    build = _build(src, "block_sum", project.flags_for(src, cli=flags))
+    assert build.info.ok, build.info.log
+
+
+def test_compile_commands_gives_the_files_own_flags() -> None:
+    path = REAL / "cmake_project" / "src" / "tiled.cu"
+    flags = project.flags_for(path)
+    assert flags.defines == ("TILE=16",)
+    assert flags.include_dirs == (str((REAL / "cmake_project" / "inc").resolve()),)
+    assert flags.arch == "sm_90"
+    assert "compile_commands.json (entry for tiled.cu)" in flags.describe()
+    build = _build(path, "tiled_copy")
+    assert build.info.ok, build.info.log
+
+
+def test_malformed_compile_commands_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "compile_commands.json").write_text("[{not json")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    flags = project.flags_for(src)
+    assert len(flags.problems) == 1
+    assert "compile_commands.json" in str(flags.problems[0]) and "not valid JSON" in str(flags.problems[0])
+    (tmp_path / "compile_commands.json").write_text(json.dumps([{"file": "k.cu"}]))
+    problems = project.flags_for(src).problems
+    assert problems and "neither `arguments`" in str(problems[0])
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "words"),
+    [
+        ('include-dirs = "inc"\ndefines = 3', "tool.warpwise.defines", "list of strings"),
+        ('std = "c++99"', "tool.warpwise.std", "c++17"),
+        ("arch = 90", "tool.warpwise.arch", "must be a string"),
+        ('selct = ["x"]', "tool.warpwise.selct", "not a warpwise setting"),
+    ],
+)
+def test_config_key_of_the_wrong_type_is_named(tmp_path: Path, table: str, key: str, words: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.warpwise]\n{table}\n")
+    config = project.load_config(tmp_path / "pyproject.toml")
+    assert any(p.key == key and words in p.message for p in config.problems), config.problems
+
+
+def test_warpwise_toml_is_found_walking_up_and_beats_pyproject_without_the_table(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "warpwise.toml").write_text('defines = ["A=1"]\n')
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert project.find_config(deep / "k.cu") == tmp_path / "warpwise.toml"
+    assert project.flags_for(deep / "k.cu").defines == ("A=1",)
+
+
+def test_editor_settings_map_onto_the_same_model(tmp_path: Path) -> None:
+    flags = project.flags_from_mapping({"includeDirs": [str(tmp_path)], "defines": ["X=2"]}, "editor settings")
+    assert flags.include_dirs == (str(tmp_path.resolve()),) and flags.defines == ("X=2",)
+    assert flags.describe() == "flags from editor settings"
