@@ -100,6 +100,113 @@ _REPLACEMENTS: dict[str, tuple[str | None, str]] = {
 _UINT = """typedef unsigned int uint; typedef unsigned short ushort; typedef unsigned long ulong;
 """
 _EVERYTHING = ("cmath", "climits", "cfloat", "cstdint")
+_STD = """#include <cuda/std/type_traits>
+#include <cuda/std/limits>
+#include <cuda/std/utility>
+namespace std { using namespace cuda::std; }
+"""
+_STD_MINMAX = """namespace std {
+template <typename T> __host__ __device__ constexpr const T& min(const T& a, const T& b) { return b < a ? b : a; }
+template <typename T> __host__ __device__ constexpr const T& max(const T& a, const T& b) { return a < b ? b : a; }
+}
+"""
+_C_LIBRARY = frozenset(
+    {"cmath", "math.h", "climits", "limits.h", "cfloat", "float.h", "cstdint", "stdint.h", "cstdio", "stdio.h"}
+    | {"cstdlib", "stdlib.h", "cassert", "assert.h", "cstring", "string.h", "stddef.h", "cstddef"}
+)
+_TORCH_PREFIXES = ("torch/", "ATen/", "c10/")
+_TORCH = """#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+namespace c10 {
+struct alignas(2) Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float v) : x(__half_as_ushort(__float2half(v))) {}
+  __host__ __device__ Half(__half v) : x(__half_as_ushort(v)) {}
+  __host__ __device__ operator float() const { return __half2float(__ushort_as_half(x)); }
+  __host__ __device__ operator __half() const { return __ushort_as_half(x); }
+};
+struct alignas(2) BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  __host__ __device__ BFloat16(float v) : x(__bfloat16_as_ushort(__float2bfloat16(v))) {}
+  __host__ __device__ BFloat16(__nv_bfloat16 v) : x(__bfloat16_as_ushort(v)) {}
+  __host__ __device__ operator float() const { return __bfloat162float(__ushort_as_bfloat16(x)); }
+  __host__ __device__ operator __nv_bfloat16() const { return __ushort_as_bfloat16(x); }
+};
+#define WARPWISE_TORCH_OPS(T) \\
+  __host__ __device__ inline T operator+(const T& a, const T& b) { return float(a) + float(b); } \\
+  __host__ __device__ inline T operator-(const T& a, const T& b) { return float(a) - float(b); } \\
+  __host__ __device__ inline T operator*(const T& a, const T& b) { return float(a) * float(b); } \\
+  __host__ __device__ inline T operator/(const T& a, const T& b) { return float(a) / float(b); } \\
+  __host__ __device__ inline T operator-(const T& a) { return -float(a); } \\
+  __host__ __device__ inline T& operator+=(T& a, const T& b) { a = a + b; return a; } \\
+  __host__ __device__ inline T& operator-=(T& a, const T& b) { a = a - b; return a; } \\
+  __host__ __device__ inline T& operator*=(T& a, const T& b) { a = a * b; return a; } \\
+  __host__ __device__ inline T& operator/=(T& a, const T& b) { a = a / b; return a; } \\
+  __host__ __device__ inline float operator+(T a, float b) { return float(a) + b; } \\
+  __host__ __device__ inline float operator-(T a, float b) { return float(a) - b; } \\
+  __host__ __device__ inline float operator*(T a, float b) { return float(a) * b; } \\
+  __host__ __device__ inline float operator/(T a, float b) { return float(a) / b; } \\
+  __host__ __device__ inline float operator+(float a, T b) { return a + float(b); } \\
+  __host__ __device__ inline float operator-(float a, T b) { return a - float(b); } \\
+  __host__ __device__ inline float operator*(float a, T b) { return a * float(b); } \\
+  __host__ __device__ inline float operator/(float a, T b) { return a / float(b); } \\
+  __host__ __device__ inline float& operator+=(float& a, const T& b) { return a += float(b); } \\
+  __host__ __device__ inline float& operator*=(float& a, const T& b) { return a *= float(b); } \\
+  __host__ __device__ inline double operator+(T a, double b) { return double(float(a)) + b; } \\
+  __host__ __device__ inline double operator*(T a, double b) { return double(float(a)) * b; } \\
+  __host__ __device__ inline double operator+(double a, T b) { return a + double(float(b)); } \\
+  __host__ __device__ inline double operator*(double a, T b) { return a * double(float(b)); } \\
+  __host__ __device__ inline T operator+(T a, int b) { return a + T(float(b)); } \\
+  __host__ __device__ inline T operator*(T a, int b) { return a * T(float(b)); } \\
+  __host__ __device__ inline T operator+(int a, T b) { return T(float(a)) + b; } \\
+  __host__ __device__ inline T operator*(int a, T b) { return T(float(a)) * b; } \\
+  __host__ __device__ inline bool operator<(T a, T b) { return float(a) < float(b); } \\
+  __host__ __device__ inline bool operator>(T a, T b) { return float(a) > float(b); } \\
+  __host__ __device__ inline bool operator<=(T a, T b) { return float(a) <= float(b); } \\
+  __host__ __device__ inline bool operator>=(T a, T b) { return float(a) >= float(b); } \\
+  __host__ __device__ inline bool operator==(T a, T b) { return float(a) == float(b); } \\
+  __host__ __device__ inline bool operator!=(T a, T b) { return float(a) != float(b); }
+WARPWISE_TORCH_OPS(Half)
+WARPWISE_TORCH_OPS(BFloat16)
+#undef WARPWISE_TORCH_OPS
+template <typename T, bool is_cuda = true> struct AccumulateType { using type = T; };
+template <> struct AccumulateType<Half, true> { using type = float; };
+template <> struct AccumulateType<BFloat16, true> { using type = float; };
+template <> struct AccumulateType<float, true> { using type = float; };
+template <> struct AccumulateType<double, true> { using type = double; };
+template <typename T, bool is_cuda> using acc_type = typename AccumulateType<T, is_cuda>::type;
+template <typename T> using opmath_type = typename AccumulateType<T, true>::type;
+}
+namespace at {
+using c10::BFloat16;
+using c10::Half;
+using c10::acc_type;
+using c10::opmath_type;
+}
+#define C10_WARP_SIZE 32
+#define C10_HOST_DEVICE __host__ __device__
+#define C10_DEVICE __device__
+#define C10_HOST
+#define C10_ALWAYS_INLINE inline
+#define C10_LIKELY(x) (x)
+#define C10_UNLIKELY(x) (x)
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#define C10_LAUNCH_BOUNDS_1(max_threads) __launch_bounds__(max_threads)
+#define C10_LAUNCH_BOUNDS_2(max_threads, min_blocks) __launch_bounds__(max_threads, min_blocks)
+#define CUDA_KERNEL_ASSERT(cond) assert(cond)
+"""
+
+
+def _is_cxx_std(name: str) -> bool:
+    """Return whether a dropped header is a C++ standard library header (`<vector>`, `<algorithm>`, torch's)."""
+    return name.startswith(_TORCH_PREFIXES) or name == "bits/stdc++.h" or ("." not in name and name not in _C_LIBRARY)
+
+
+def _header_or(text: str, include_dirs: list[str]) -> str:
+    """Return `text` when the CCCL headers it includes are in the toolkit, else nothing."""
+    return text if _header_found("cuda/std/type_traits", include_dirs) else ""
 
 
 def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
@@ -119,6 +226,10 @@ def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
             parts.append(text)
     if dropped:
         parts.append(_UINT)
+    if any(_is_cxx_std(n) for n in dropped):
+        parts.append(_header_or(_STD, include_dirs) + _STD_MINMAX)
+    if any(n.startswith(_TORCH_PREFIXES) for n in dropped):
+        parts.append(_TORCH)
     # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
     return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
 
@@ -255,7 +366,8 @@ class _Walk:
         raw = data[path.start_byte : path.end_byte].decode("utf-8", "replace")
         quoted = path.type == "string_literal"
         name = raw.strip('<>"')
-        found = self.resolve(name, quoted, folder) if depth < _MAX_DEPTH else None
+        # Host-only headers are never inlined (torch's include folders may be among the include dirs).
+        found = self.resolve(name, quoted, folder) if depth < _MAX_DEPTH and not is_host_only(name) else None
         if found is not None and not any(found.is_relative_to(Path(d).resolve()) for d in self.cuda_dirs):
             if found in self.once:
                 return (node.start_byte, node.end_byte, None)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warpwise.analyzers.build import analyze_text
-from warpwise.verify import annotation, infer
+from warpwise.verify import annotation, infer, torchext
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
 from warpwise.verify.extract import DeviceSource, device_source, qualified_name
 from warpwise.verify.project import BuildFlags, flags_for
@@ -80,6 +80,7 @@ class PreparedJob:
     flags: BuildFlags | None = None
     missing_headers: tuple[str, ...] = ()
     path: str = ""
+    torch_note: str = ""
 
 
 def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> VerificationResult:
@@ -104,14 +105,34 @@ def _name_expression(text: str, base: int, name: str, template_args: tuple[str, 
 
 def _template_args_without_spec(text: str, path: str, kernel: str) -> tuple[str, ...]:
     """Return template arguments from the launch site or defaults (for compile-only builds without a spec)."""
+    found = kernel_instantiations(text, path, kernel)
+    return found[0] if found else ()
+
+
+def kernel_instantiations(text: str, path: str, kernel: str) -> list[tuple[str, ...]]:
+    """Return the template arguments a file instantiates a kernel with: its launches, with `scalar_t` bound to
+    every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none)."""
+    from warpwise.verify import torchext
+
     model = analyze_text(text, path)
     fn = kernel_function(model, kernel)
     if fn is None or not fn.template_params:
-        return ()
-    launches = model.launches_of(kernel)
-    if launches and (launches[0][1].template_values or launches[0][1].template_args):
-        return launches[0][1].template_values or launches[0][1].template_args
-    return tuple(t.default or "?" for t in fn.template_params)
+        return []
+    out: list[tuple[str, ...]] = []
+    data = model.text
+    for caller, launch in model.launches_of(kernel):
+        args = launch.template_values or launch.template_args
+        if not args:
+            continue
+        if "scalar_t" in args:
+            found = torchext.dispatched_types(data, caller.span(launch.span)[0])
+            if found is not None:
+                out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                continue
+        out.append(tuple(args))
+    if not out:
+        out.append(tuple(t.default or "?" for t in fn.template_params))
+    return list(dict.fromkeys(out))
 
 
 def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | VerificationResult:
@@ -175,6 +196,13 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         path=c.original_path,
         user_include_dirs=flags.include_dirs,
     )
+    torch_note = ""
+    if torchext.includes_torch(dev_o.dropped_includes) and not _has_torch(flags):
+        extra = torchext.torch_flags()
+        if isinstance(extra, BuildFlags):
+            flags = flags.merged(extra)
+        else:
+            torch_note = f"{Path(c.original_path).name} includes torch's headers: {extra}"
     spec_hash = hashlib.sha256(
         "\0".join(
             [
@@ -203,7 +231,12 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     )
     missing = spec_or_missing if isinstance(spec_or_missing, SpecMissing) else None
     headers = tuple(dict.fromkeys(dev_o.missing_headers + dev_c.missing_headers))
-    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path)
+    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note)
+
+
+def _has_torch(flags: BuildFlags) -> bool:
+    """Return whether the flags already name torch's include folder."""
+    return any((Path(d) / "torch" / "extension.h").is_file() for d in flags.include_dirs)
 
 
 def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:
@@ -221,6 +254,8 @@ def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> S
 
 def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:
     """Return a worker's result completed with what only the caller knows (missing headers, a missing spec)."""
+    if result.status is Status.COMPILE_FAILED and prepared.torch_note:
+        result = result.with_(message=f"{prepared.torch_note}. {result.message}")
     if result.status is Status.COMPILE_FAILED and prepared.missing_headers:
         names = ", ".join(f"`{h}`" for h in prepared.missing_headers)
         msg = (

@@ -173,3 +173,61 @@ def test_editor_settings_map_onto_the_same_model(tmp_path: Path) -> None:
     flags = project.flags_from_mapping({"includeDirs": [str(tmp_path)], "defines": ["X=2"]}, "editor settings")
     assert flags.include_dirs == (str(tmp_path.resolve()),) and flags.defines == ("X=2",)
     assert flags.describe() == "flags from editor settings"
+
+
+def test_torch_extension_dispatch_gives_every_dtype() -> None:
+    from warpwise.verify.gate import kernel_instantiations
+
+    path = REAL / "torch_ext" / "add_one.cu"
+    assert kernel_instantiations(path.read_text(), str(path), "add_one") == [("double",), ("float",), ("at::Half",)]
+
+
+@pytest.mark.parametrize(
+    ("macro", "args", "types"),
+    [
+        ("AT_DISPATCH_FLOATING_TYPES", ["x.scalar_type()", '"op"', "[&] {}"], ("double", "float")),
+        (
+            "AT_DISPATCH_FLOATING_TYPES_AND",
+            ["at::ScalarType::BFloat16", "t", '"op"'],
+            ("double", "float", "at::BFloat16"),
+        ),
+        (
+            "AT_DISPATCH_FLOATING_TYPES_AND2",
+            ["at::kHalf", "at::kBFloat16", "t"],
+            ("double", "float", "at::Half", "at::BFloat16"),
+        ),
+        ("AT_DISPATCH_SOMETHING_ELSE", ["t"], None),
+    ],
+)
+def test_dispatch_macros_bind_scalar_t(macro: str, args: list[str], types: tuple[str, ...] | None) -> None:
+    from warpwise.verify.torchext import dispatch_of
+
+    assert dispatch_of(macro, args) == types
+
+
+@pytest.mark.parametrize("dtype", ["double", "float", "at::Half", "at::BFloat16"])
+def test_every_dispatched_dtype_of_a_torch_extension_builds_with_nvrtc(dtype: str) -> None:
+    from dataclasses import replace
+
+    path = REAL / "torch_ext" / "add_one.cu"
+    prepared = prepare(Candidate.from_files(str(path), "add_one", str(path)), Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob), prepared
+    build = nvbuild.build(replace(prepared.job.original, name_expression=f"add_one<{dtype}>"), "sm_90")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc"
+    # The shim's c10::Half mangles as torch's own, so a build by nvcc against torch loads the same name.
+    if dtype == "at::Half":
+        assert build.info.lowered_name == "_Z7add_oneIN3c104HalfEEvPKT_PS2_i"
+
+
+def test_torch_extension_without_torch_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warpwise.verify import torchext
+
+    monkeypatch.setattr(torchext, "torch_flags", lambda: "torch is not importable here (ImportError: no torch)")
+    path = REAL / "torch_ext" / "add_one.cu"
+    prepared = prepare(Candidate.from_files(str(path), "add_one", str(path)), Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob)
+    assert (
+        prepared.torch_note
+        == "add_one.cu includes torch's headers: torch is not importable here (ImportError: no torch)"
+    )
