@@ -131,8 +131,58 @@ def kernel_instantiations(text: str, path: str, kernel: str) -> list[tuple[str, 
                 continue
         out.append(tuple(args))
     if not out:
+        out += _instantiations_from_includers(path, kernel)
+    if not out:
         out.append(tuple(t.default or "?" for t in fn.template_params))
     return list(dict.fromkeys(out))
+
+
+_HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hxx", ".inl")
+_MAX_INCLUDERS = 64
+
+
+def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ...]]:
+    """Return the template arguments the files that include a header launch its kernel with.
+
+    A template kernel defined in a `.cuh` is instantiated by the `.cu` files that include it; the files of the
+    header's folder and its parent are read (at most a few dozen), those that include it by name are analysed.
+    """
+    import re
+
+    header = Path(path)
+    if header.suffix not in _HEADER_SUFFIXES or not header.is_file():
+        return []
+    pattern = re.compile(rb'#\s*include\s*[<"](?:[^>"]*/)?' + re.escape(header.name.encode()) + rb'[>"]')
+    seen = 0
+    out: list[tuple[str, ...]] = []
+    for folder in dict.fromkeys((header.parent, header.parent.parent)):
+        try:
+            files = sorted(f for f in folder.iterdir() if f.suffix in (".cu", *_HEADER_SUFFIXES) and f != header)
+        except OSError:
+            continue
+        for f in files:
+            if seen >= _MAX_INCLUDERS:
+                return out
+            seen += 1
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
+            if not pattern.search(data) or kernel.encode() not in data:
+                continue
+            model = analyze_text(data, str(f))
+            for caller, launch in model.launches_of(kernel):
+                args = launch.template_values or launch.template_args
+                if not args:
+                    continue
+                if "scalar_t" in args:
+                    found = torchext.dispatched_types(model.text, caller.span(launch.span)[0])
+                    if found is not None:
+                        out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                        continue
+                if "?" not in args:
+                    out.append(tuple(args))
+    return out
 
 
 def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | VerificationResult:

@@ -231,3 +231,13 @@ def test_torch_extension_without_torch_says_so(monkeypatch: pytest.MonkeyPatch) 
         prepared.torch_note
         == "add_one.cu includes torch's headers: torch is not importable here (ImportError: no torch)"
     )
+
+
+def test_template_kernel_in_a_cuh_is_instantiated_from_the_file_that_includes_it() -> None:
+    from warpwise.verify.gate import kernel_instantiations
+
+    path = REAL / "header_kernels" / "reduce.cuh"
+    assert kernel_instantiations(path.read_text(), str(path), "block_reduce") == [("float", "128")]
+    build = _build(path, "block_reduce")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc" and build.info.shared_bytes == 512
