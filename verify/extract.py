@@ -45,6 +45,8 @@ _CONTAINERS = frozenset(
     }
 )
 _DEVICE_TOKENS = ("__global__", "__device__")
+# A constexpr function is usable in device code (NVRTC's -default-device), so it is kept like a device one.
+_KEPT_TOKENS = (*_DEVICE_TOKENS, "constexpr")
 
 _MATH = """#ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -339,12 +341,12 @@ class _Walk:
                         if edit is not None:
                             edits.append(edit)
                 elif t == "function_definition":
-                    if not _has_token(child, _DEVICE_TOKENS):
+                    if not _has_token(child, _KEPT_TOKENS):
                         edits.append((child.start_byte, child.end_byte, None))
                         self.dropped_fns.append(_function_name(data, child))
                 elif t == "template_declaration":
                     inner = [c for c in child.named_children if c.type in ("function_definition", "declaration")]
-                    if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _DEVICE_TOKENS):
+                    if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _KEPT_TOKENS):
                         edits.append((child.start_byte, child.end_byte, None))
                         self.dropped_fns.append(_function_name(data, inner[-1]))
                 elif t == "declaration":

@@ -188,6 +188,8 @@ def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ..
 def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | VerificationResult:
     """Resolve the spec and build the worker job for a candidate, or return why it cannot run."""
     options = options or Options()
+    if c.original_path.endswith(".py"):
+        c = _embedded(c)
     model_o = analyze_text(c.original_text, c.original_path)
     fn_o = kernel_function(model_o, c.kernel)
     if fn_o is None:
@@ -287,6 +289,18 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
 def _has_torch(flags: BuildFlags) -> bool:
     """Return whether the flags already name torch's include folder."""
     return any((Path(d) / "torch" / "extension.h").is_file() for d in flags.include_dirs)
+
+
+def _embedded(c: Candidate) -> Candidate:
+    """Return a candidate from a Python file as its `load_inline` CUDA strings (offsets kept)."""
+    from warpwise.analyzers.embedded import mask_python
+
+    def cuda(text: str) -> str:
+        data = text.encode("utf-8", "surrogatepass")
+        masked = mask_python(data)
+        return masked.decode("utf-8", "replace") if masked is not None else text
+
+    return replace(c, original_text=cuda(c.original_text), candidate_text=cuda(c.candidate_text))
 
 
 def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:

@@ -227,6 +227,13 @@ def build(source: Source, arch: str, cache: BuildCache | None = None) -> Build:
 
 def _build_any(source: Source, arch: str, nvrtc_label: str | None, nvcc_label: str | None) -> Build:
     """Build with NVRTC, then with nvcc on the whole file when NVRTC is missing or fails; say which and why."""
+    if nvrtc_label is not None and "?" in source.name_expression and nvcc_label is not None:
+        built = _build_nvcc(source, source.host_text or source.text, arch, nvcc_label)
+        reason = (
+            f"the template arguments of `{source.name_expression}` are unknown (no launch in the file gives them), "
+            "so nvcc built the instances the file itself makes"
+        )
+        return Build(built.cubin, _replace(built.info, builder="nvcc", builder_reason=reason))
     if nvrtc_label is not None:
         first = _build_nvrtc(source, arch, nvrtc_label)
         if first.info.ok:
@@ -309,7 +316,8 @@ def _build_nvcc(source: Source, text: str, arch: str, compiler: str) -> Build:
     assert nvcc is not None
     t0 = time.perf_counter()
     name = source.name_expression
-    if "<" in name:
+    unknown = "?" in name
+    if "<" in name and not unknown:
         text = f"{text}\nstatic void *warpwise_instance_ = (void *)&{name};\n"
     with tempfile.TemporaryDirectory(prefix="warpwise-nvcc-") as tmp:
         src = Path(tmp) / (Path(source.filename).name or "kernel.cu")
@@ -332,7 +340,10 @@ def _build_nvcc(source: Source, text: str, arch: str, compiler: str) -> Build:
         if proc.returncode != 0 or not out.is_file():
             return Build(b"", BuildInfo(False, compiler, seconds, log or f"nvcc exited with {proc.returncode}"))
         entries = list(dict.fromkeys(_PTXAS_ENTRY.findall(log)))
-        matches = match_entries(entries, name)
+        # Unknown template arguments: take the first instance the file itself instantiates, and say so.
+        matches = match_entries(entries, name.split("<", 1)[0])[:1] if unknown else match_entries(entries, name)
+        if unknown and matches:
+            log += f"\nthe template arguments of `{name}` are unknown; the file's own instance `{matches[0]}` was built"
         if len(matches) != 1:
             msg = f"{log}\nnvcc built {len(matches)} entries named `{name}`; expected exactly one"
             return Build(b"", BuildInfo(False, compiler, seconds, msg))

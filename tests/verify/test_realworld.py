@@ -241,3 +241,28 @@ def test_template_kernel_in_a_cuh_is_instantiated_from_the_file_that_includes_it
     build = _build(path, "block_reduce")
     assert build.info.ok, build.info.log
     assert build.info.builder == "nvrtc" and build.info.shared_bytes == 512
+
+
+def test_a_constexpr_helper_without_device_is_kept_for_device_code(tmp_path: Path) -> None:
+    src = tmp_path / "c.cu"
+    src.write_text(
+        "constexpr int pad(int x) { return (x + 31) / 32 * 32; }\n"
+        "__global__ void k(float* x) { __shared__ float s[pad(40)]; s[threadIdx.x] = 1; x[0] = s[0]; }\n"
+    )
+    build = _build(src, "k")
+    assert build.info.ok and build.info.builder == "nvrtc", build.info.log
+
+
+@needs_nvcc
+def test_a_template_kernel_with_unknown_arguments_builds_the_files_own_instance(tmp_path: Path) -> None:
+    src = tmp_path / "t.cu"
+    src.write_text(
+        "template <typename Traits> __global__ void k(float* x) { x[threadIdx.x] = Traits::value; }\n"
+        "struct One { static constexpr float value = 1.0f; };\n"
+        "template <typename Traits> void launch(float* x) { auto kernel = &k<Traits>; kernel<<<1, 32>>>(x); }\n"
+        "template void launch<One>(float*);\n"
+    )
+    build = _build(src, "k")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvcc" and "unknown" in build.info.builder_reason
+    assert build.info.lowered_name == "_Z1kI3OneEvPf"
