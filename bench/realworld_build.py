@@ -204,9 +204,11 @@ def nvcc_build(root: Path, recipe: Recipe, file: Path, timeout_s: float) -> dict
         except subprocess.TimeoutExpired:
             ok, log = False, f"nvcc ran past {timeout_s:.0f} s"
         seconds = time.perf_counter() - t0
+    timed_out = log.startswith("nvcc ran past")
     errors = [ln.strip() for ln in log.splitlines() if "error" in ln]
     shown = " ".join(c.replace(str(root), f"<{root.name}>") for c in cmd[1:-3])
-    return {"ok": ok, "seconds": round(seconds, 2), "error": (errors or [""])[0][:300], "flags": shown}
+    error = log if timed_out else (errors or [""])[0][:300]
+    return {"ok": ok, "timed_out": timed_out, "seconds": round(seconds, 2), "error": error, "flags": shown}
 
 
 def _load(state: Path) -> dict[str, Any]:
@@ -389,6 +391,7 @@ def summarize(data: dict[str, Any], repos: list[str]) -> dict[str, Any]:
         r = {
             "files": 0,
             "files_nvcc_checked": 0,
+            "files_nvcc_timed_out": 0,
             "files_nvcc_ok": 0,
             "kernels": 0,
             "kernels_in_nvcc_ok_files": 0,
@@ -411,6 +414,9 @@ def summarize(data: dict[str, Any], repos: list[str]) -> dict[str, Any]:
                 continue
             r["files"] += 1
             nv = data["nvcc"].get(key)
+            if nv is not None and nv.get("timed_out"):
+                r["files_nvcc_timed_out"] += 1
+                nv = None
             if nv is not None:
                 r["files_nvcc_checked"] += 1
                 r["files_nvcc_ok"] += int(nv["ok"])
