@@ -216,9 +216,9 @@ class AnalysisLane:
         """
         if snap.path.endswith(".py"):
             masked = mask_python(snap.text) or b" " * len(snap.text)
-            doc = CudaDocument(snap.path, masked)
-            self._docs[snap.uri] = (doc, snap.version)
-            return doc
+            embedded = CudaDocument(snap.path, masked)
+            self._docs[snap.uri] = (embedded, snap.version)
+            return embedded
         state = self._docs.get(snap.uri)
         doc: CudaDocument | None = None
         if state is not None:
