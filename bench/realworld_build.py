@@ -170,6 +170,9 @@ def files_of(root: Path, recipe: Recipe) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+FALLBACK_STATE: list[Path] = []
+"""Where the fallback pass writes, when it runs beside the NVRTC pass (`--fallback-state`)."""
+
 EXTRA_INCLUDE_DIRS: list[str] = []
 """Folders of headers the machine's toolkit lacks (the CUDA math libraries), from `--extra-include`."""
 
@@ -258,6 +261,7 @@ def main() -> int:
     parser.add_argument("--phase", choices=("nvcc", "gate", "fallback", "report", "all"), default="all")
     parser.add_argument("--state", type=Path, default=Path("realworld_build-state.json"))
     parser.add_argument("--nvcc-state", type=Path, help="take the nvcc phase's results from this state file")
+    parser.add_argument("--fallback-state", type=Path, help="the fallback pass's own state file (run beside gate)")
     parser.add_argument("--repos", default=",".join(RECIPES), help="comma-separated repository names")
     parser.add_argument("--budget-s", type=float, default=3600.0, help="wall-clock budget of each build phase")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="limit of one nvcc build")
@@ -266,6 +270,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     EXTRA_INCLUDE_DIRS.extend(str(Path(d).resolve()) for d in args.extra_include)
+    if args.fallback_state is not None:
+        FALLBACK_STATE.append(args.fallback_state)
     repos = [r for r in args.repos.split(",") if r in RECIPES and (args.mirrors / r).is_dir()]
     if args.phase in ("nvcc", "all"):
         phase_nvcc(args.mirrors, repos, args.state, args.budget_s, args.timeout_s)
@@ -274,11 +280,17 @@ def main() -> int:
     if args.phase in ("fallback", "all"):
         phase_gate(args.mirrors, repos, args.state, args.budget_s, fallback=True)
     if args.phase in ("report", "all"):
-        if args.nvcc_state is not None:
+        if args.nvcc_state is not None or args.fallback_state is not None:
             merged = _load(args.state)
-            merged["nvcc"] = _load(args.nvcc_state)["nvcc"]
-            _save(args.state, merged)
-        report(args.mirrors, repos, args.state, sys.argv)
+            if args.nvcc_state is not None:
+                merged["nvcc"] = _load(args.nvcc_state)["nvcc"]
+            if args.fallback_state is not None:
+                merged["gate"].update(_load(args.fallback_state)["gate"])
+            merged_state = args.state.with_suffix(".merged.json")
+            _save(merged_state, merged)
+            report(args.mirrors, repos, merged_state, sys.argv)
+        else:
+            report(args.mirrors, repos, args.state, sys.argv)
     return 0
 
 
@@ -373,11 +385,16 @@ def phase_gate(mirrors: Path, repos: list[str], state: Path, budget_s: float, fa
     from warpwise.verify.nvbuild import BuildCache
 
     data = _load(state)
+    out_state = FALLBACK_STATE[0] if fallback and FALLBACK_STATE else state
+    if out_state != state:
+        data = _load(out_state)
     cache = BuildCache(str(state.with_suffix(".builds")))
     t0 = time.perf_counter()
     for name, f in _interleaved(mirrors, repos):
         key = f"{name}/{f.relative_to(mirrors / name)}"
-        done = data["gate"].get(key)
+        # The fallback pass may run beside the NVRTC pass: it reads that pass's latest results each time.
+        first = _load(state)["gate"] if out_state != state else data["gate"]
+        done = data["gate"].get(key) if not fallback else (data["gate"].get(key) or first.get(key))
         if not fallback and done is not None:
             continue
         if fallback and (
@@ -397,7 +414,7 @@ def phase_gate(mirrors: Path, repos: list[str], state: Path, budget_s: float, fa
         ks = data["gate"][key]["kernels"]
         good = sum(all(b["ok"] for b in k["builds"]) for k in ks)
         print(f"gate {key}: {good}/{len(ks)} kernels build", file=sys.stderr, flush=True)
-        _save(state, data)
+        _save(out_state, data)
 
 
 def _pct(a: int, b: int) -> str:
