@@ -266,3 +266,12 @@ def test_a_template_kernel_with_unknown_arguments_builds_the_files_own_instance(
     assert build.info.ok, build.info.log
     assert build.info.builder == "nvcc" and "unknown" in build.info.builder_reason
     assert build.info.lowered_name == "_Z1kI3OneEvPf"
+
+
+@needs_nvcc
+def test_flags_nvcc_rejects_are_a_compile_failure_naming_the_flag() -> None:
+    flags = project.BuildFlags(nvcc_flags=("--no-such-flag",), origins=("test",))
+    build = _build(REAL / "driver_type.cu", "fill", flags)
+    assert not build.info.ok
+    assert "--no-such-flag" in build.info.log
+    assert build.info.builder == "nvcc" and "nvcc failed too" in build.info.builder_reason
