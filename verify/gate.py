@@ -124,17 +124,40 @@ def kernel_instantiations(text: str, path: str, kernel: str) -> list[tuple[str, 
         args = launch.template_values or launch.template_args
         if not args:
             continue
+        offset = caller.span(launch.span)[0]
         if "scalar_t" in args:
-            found = torchext.dispatched_types(data, caller.span(launch.span)[0])
+            found = torchext.dispatched_types(data, offset)
             if found is not None:
                 out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                 continue
-        out.append(tuple(args))
-    if not out:
-        out += _instantiations_from_includers(path, kernel)
-    if not out:
-        out.append(tuple(t.default or "?" for t in fn.template_params))
-    return list(dict.fromkeys(out))
+        # A launch inside a template host function passes that template's parameters: they are not known here.
+        outer = enclosing_template_params(data, offset)
+        out.append(tuple("?" if a in outer else a for a in args))
+    known = [a for a in out if "?" not in a]
+    if not known:
+        known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
+    if known:
+        return list(dict.fromkeys(known))
+    if out:
+        return list(dict.fromkeys(out))
+    return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+def enclosing_template_params(data: bytes, offset: int) -> set[str]:
+    """Return the names of the template parameters of the templates around a byte offset."""
+    from warpwise.analyzers.parse import new_parser
+
+    node = new_parser().parse(data).root_node.descendant_for_byte_range(offset, offset)
+    names: set[str] = set()
+    while node is not None:
+        if node.type == "template_declaration":
+            params = node.child_by_field_name("parameters")
+            for p in params.named_children if params is not None else []:
+                ident = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
+                if ident:
+                    names.add(data[ident[-1].start_byte : ident[-1].end_byte].decode("utf-8", "replace"))
+        node = node.parent
+    return names
 
 
 _HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hxx", ".inl")

@@ -275,3 +275,14 @@ def test_flags_nvcc_rejects_are_a_compile_failure_naming_the_flag() -> None:
     assert not build.info.ok
     assert "--no-such-flag" in build.info.log
     assert build.info.builder == "nvcc" and "nvcc failed too" in build.info.builder_reason
+
+
+def test_a_launch_inside_a_template_host_function_does_not_fix_the_arguments() -> None:
+    from warpwise.verify.gate import kernel_instantiations
+
+    text = (
+        "template <typename T> __global__ void k(T* x) {}\n"
+        "template <typename T, int W> void host(T* x) { k<T><<<1, W>>>(x); }\n"
+    )
+    assert kernel_instantiations(text, "a.cu", "k") == [("?",)]
+    assert kernel_instantiations(text + "void h(float* x) { k<float><<<1, 1>>>(x); }\n", "a.cu", "k") == [("float",)]
