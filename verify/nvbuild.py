@@ -18,7 +18,6 @@ compiler version), so the same original kernel is compiled once however many can
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -319,39 +318,74 @@ def _build_nvcc(source: Source, text: str, arch: str, compiler: str) -> Build:
     unknown = "?" in name
     if "<" in name and not unknown:
         text = f"{text}\nstatic void *warpwise_instance_ = (void *)&{name};\n"
+    flags = list(source.flags)
+    if not any(f.startswith(("--std=", "-std=")) for f in flags):
+        flags.append("--std=c++17")
+    filename = Path(source.filename).name or "kernel.cu"
+    if not filename.endswith(".cu"):
+        filename += ".cu"
+    whole = _nvcc_file(nvcc, text, filename, arch, [*flags, *source.nvcc_flags])
+    if isinstance(whole, str):
+        return Build(b"", BuildInfo(False, compiler, time.perf_counter() - t0, whole))
+    ok, log, cubin, seconds = whole
+    if not ok:
+        return Build(b"", BuildInfo(False, compiler, seconds, log))
+    entries = list(dict.fromkeys(_PTXAS_ENTRY.findall(log)))
+    # Unknown template arguments: take the first instance the file itself instantiates, and say so.
+    matches = match_entries(entries, name.split("<", 1)[0])[:1] if unknown else match_entries(entries, name)
+    if unknown and matches:
+        log += f"\nthe template arguments of `{name}` are unknown; the file's own instance `{matches[0]}` was built"
+    if len(matches) != 1:
+        msg = f"{log}\nnvcc built {len(matches)} entries named `{name}`; expected exactly one"
+        return Build(b"", BuildInfo(False, compiler, seconds, msg))
+    res = parse_ptxas(log, matches[0])
+    info = BuildInfo(True, compiler, seconds, log, lowered_name=matches[0], **res)
+    return Build(cubin, info)
+
+
+_NVCC_FILES: dict[str, tuple[bool, str, bytes, float]] = {}
+"""Whole-file nvcc builds of this process, newest last (see `_nvcc_file`)."""
+_NVCC_FILES_MAX = 8
+
+
+_FileBuild = tuple[bool, str, bytes, float]
+
+
+def _nvcc_file(nvcc: str, text: str, filename: str, arch: str, flags: list[str]) -> _FileBuild | str:
+    """Build a whole file with `nvcc -cubin` once: (ok, log, cubin, seconds), or why nvcc could not run.
+
+    The kernels of one file share its build (a torch extension's file takes a minute to parse), so the outcome is
+    kept in memory by a hash of the text, the flags and the architecture.
+    """
+    key = hashlib.sha256("\0".join([text, filename, arch, *flags]).encode("utf-8", "surrogatepass")).hexdigest()
+    hit = _NVCC_FILES.get(key)
+    if hit is not None:
+        return hit
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="warpwise-nvcc-") as tmp:
-        src = Path(tmp) / (Path(source.filename).name or "kernel.cu")
-        if src.suffix != ".cu":
-            src = src.with_suffix(src.suffix + ".cu")
+        src = Path(tmp) / filename
         src.write_text(text)
         out = Path(tmp) / "kernel.cubin"
-        flags = list(source.flags)
-        if not any(f.startswith(("--std=", "-std=")) for f in flags):
-            flags.append("--std=c++17")
-        cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, *source.nvcc_flags, "-Xptxas", "-v", "-o", str(out), str(src)]
+        cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-Xptxas", "-v", "-o", str(out), str(src)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return Build(b"", BuildInfo(False, compiler, time.perf_counter() - t0, "nvcc ran past 600 s"))
+            return "nvcc ran past 600 s"
         except OSError as exc:
-            return Build(b"", BuildInfo(False, compiler, time.perf_counter() - t0, f"nvcc could not run: {exc}"))
+            return f"nvcc could not run: {exc}"
         log = (proc.stdout + proc.stderr).strip()
-        seconds = time.perf_counter() - t0
-        if proc.returncode != 0 or not out.is_file():
-            return Build(b"", BuildInfo(False, compiler, seconds, log or f"nvcc exited with {proc.returncode}"))
-        entries = list(dict.fromkeys(_PTXAS_ENTRY.findall(log)))
-        # Unknown template arguments: take the first instance the file itself instantiates, and say so.
-        matches = match_entries(entries, name.split("<", 1)[0])[:1] if unknown else match_entries(entries, name)
-        if unknown and matches:
-            log += f"\nthe template arguments of `{name}` are unknown; the file's own instance `{matches[0]}` was built"
-        if len(matches) != 1:
-            msg = f"{log}\nnvcc built {len(matches)} entries named `{name}`; expected exactly one"
-            return Build(b"", BuildInfo(False, compiler, seconds, msg))
-        res = parse_ptxas(log, matches[0])
-        info = BuildInfo(True, compiler, seconds, log, lowered_name=matches[0], **res)
-        with contextlib.suppress(OSError):
-            return Build(out.read_bytes(), info)
-        return Build(b"", BuildInfo(False, compiler, seconds, f"{log}\ncould not read the cubin"))
+        ok = proc.returncode == 0 and out.is_file()
+        cubin = b""
+        if ok:
+            try:
+                cubin = out.read_bytes()
+            except OSError:
+                ok, log = False, f"{log}\ncould not read the cubin"
+    result = (ok, log if log or ok else f"nvcc exited with {proc.returncode}", cubin, time.perf_counter() - t0)
+    if len(_NVCC_FILES) >= _NVCC_FILES_MAX:
+        _NVCC_FILES.pop(next(iter(_NVCC_FILES)))
+    _NVCC_FILES[key] = result
+    return result
 
 
 _CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool)\)")
