@@ -191,7 +191,7 @@ def repo_flags(root: Path, recipe: Recipe, file: Path) -> list[str]:
 
 def nvcc_build(root: Path, recipe: Recipe, file: Path, timeout_s: float) -> dict[str, Any]:
     """Build one file with nvcc and the repository's flags; return the outcome and the command."""
-    from warpwise.verify.nvbuild import nvcc_path
+    from warpwise.verify.nvbuild import nvcc_path, run_group
 
     nvcc = nvcc_path() or "nvcc"
     with tempfile.TemporaryDirectory(prefix="rw-nvcc-") as tmp:
@@ -202,8 +202,8 @@ def nvcc_build(root: Path, recipe: Recipe, file: Path, timeout_s: float) -> dict
         cmd = [nvcc, "-cubin", "-arch=sm_90", *repo_flags(root, recipe, file), "-o", f"{tmp}/out.cubin", str(target)]
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-            ok, log = proc.returncode == 0, proc.stdout + proc.stderr
+            returncode, log = run_group(cmd, timeout_s)
+            ok = returncode == 0
         except subprocess.TimeoutExpired:
             ok, log = False, f"nvcc ran past {timeout_s:.0f} s"
         seconds = time.perf_counter() - t0

@@ -18,6 +18,7 @@ compiler version), so the same original kernel is compiled once however many can
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -343,6 +344,26 @@ def _build_nvcc(source: Source, text: str, arch: str, compiler: str) -> Build:
     return Build(cubin, info)
 
 
+def run_group(cmd: list[str], timeout_s: float, cwd: str | None = None) -> tuple[int, str]:
+    """Run a compiler in its own process group; past the limit the whole group is killed (nvcc's cicc too).
+
+    Returns the exit status and stdout + stderr; raises `subprocess.TimeoutExpired` when the limit passed.
+    """
+    import signal
+
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return proc.returncode, out or ""
+
+
 _NVCC_FILES: dict[str, tuple[bool, str, bytes, float]] = {}
 """Whole-file nvcc builds of this process, newest last (see `_nvcc_file`)."""
 _NVCC_FILES_MAX = 8
@@ -368,20 +389,20 @@ def _nvcc_file(nvcc: str, text: str, filename: str, arch: str, flags: list[str])
         out = Path(tmp) / "kernel.cubin"
         cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-Xptxas", "-v", "-o", str(out), str(src)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=tmp)
+            returncode, output = run_group(cmd, 600.0, tmp)
         except subprocess.TimeoutExpired:
             return "nvcc ran past 600 s"
         except OSError as exc:
             return f"nvcc could not run: {exc}"
-        log = (proc.stdout + proc.stderr).strip()
-        ok = proc.returncode == 0 and out.is_file()
+        log = output.strip()
+        ok = returncode == 0 and out.is_file()
         cubin = b""
         if ok:
             try:
                 cubin = out.read_bytes()
             except OSError:
                 ok, log = False, f"{log}\ncould not read the cubin"
-    result = (ok, log if log or ok else f"nvcc exited with {proc.returncode}", cubin, time.perf_counter() - t0)
+    result = (ok, log if log or ok else f"nvcc exited with {returncode}", cubin, time.perf_counter() - t0)
     if len(_NVCC_FILES) >= _NVCC_FILES_MAX:
         _NVCC_FILES.pop(next(iter(_NVCC_FILES)))
     _NVCC_FILES[key] = result
