@@ -117,6 +117,8 @@ _C_LIBRARY = frozenset(
     | {"cstdlib", "stdlib.h", "cassert", "assert.h", "cstring", "string.h", "stddef.h", "cstddef"}
 )
 _TORCH_PREFIXES = ("torch/", "ATen/", "c10/")
+_NAMES_STD = re.compile(r"\bstd\s*::")
+_NAMES_TORCH = re.compile(r"\b(?:at|c10)\s*::|\bC10_|\bCUDA_KERNEL_ASSERT\b")
 _TORCH = """#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 namespace c10 {
@@ -211,8 +213,12 @@ def _header_or(text: str, include_dirs: list[str]) -> str:
     return text if _header_found("cuda/std/type_traits", include_dirs) else ""
 
 
-def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
-    """Return the definitions that stand in for the dropped standard headers."""
+def prelude_for(dropped: list[str], include_dirs: list[str], body: str | None = None) -> str:
+    """Return the definitions that stand in for the dropped standard headers.
+
+    CCCL's `std::` stand-ins cost NVRTC seconds to parse, so they come only when the device code (`body`, when
+    given) names `std::`.
+    """
     parts: list[str] = []
     names: list[str] = []
     # Any dropped header may have brought the C library's definitions in transitively (`<iostream>` includes
@@ -228,9 +234,9 @@ def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
             parts.append(text)
     if dropped:
         parts.append(_UINT)
-    if any(_is_cxx_std(n) for n in dropped):
+    if any(_is_cxx_std(n) for n in dropped) and (body is None or _NAMES_STD.search(body)):
         parts.append(_header_or(_STD, include_dirs) + _STD_MINMAX)
-    if any(n.startswith(_TORCH_PREFIXES) for n in dropped):
+    if any(n.startswith(_TORCH_PREFIXES) for n in dropped) and (body is None or _NAMES_TORCH.search(body)):
         parts.append(_TORCH)
     # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
     return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
@@ -445,7 +451,7 @@ def device_source(
     body = device.process(data, filename, folder, 0)
     host = _Walk(list(user_include_dirs), dirs, blank=False)
     host_body = host.process(data, filename, folder, 0)
-    prelude = prelude_for(device.dropped_incs, dirs) + f'#line 1 "{_escape(filename)}"\n'
+    prelude = prelude_for(device.dropped_incs, dirs, body) + f'#line 1 "{_escape(filename)}"\n'
     return DeviceSource(
         prelude + body,
         tuple(device.dropped_fns),
