@@ -358,6 +358,9 @@ class _Walk:
                 elif t == "declaration":
                     if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
                         edits.append((child.start_byte, child.end_byte, None))
+                elif t in ("class_specifier", "struct_specifier") and _host_class(data, child):
+                    end = child.next_sibling.end_byte if _is_semicolon(child.next_sibling) else child.end_byte
+                    edits.append((child.start_byte, end, None))
                 elif t == "preproc_include":
                     edit = self.include(data, child, label, folder, depth)
                     if edit is not None:
@@ -405,6 +408,23 @@ class _Walk:
         next_line = data[: node.start_byte].count(b"\n") + 2
         tail = "\n" if data[node.end_byte - 1 : node.end_byte] == b"\n" else ""
         return f'\n#line 1 "{_escape(name)}"\n{body}\n#line {next_line} "{_escape(label)}"{tail}'
+
+
+_HOST_TYPES = re.compile(
+    rb"\b(?:std\s*::\s*(?:vector|string|map|unordered_map|set|unordered_set|tuple|shared_ptr|unique_ptr|mutex|thread"
+    rb"|function|ostream|istream|ofstream|ifstream|stringstream)|torch\s*::|at\s*::\s*Tensor|py\s*::|cudaGraph_t)\b"
+)
+
+
+def _host_class(data: bytes, node: Any) -> bool:
+    """Return whether a class holds host-only members (std containers, tensors) and no device code."""
+    body = data[node.start_byte : node.end_byte]
+    return bool(_HOST_TYPES.search(body)) and not any(t.encode() in body for t in (*_DEVICE_TOKENS, "__host__"))
+
+
+def _is_semicolon(node: Any) -> bool:
+    """Return whether a node is the `;` that ends a class definition."""
+    return node is not None and node.type == ";"
 
 
 def _escape(name: str) -> str:

@@ -286,3 +286,16 @@ def test_a_launch_inside_a_template_host_function_does_not_fix_the_arguments() -
     )
     assert kernel_instantiations(text, "a.cu", "k") == [("?",)]
     assert kernel_instantiations(text + "void h(float* x) { k<float><<<1, 1>>>(x); }\n", "a.cu", "k") == [("float",)]
+
+
+def test_a_host_class_with_std_containers_is_blanked(tmp_path: Path) -> None:
+    src = tmp_path / "g.cu"
+    src.write_text(
+        "#include <vector>\n#include <tuple>\nclass Graph {\n public:\n  std::vector<std::tuple<int, int>> labels;\n};\n"
+        "struct Params { int n; float scale; };\n"
+        "__global__ void k(Params p, float* x) { x[threadIdx.x] = p.scale * p.n; }\n"
+    )
+    dev = device_source(src.read_text(), "g.cu", path=src)
+    assert "class Graph" not in dev.text and "struct Params" in dev.text
+    build = _build(src, "k")
+    assert build.info.ok and build.info.builder == "nvrtc", build.info.log
