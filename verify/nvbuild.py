@@ -387,7 +387,8 @@ def _nvcc_file(nvcc: str, text: str, filename: str, arch: str, flags: list[str])
         src = Path(tmp) / filename
         src.write_text(text)
         out = Path(tmp) / "kernel.cubin"
-        cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-Xptxas", "-v", "-o", str(out), str(src)]
+        # Relative names (nvcc runs in the folder), so its messages name the user's file as NVRTC's do.
+        cmd = [nvcc, "-cubin", f"-arch={arch}", *flags, "-Xptxas", "-v", "-o", out.name, filename]
         try:
             returncode, output = run_group(cmd, 600.0, tmp)
         except subprocess.TimeoutExpired:
