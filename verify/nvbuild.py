@@ -392,6 +392,8 @@ def _nvcc_file(nvcc: str, text: str, filename: str, arch: str, flags: list[str])
         try:
             returncode, output = run_group(cmd, 600.0, tmp)
         except subprocess.TimeoutExpired:
+            # Kept too: the file's other kernels would wait as long again.
+            _NVCC_FILES[key] = (False, "nvcc ran past 600 s", b"", time.perf_counter() - t0)
             return "nvcc ran past 600 s"
         except OSError as exc:
             return f"nvcc could not run: {exc}"
