@@ -112,9 +112,13 @@ def _declarator_name(node: Node | None, src: bytes) -> str | None:
     return None
 
 
+_MACRO_COMMENT = re.compile(r"/\*.*?\*/|//.*$", re.S)
+
+
 def eval_numeric_text(text: str, consts: dict[str, int]) -> int | None:
     """Evaluate a macro body made of integer literals, known constants and arithmetic, or return None."""
-    stripped = text.strip()
+    # tree-sitter keeps a trailing `// comment` inside the macro's body (`preproc_arg`); it is not part of it.
+    stripped = _MACRO_COMMENT.sub(" ", text).strip()
     if not stripped:
         return None
     lit = parse_int_literal(stripped.strip("()"))

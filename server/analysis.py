@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.embedded import mask_python
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument, SourceFile
 from warpwise.server.documents import Snapshot
@@ -209,7 +210,15 @@ class AnalysisLane:
             self._on_crash(exc)
 
     def _document(self, snap: Snapshot) -> CudaDocument:
-        """Bring this file's `CudaDocument` to the snapshot's text, incrementally when possible."""
+        """Bring this file's `CudaDocument` to the snapshot's text, incrementally when possible.
+
+        A Python file is parsed whole as its `load_inline` CUDA strings, at their own offsets.
+        """
+        if snap.path.endswith(".py"):
+            masked = mask_python(snap.text) or b" " * len(snap.text)
+            embedded = CudaDocument(snap.path, masked)
+            self._docs[snap.uri] = (embedded, snap.version)
+            return embedded
         state = self._docs.get(snap.uri)
         doc: CudaDocument | None = None
         if state is not None:

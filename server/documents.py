@@ -21,11 +21,15 @@ CUDA_LANGUAGE_IDS = frozenset({"cuda-cpp", "cuda"})
 CUDA_SUFFIXES = (".cu", ".cuh")
 
 
-def is_cuda(uri: str, language_id: str | None) -> bool:
-    """Return whether a document is CUDA by its language id or file name."""
+def is_cuda(uri: str, language_id: str | None, text: str = "") -> bool:
+    """Return whether a document is CUDA by its language id or file name, or Python that passes CUDA to
+    `load_inline` (analysed as its CUDA strings, see `warpwise.analyzers.embedded`)."""
     if language_id in CUDA_LANGUAGE_IDS:
         return True
-    return uri.split("?", 1)[0].split("#", 1)[0].lower().endswith(CUDA_SUFFIXES)
+    path = uri.split("?", 1)[0].split("#", 1)[0].lower()
+    if path.endswith(".py") or language_id == "python":
+        return "load_inline" in text and "__global__" in text
+    return path.endswith(CUDA_SUFFIXES)
 
 
 def content_hash(data: bytes) -> str:

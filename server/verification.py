@@ -376,6 +376,7 @@ class VerificationService:
             candidate_text=candidate_text.decode("utf-8", "replace"),
             candidate_path=snap.path,
             original_model=model,
+            flags=build_flags(snap.path, s),
         )
         tolerances = verify_options(s)
         group = f"{snap.uri}#{kernel}#{card_id}"
@@ -423,7 +424,8 @@ class VerificationService:
             out: dict[str, KernelProfile] = {}
             for i, kernel in enumerate(kernels):
                 job.report(f"{kernel} ({i + 1} of {len(kernels)})", int(100 * i / max(len(kernels), 1)))
-                candidate = Candidate(snap.path, text, kernel, text, snap.path, original_model=model)
+                flags = build_flags(snap.path, self.settings)
+                candidate = Candidate(snap.path, text, kernel, text, snap.path, original_model=model, flags=flags)
                 options = Options(profile=True, time_limit_s=self.settings.compiler_timeout_seconds)
                 result = await self._run_gate(
                     job, candidate, options, Priority.BACKGROUND, f"profile:{snap.uri}#{kernel}", snap.version
@@ -894,3 +896,15 @@ def _trim(d: tuple[int, ...]) -> tuple[int, ...]:
     while len(out) > 1 and out[-1] == 1:
         out.pop()
     return tuple(out)
+
+
+def build_flags(path: str, settings: Settings) -> Any:
+    """Return a file's build flags: the project's, with the editor's `warpwise.compiler.flags` on top."""
+    from dataclasses import replace as _replace
+
+    from warpwise.verify import project
+
+    editor = project.parse_command_line(list(settings.compiler_flags), Path(path).resolve().parent)
+    if editor.include_dirs or editor.defines:
+        editor = _replace(editor, origins=("the editor setting `warpwise.compiler.flags`",))
+    return project.flags_for(path, editor=editor)

@@ -1,24 +1,35 @@
 """Extracting the device code of a `.cu` file into a translation unit that NVRTC can compile.
 
 A user's file mixes host code (`main`, launch wrappers, `printf`, `std::vector`) with device code. NVRTC
-compiles device code only, so the host parts are blanked out: host function definitions and declarations, and
-`#include`s of headers that are neither found in the CUDA toolkit's include folders nor provided by NVRTC
-(`<cstdio>`, `<vector>`, `<math.h>`). Everything else stays: macros, constants, structs, templates,
-`__device__` helpers, `__constant__` arrays and the kernels themselves.
+compiles device code only, so the host parts are blanked out: host function definitions and declarations,
+host-only headers (`cuda.h`, cuBLAS, cuFFT, Thrust, torch, ...), and `#include`s of headers that are neither the
+project's own nor found in the CUDA toolkit's include folders nor provided by NVRTC (`<cstdio>`, `<vector>`,
+`<bits/stdc++.h>`). Everything else stays: macros, constants, structs, templates, `__device__` helpers,
+`__constant__` arrays and the kernels themselves. When the device code does need a blanked header, NVRTC fails
+and the build falls back to nvcc on the whole file (`warpwise.verify.worker.nvbuild`).
 
-Blanking replaces each removed byte by a space (newlines are kept), so line and column numbers in NVRTC's log
-point at the user's own source. A short prelude, placed before the code and followed by `#line 1`, stands in
-for the dropped standard headers that device code commonly relies on: `INFINITY` and `NAN` for `<math.h>`,
-CCCL's `<cuda/std/climits>` for `<climits>`, fixed-width integer types for `<cstdint>`.
+The project's own headers are followed: a quoted include is looked up in the including file's folder, then in
+the include folders of the project configuration (`warpwise.verify.project`); an angle include in those include
+folders. A found header is inlined in place, itself extracted the same way, between `#line` directives, so
+NVRTC's log names the header and its lines, and the user's file keeps its own line numbers (blanking replaces
+each removed byte by a space and keeps newlines). A header with `#pragma once` is inlined once. The same walk,
+without blanking, gives the whole file with its local headers inlined, which is what nvcc builds when NVRTC
+cannot (and what a remote worker can build without the user's folders).
+
+A short prelude, placed before the code and followed by `#line 1`, stands in for the dropped standard headers
+that device code commonly relies on: `INFINITY`, `NAN` and `M_PI` for `<math.h>`, CCCL's `<cuda/std/climits>`
+for `<climits>`, fixed-width integer types for `<cstdint>`, glibc's `uint` for any C library header, and all of
+them as soon as any header was dropped (headers include each other: `<iostream>` brings `<cmath>`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warpwise.analyzers.parse import SourceFile
+from warpwise.analyzers.parse import SourceFile, new_parser
 
 _CONTAINERS = frozenset(
     {
@@ -34,6 +45,8 @@ _CONTAINERS = frozenset(
     }
 )
 _DEVICE_TOKENS = ("__global__", "__device__")
+# A constexpr function is usable in device code (NVRTC's -default-device), so it is kept like a device one.
+_KEPT_TOKENS = (*_DEVICE_TOKENS, "constexpr")
 
 _MATH = """#ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -86,26 +99,159 @@ _REPLACEMENTS: dict[str, tuple[str | None, str]] = {
 }
 
 
-def prelude_for(dropped: list[str], include_dirs: list[str]) -> str:
-    """Return the definitions that stand in for the dropped standard headers."""
+_UINT = """typedef unsigned int uint; typedef unsigned short ushort; typedef unsigned long ulong;
+"""
+_EVERYTHING = ("cmath", "climits", "cfloat", "cstdint")
+_STD = """#include <cuda/std/type_traits>
+#include <cuda/std/limits>
+#include <cuda/std/utility>
+namespace std { using namespace cuda::std; }
+"""
+_STD_MINMAX = """namespace std {
+template <typename T> __host__ __device__ constexpr const T& min(const T& a, const T& b) { return b < a ? b : a; }
+template <typename T> __host__ __device__ constexpr const T& max(const T& a, const T& b) { return a < b ? b : a; }
+}
+"""
+_C_LIBRARY = frozenset(
+    {"cmath", "math.h", "climits", "limits.h", "cfloat", "float.h", "cstdint", "stdint.h", "cstdio", "stdio.h"}
+    | {"cstdlib", "stdlib.h", "cassert", "assert.h", "cstring", "string.h", "stddef.h", "cstddef"}
+)
+_TORCH_PREFIXES = ("torch/", "ATen/", "c10/")
+_NAMES_STD = re.compile(r"\bstd\s*::")
+_NAMES_TORCH = re.compile(r"\b(?:at|c10)\s*::|\bC10_|\bCUDA_KERNEL_ASSERT\b")
+_TORCH = """#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+namespace c10 {
+struct alignas(2) Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float v) : x(__half_as_ushort(__float2half(v))) {}
+  __host__ __device__ Half(__half v) : x(__half_as_ushort(v)) {}
+  __host__ __device__ operator float() const { return __half2float(__ushort_as_half(x)); }
+  __host__ __device__ operator __half() const { return __ushort_as_half(x); }
+};
+struct alignas(2) BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  __host__ __device__ BFloat16(float v) : x(__bfloat16_as_ushort(__float2bfloat16(v))) {}
+  __host__ __device__ BFloat16(__nv_bfloat16 v) : x(__bfloat16_as_ushort(v)) {}
+  __host__ __device__ operator float() const { return __bfloat162float(__ushort_as_bfloat16(x)); }
+  __host__ __device__ operator __nv_bfloat16() const { return __ushort_as_bfloat16(x); }
+};
+#define WARPWISE_TORCH_OPS(T) \\
+  __host__ __device__ inline T operator+(const T& a, const T& b) { return float(a) + float(b); } \\
+  __host__ __device__ inline T operator-(const T& a, const T& b) { return float(a) - float(b); } \\
+  __host__ __device__ inline T operator*(const T& a, const T& b) { return float(a) * float(b); } \\
+  __host__ __device__ inline T operator/(const T& a, const T& b) { return float(a) / float(b); } \\
+  __host__ __device__ inline T operator-(const T& a) { return -float(a); } \\
+  __host__ __device__ inline T& operator+=(T& a, const T& b) { a = a + b; return a; } \\
+  __host__ __device__ inline T& operator-=(T& a, const T& b) { a = a - b; return a; } \\
+  __host__ __device__ inline T& operator*=(T& a, const T& b) { a = a * b; return a; } \\
+  __host__ __device__ inline T& operator/=(T& a, const T& b) { a = a / b; return a; } \\
+  __host__ __device__ inline float operator+(T a, float b) { return float(a) + b; } \\
+  __host__ __device__ inline float operator-(T a, float b) { return float(a) - b; } \\
+  __host__ __device__ inline float operator*(T a, float b) { return float(a) * b; } \\
+  __host__ __device__ inline float operator/(T a, float b) { return float(a) / b; } \\
+  __host__ __device__ inline float operator+(float a, T b) { return a + float(b); } \\
+  __host__ __device__ inline float operator-(float a, T b) { return a - float(b); } \\
+  __host__ __device__ inline float operator*(float a, T b) { return a * float(b); } \\
+  __host__ __device__ inline float operator/(float a, T b) { return a / float(b); } \\
+  __host__ __device__ inline float& operator+=(float& a, const T& b) { return a += float(b); } \\
+  __host__ __device__ inline float& operator*=(float& a, const T& b) { return a *= float(b); } \\
+  __host__ __device__ inline double operator+(T a, double b) { return double(float(a)) + b; } \\
+  __host__ __device__ inline double operator*(T a, double b) { return double(float(a)) * b; } \\
+  __host__ __device__ inline double operator+(double a, T b) { return a + double(float(b)); } \\
+  __host__ __device__ inline double operator*(double a, T b) { return a * double(float(b)); } \\
+  __host__ __device__ inline T operator+(T a, int b) { return a + T(float(b)); } \\
+  __host__ __device__ inline T operator*(T a, int b) { return a * T(float(b)); } \\
+  __host__ __device__ inline T operator+(int a, T b) { return T(float(a)) + b; } \\
+  __host__ __device__ inline T operator*(int a, T b) { return T(float(a)) * b; } \\
+  __host__ __device__ inline bool operator<(T a, T b) { return float(a) < float(b); } \\
+  __host__ __device__ inline bool operator>(T a, T b) { return float(a) > float(b); } \\
+  __host__ __device__ inline bool operator<=(T a, T b) { return float(a) <= float(b); } \\
+  __host__ __device__ inline bool operator>=(T a, T b) { return float(a) >= float(b); } \\
+  __host__ __device__ inline bool operator==(T a, T b) { return float(a) == float(b); } \\
+  __host__ __device__ inline bool operator!=(T a, T b) { return float(a) != float(b); }
+WARPWISE_TORCH_OPS(Half)
+WARPWISE_TORCH_OPS(BFloat16)
+#undef WARPWISE_TORCH_OPS
+template <typename T, bool is_cuda = true> struct AccumulateType { using type = T; };
+template <> struct AccumulateType<Half, true> { using type = float; };
+template <> struct AccumulateType<BFloat16, true> { using type = float; };
+template <> struct AccumulateType<float, true> { using type = float; };
+template <> struct AccumulateType<double, true> { using type = double; };
+template <typename T, bool is_cuda> using acc_type = typename AccumulateType<T, is_cuda>::type;
+template <typename T> using opmath_type = typename AccumulateType<T, true>::type;
+}
+namespace at {
+using c10::BFloat16;
+using c10::Half;
+using c10::acc_type;
+using c10::opmath_type;
+}
+#define C10_WARP_SIZE 32
+#define C10_HOST_DEVICE __host__ __device__
+#define C10_DEVICE __device__
+#define C10_HOST
+#define C10_ALWAYS_INLINE inline
+#define C10_LIKELY(x) (x)
+#define C10_UNLIKELY(x) (x)
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#define C10_LAUNCH_BOUNDS_1(max_threads) __launch_bounds__(max_threads)
+#define C10_LAUNCH_BOUNDS_2(max_threads, min_blocks) __launch_bounds__(max_threads, min_blocks)
+#define CUDA_KERNEL_ASSERT(cond) assert(cond)
+"""
+
+
+def _is_cxx_std(name: str) -> bool:
+    """Return whether a dropped header is a C++ standard library header (`<vector>`, `<algorithm>`, torch's)."""
+    return name.startswith(_TORCH_PREFIXES) or name == "bits/stdc++.h" or ("." not in name and name not in _C_LIBRARY)
+
+
+def _header_or(text: str, include_dirs: list[str]) -> str:
+    """Return `text` when the CCCL headers it includes are in the toolkit, else nothing."""
+    return text if _header_found("cuda/std/type_traits", include_dirs) else ""
+
+
+def prelude_for(dropped: list[str], include_dirs: list[str], body: str | None = None) -> str:
+    """Return the definitions that stand in for the dropped standard headers.
+
+    CCCL's `std::` stand-ins cost NVRTC seconds to parse, so they come only when the device code (`body`, when
+    given) names `std::`.
+    """
     parts: list[str] = []
+    names: list[str] = []
+    # Any dropped header may have brought the C library's definitions in transitively (`<iostream>` includes
+    # `<cmath>`, `cuda.h` includes `<stdlib.h>`), so each one stands for all of them.
     for name in dict.fromkeys(dropped):
+        names.extend((name, *_EVERYTHING))
+    for name in names:
         if name not in _REPLACEMENTS:
             continue
         header, fallback = _REPLACEMENTS[name]
         text = f"#include <{header}>\n" if header and _header_found(header, include_dirs) else fallback
         if text not in parts:
             parts.append(text)
-    return "".join(parts)
+    if dropped:
+        parts.append(_UINT)
+    if any(_is_cxx_std(n) for n in dropped) and (body is None or _NAMES_STD.search(body)):
+        parts.append(_header_or(_STD, include_dirs) + _STD_MINMAX)
+    if any(n.startswith(_TORCH_PREFIXES) for n in dropped) and (body is None or _NAMES_TORCH.search(body)):
+        parts.append(_TORCH)
+    # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
+    return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceSource:
-    """A device-only translation unit and what was removed to make it."""
+    """A device-only translation unit, the whole file with its headers inlined, and what was removed."""
 
     text: str
     dropped_functions: tuple[str, ...]
     dropped_includes: tuple[str, ...]
+    host_text: str = ""
+    headers: tuple[str, ...] = ()
+    missing_headers: tuple[str, ...] = ()
 
 
 def _has_token(node: Any, tokens: tuple[str, ...]) -> bool:
@@ -136,59 +282,215 @@ def _header_found(name: str, include_dirs: list[str]) -> bool:
     return any((Path(d) / name).is_file() for d in include_dirs)
 
 
-def device_source(
-    text: str | bytes | SourceFile, filename: str = "kernel.cu", include_dirs: list[str] | None = None
-) -> DeviceSource:
-    """Return the file with host code blanked out, ready for NVRTC (compiler messages name `filename`).
+def is_host_only(name: str) -> bool:
+    """Return whether a header declares host APIs only (cuBLAS, the driver API, Thrust, torch, ...)."""
+    return name in _HOST_ONLY or name.startswith(_HOST_ONLY_PREFIXES)
 
-    Given a `SourceFile` (a model's `source`), its tree is read; given text, the text is parsed.
+
+_HOST_ONLY = frozenset({"cuda.h", "cudaTypedefs.h", "cudaProfiler.h", "cuda_profiler_api.h", "nvrtc.h", "nvml.h"})
+_HOST_ONLY_PREFIXES = (
+    "cublas",
+    "cufft",
+    "curand.h",
+    "cusparse",
+    "cusolver",
+    "cudnn",
+    "nccl",
+    "nvtx",
+    "nvToolsExt",
+    "thrust/",
+    "torch/",
+    "ATen/",
+    "c10/",
+    "pybind11/",
+)
+_MAX_DEPTH = 32
+_PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.MULTILINE)
+
+
+class _Walk:
+    """One extraction: the folders searched, what was dropped and found, and headers already inlined once."""
+
+    def __init__(self, user_dirs: list[str], cuda_dirs: list[str], blank: bool) -> None:
+        self.user_dirs = user_dirs
+        self.cuda_dirs = cuda_dirs
+        self.blank = blank
+        self.once: set[Path] = set()
+        self.dropped_fns: list[str] = []
+        self.dropped_incs: list[str] = []
+        self.missing: list[str] = []
+        self.headers: list[str] = []
+
+    def resolve(self, name: str, quoted: bool, folder: Path | None) -> Path | None:
+        """Return the project header an include names, or None when it is not the project's."""
+        candidates = [folder / name] if quoted and folder is not None else []
+        candidates += [Path(d) / name for d in self.user_dirs]
+        for cand in candidates:
+            if cand.is_file():
+                return cand.resolve()
+        return None
+
+    def process(self, data: bytes, label: str, folder: Path | None, depth: int, tree: Any = None) -> str:
+        """Return one file's text with host code blanked (when blanking) and project headers inlined.
+
+        `tree` is the file's syntax tree when the caller has it (the analysed source); headers are parsed here.
+        """
+        tree = tree if tree is not None else new_parser().parse(data)
+        edits: list[tuple[int, int, str | None]] = []
+        stack = [tree.root_node]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                t = child.type
+                if t in _CONTAINERS:
+                    stack.append(child)
+                elif not self.blank:
+                    if t == "preproc_include":
+                        edit = self.include(data, child, label, folder, depth)
+                        if edit is not None:
+                            edits.append(edit)
+                elif t == "function_definition":
+                    if not _has_token(child, _KEPT_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                        self.dropped_fns.append(_function_name(data, child))
+                elif t == "template_declaration":
+                    inner = [c for c in child.named_children if c.type in ("function_definition", "declaration")]
+                    if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _KEPT_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                        self.dropped_fns.append(_function_name(data, inner[-1]))
+                elif t == "declaration":
+                    if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                elif t in ("class_specifier", "struct_specifier") and _host_class(data, child):
+                    end = child.next_sibling.end_byte if _is_semicolon(child.next_sibling) else child.end_byte
+                    edits.append((child.start_byte, end, None))
+                elif t == "preproc_include":
+                    edit = self.include(data, child, label, folder, depth)
+                    if edit is not None:
+                        edits.append(edit)
+        return _apply(data, edits)
+
+    def include(
+        self, data: bytes, node: Any, label: str, folder: Path | None, depth: int
+    ) -> tuple[int, int, str | None] | None:
+        """Return the edit for one `#include`: inline a project header, blank a dropped one, or keep it."""
+        path = node.child_by_field_name("path")
+        if path is None:
+            return None
+        raw = data[path.start_byte : path.end_byte].decode("utf-8", "replace")
+        quoted = path.type == "string_literal"
+        name = raw.strip('<>"')
+        # Host-only headers are never inlined (torch's include folders may be among the include dirs).
+        found = self.resolve(name, quoted, folder) if depth < _MAX_DEPTH and not is_host_only(name) else None
+        if found is not None and not any(found.is_relative_to(Path(d).resolve()) for d in self.cuda_dirs):
+            if found in self.once:
+                return (node.start_byte, node.end_byte, None)
+            return (node.start_byte, node.end_byte, self.inline(data, node, found, name, label, depth))
+        if not self.blank:
+            return None
+        if is_host_only(name) or not _header_found(name, self.cuda_dirs):
+            self.dropped_incs.append(name)
+            if quoted and found is None and not is_host_only(name) and name not in _REPLACEMENTS:
+                self.missing.append(name)
+            return (node.start_byte, node.end_byte, None)
+        return None
+
+    def inline(self, data: bytes, node: Any, found: Path, name: str, label: str, depth: int) -> str:
+        """Return a header's extracted text between `#line` directives, or nothing when it was inlined once."""
+        try:
+            text = found.read_bytes()
+        except OSError:
+            self.missing.append(name)
+            return ""
+        if _PRAGMA_ONCE.search(text):
+            self.once.add(found)
+            text = _PRAGMA_ONCE.sub(lambda m: b" " * len(m.group(0)), text)
+        if str(found) not in self.headers:
+            self.headers.append(str(found))
+        body = self.process(text, name, found.parent, depth + 1)
+        next_line = data[: node.start_byte].count(b"\n") + 2
+        tail = "\n" if data[node.end_byte - 1 : node.end_byte] == b"\n" else ""
+        return f'\n#line 1 "{_escape(name)}"\n{body}\n#line {next_line} "{_escape(label)}"{tail}'
+
+
+_HOST_TYPES = re.compile(
+    rb"\b(?:std\s*::\s*(?:vector|string|map|unordered_map|set|unordered_set|tuple|shared_ptr|unique_ptr|mutex|thread"
+    rb"|function|ostream|istream|ofstream|ifstream|stringstream)|torch\s*::|at\s*::\s*Tensor|py\s*::|cudaGraph_t)\b"
+)
+
+
+def _host_class(data: bytes, node: Any) -> bool:
+    """Return whether a class holds host-only members (std containers, tensors) and no device code."""
+    body = data[node.start_byte : node.end_byte]
+    return bool(_HOST_TYPES.search(body)) and not any(t.encode() in body for t in (*_DEVICE_TOKENS, "__host__"))
+
+
+def _is_semicolon(node: Any) -> bool:
+    """Return whether a node is the `;` that ends a class definition."""
+    return node is not None and node.type == ";"
+
+
+def _escape(name: str) -> str:
+    """Return a file name as a C string literal body."""
+    return name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _apply(data: bytes, edits: list[tuple[int, int, str | None]]) -> str:
+    """Return `data` with spans blanked (None: every byte but newlines becomes a space) or replaced."""
+    out = bytearray()
+    pos = 0
+    for start, end, repl in sorted(edits):
+        if start < pos:
+            continue
+        out += data[pos:start]
+        if repl is None:
+            out += bytes(b if b in (0x0A, 0x0D) else 0x20 for b in data[start:end])
+        else:
+            out += repl.encode("utf-8", "surrogatepass")
+        pos = end
+    out += data[pos:]
+    return out.decode("utf-8", "replace")
+
+
+def device_source(
+    text: str | bytes | SourceFile,
+    filename: str = "kernel.cu",
+    include_dirs: list[str] | None = None,
+    *,
+    path: str | Path | None = None,
+    user_include_dirs: tuple[str, ...] | list[str] = (),
+) -> DeviceSource:
+    """Return the file with host code blanked out and project headers inlined, ready for NVRTC.
+
+    `path` is where the file lives (its folder is searched for quoted includes); compiler messages name
+    `filename`. `include_dirs` are the CUDA toolkit's folders, `user_include_dirs` the project's. Given a
+    `SourceFile` (a model's `source`), its tree is read for the file itself; only included headers are parsed.
     """
     from warpwise.verify.worker.nvbuild import cuda_include_dirs
 
     dirs = include_dirs if include_dirs is not None else cuda_include_dirs()
-    source = text if isinstance(text, SourceFile) else SourceFile.parse(text)
-    data = bytearray(source.text)
-    tree = source.tree
-    spans: list[tuple[int, int]] = []
-    dropped_fns: list[str] = []
-    dropped_incs: list[str] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            t = child.type
-            if t in _CONTAINERS:
-                stack.append(child)
-            elif t == "function_definition":
-                if not _has_token(child, _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_fns.append(_function_name(data, child))
-            elif t == "template_declaration":
-                inner = [c for c in child.named_children if c.type in ("function_definition", "declaration")]
-                if inner and inner[-1].type == "function_definition" and not _has_token(inner[-1], _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_fns.append(_function_name(data, inner[-1]))
-            elif t == "declaration":
-                if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
-                    spans.append((child.start_byte, child.end_byte))
-            elif t == "preproc_include":
-                path = child.child_by_field_name("path")
-                if path is None:
-                    continue
-                name = bytes(data[path.start_byte : path.end_byte]).decode("utf-8", "replace").strip('<>"')
-                if not _header_found(name, dirs):
-                    spans.append((child.start_byte, child.end_byte))
-                    dropped_incs.append(name)
-    for start, end in spans:
-        for i in range(start, end):
-            if data[i] not in (0x0A, 0x0D):
-                data[i] = 0x20
-    body = data.decode("utf-8", "replace")
-    prelude = prelude_for(dropped_incs, dirs) + f'#line 1 "{filename}"\n'
-    return DeviceSource(prelude + body, tuple(dropped_fns), tuple(dropped_incs))
+    tree = text.tree if isinstance(text, SourceFile) else None
+    if isinstance(text, SourceFile):
+        data = text.text
+    else:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    folder = Path(path).resolve().parent if path else None
+    device = _Walk(list(user_include_dirs), dirs, blank=True)
+    body = device.process(data, filename, folder, 0, tree)
+    host = _Walk(list(user_include_dirs), dirs, blank=False)
+    host_body = host.process(data, filename, folder, 0)
+    prelude = prelude_for(device.dropped_incs, dirs, body) + f'#line 1 "{_escape(filename)}"\n'
+    return DeviceSource(
+        prelude + body,
+        tuple(device.dropped_fns),
+        tuple(device.dropped_incs),
+        host_text=host_body,
+        headers=tuple(device.headers),
+        missing_headers=tuple(dict.fromkeys(device.missing)),
+    )
 
 
-def _function_name(data: bytearray, fn: Any) -> str:
+def _function_name(data: bytes | bytearray, fn: Any) -> str:
     """Return the declared name of a function definition."""
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":

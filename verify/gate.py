@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import SourceFile
-from warpwise.verify import annotation, infer
+from warpwise.verify import annotation, infer, torchext
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
-from warpwise.verify.extract import device_source, qualified_name
+from warpwise.verify.extract import DeviceSource, device_source, qualified_name
+from warpwise.verify.project import BuildFlags, flags_for
 from warpwise.verify.spec import ProblemSpec, SpecMissing, kernel_function, resolve_spec
 from warpwise.verify.types import (
     DeviceIdentity,
@@ -57,6 +58,7 @@ class Candidate:
     spec: ProblemSpec | None = None
     original_model: FileModel | None = field(default=None, compare=False, repr=False)
     """The caller's model of `original_text` (server, CLI), so the gate does not parse the original again."""
+    flags: BuildFlags | None = None
 
     @classmethod
     def from_files(cls, original: str, kernel: str, candidate: str, candidate_kernel: str | None = None) -> Candidate:
@@ -79,6 +81,11 @@ class PreparedJob:
     key: CacheKey
     spec: ProblemSpec | None
     candidate_geometry_source: str
+    spec_missing: SpecMissing | None = None
+    flags: BuildFlags | None = None
+    missing_headers: tuple[str, ...] = ()
+    path: str = ""
+    torch_note: str = ""
 
 
 def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> VerificationResult:
@@ -103,13 +110,111 @@ def _name_expression(source: SourceFile, base: int, name: str, template_args: tu
 
 def _template_args_without_spec(model: FileModel, kernel: str) -> tuple[str, ...]:
     """Return template arguments from the launch site or defaults (for compile-only builds without a spec)."""
+    found = kernel_instantiations(model.text, model.path, kernel, model)
+    return found[0] if found else ()
+
+
+def kernel_instantiations(
+    text: str | bytes, path: str, kernel: str, model: FileModel | None = None
+) -> list[tuple[str, ...]]:
+    """Return the template arguments a file instantiates a kernel with: its launches, with `scalar_t` bound to
+    every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none).
+
+    `model` is the file's model when the caller has one (it is analysed otherwise)."""
+    from warpwise.verify import torchext
+
+    model = model if model is not None else analyze_text(text, path)
     fn = kernel_function(model, kernel)
     if fn is None or not fn.template_params:
-        return ()
-    launches = model.launches_of(kernel)
-    if launches and (launches[0][1].template_values or launches[0][1].template_args):
-        return launches[0][1].template_values or launches[0][1].template_args
-    return tuple(t.default or "?" for t in fn.template_params)
+        return []
+    out: list[tuple[str, ...]] = []
+    data = model.text
+    for caller, launch in model.launches_of(kernel):
+        args = launch.template_values or launch.template_args
+        if not args:
+            continue
+        offset = caller.span(launch.span)[0]
+        if "scalar_t" in args:
+            found = torchext.dispatched_types(data, offset)
+            if found is not None:
+                out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                continue
+        # A launch inside a template host function passes that template's parameters: they are not known here.
+        outer = enclosing_template_params(data, offset)
+        out.append(tuple("?" if a in outer else a for a in args))
+    known = [a for a in out if "?" not in a]
+    if not known:
+        known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
+    if known:
+        return list(dict.fromkeys(known))
+    if out:
+        return list(dict.fromkeys(out))
+    return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+def enclosing_template_params(data: bytes, offset: int) -> set[str]:
+    """Return the names of the template parameters of the templates around a byte offset."""
+    from warpwise.analyzers.parse import new_parser
+
+    node = new_parser().parse(data).root_node.descendant_for_byte_range(offset, offset)
+    names: set[str] = set()
+    while node is not None:
+        if node.type == "template_declaration":
+            params = node.child_by_field_name("parameters")
+            for p in params.named_children if params is not None else []:
+                ident = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
+                if ident:
+                    names.add(data[ident[-1].start_byte : ident[-1].end_byte].decode("utf-8", "replace"))
+        node = node.parent
+    return names
+
+
+_HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hxx", ".inl")
+_MAX_INCLUDERS = 64
+
+
+def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ...]]:
+    """Return the template arguments the files that include a header launch its kernel with.
+
+    A template kernel defined in a `.cuh` is instantiated by the `.cu` files that include it; the files of the
+    header's folder and its parent are read (at most a few dozen), those that include it by name are analysed.
+    """
+    import re
+
+    header = Path(path)
+    if header.suffix not in _HEADER_SUFFIXES or not header.is_file():
+        return []
+    pattern = re.compile(rb'#\s*include\s*[<"](?:[^>"]*/)?' + re.escape(header.name.encode()) + rb'[>"]')
+    seen = 0
+    out: list[tuple[str, ...]] = []
+    for folder in dict.fromkeys((header.parent, header.parent.parent)):
+        try:
+            files = sorted(f for f in folder.iterdir() if f.suffix in (".cu", *_HEADER_SUFFIXES) and f != header)
+        except OSError:
+            continue
+        for f in files:
+            if seen >= _MAX_INCLUDERS:
+                return out
+            seen += 1
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
+            if not pattern.search(data) or kernel.encode() not in data:
+                continue
+            model = analyze_text(data, str(f))
+            for caller, launch in model.launches_of(kernel):
+                args = launch.template_values or launch.template_args
+                if not args:
+                    continue
+                if "scalar_t" in args:
+                    found = torchext.dispatched_types(model.text, caller.span(launch.span)[0])
+                    if found is not None:
+                        out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                        continue
+                if "?" not in args:
+                    out.append(tuple(args))
+    return out
 
 
 def _original_model(c: Candidate) -> FileModel:
@@ -123,6 +228,8 @@ def _original_model(c: Candidate) -> FileModel:
 def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | VerificationResult:
     """Resolve the spec and build the worker job for a candidate, or return why it cannot run."""
     options = options or Options()
+    if c.original_path.endswith(".py"):
+        c = _embedded(c)
     model_o = _original_model(c)
     fn_o = kernel_function(model_o, c.kernel)
     if fn_o is None:
@@ -165,8 +272,27 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         run = replace(run, candidate_geometry=geom)
     name_o = _name_expression(model_o.source, fn_o.base, c.kernel, template_args)
     name_c = _name_expression(model_c.source, fn_c.base, cand_name, template_args)
-    src_o = device_source(model_o.source, Path(c.original_path).name or "original.cu")
-    src_c = device_source(model_c.source, Path(cand_path).name or "candidate.cu")
+    flags = c.flags if c.flags is not None else flags_for(c.original_path)
+    dev_o = device_source(
+        model_o.source,
+        Path(c.original_path).name or "original.cu",
+        path=c.original_path,
+        user_include_dirs=flags.include_dirs,
+    )
+    # The candidate is a rewrite of the original: its includes are the original's folder's.
+    dev_c = device_source(
+        model_c.source,
+        Path(cand_path).name or "candidate.cu",
+        path=c.original_path,
+        user_include_dirs=flags.include_dirs,
+    )
+    torch_note = ""
+    if torchext.includes_torch(dev_o.dropped_includes) and not _has_torch(flags):
+        extra = torchext.torch_flags()
+        if isinstance(extra, BuildFlags):
+            flags = flags.merged(extra)
+        else:
+            torch_note = f"{Path(c.original_path).name} includes torch's headers: {extra}"
     spec_hash = hashlib.sha256(
         "\0".join(
             [
@@ -178,6 +304,9 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
                 f"profile={options.profile}",
                 options.arch or "",
                 *([f"tolerance={options.tolerance}"] if options.tolerance is not None else []),
+                " ".join(flags.common_options() + flags.nvrtc_flags + flags.nvcc_flags),
+                dev_o.text,
+                dev_c.text,
             ]
         ).encode()
     ).hexdigest()
@@ -186,12 +315,63 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     job = WorkerJob(
         job_id=uuid.uuid4().hex[:12],
         key=pair_key,
-        original=Source(src_o.text, name_o, Path(c.original_path).name or "original.cu"),
-        candidate=Source(src_c.text, name_c, Path(cand_path).name or "candidate.cu"),
+        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags),
+        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags),
         spec=run,
-        options=options,
+        options=options if options.arch or not flags.arch else replace(options, arch=flags.arch),
     )
-    return PreparedJob(job, key, spec, geom_source)
+    missing = spec_or_missing if isinstance(spec_or_missing, SpecMissing) else None
+    headers = tuple(dict.fromkeys(dev_o.missing_headers + dev_c.missing_headers))
+    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note)
+
+
+def _has_torch(flags: BuildFlags) -> bool:
+    """Return whether the flags already name torch's include folder."""
+    return any((Path(d) / "torch" / "extension.h").is_file() for d in flags.include_dirs)
+
+
+def _embedded(c: Candidate) -> Candidate:
+    """Return a candidate from a Python file as its `load_inline` CUDA strings (offsets kept)."""
+    from warpwise.analyzers.embedded import mask_python
+
+    def cuda(text: str) -> str:
+        data = text.encode("utf-8", "surrogatepass")
+        masked = mask_python(data)
+        return masked.decode("utf-8", "replace") if masked is not None else text
+
+    return replace(c, original_text=cuda(c.original_text), candidate_text=cuda(c.candidate_text))
+
+
+def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:
+    """Return the worker's build input: the device code, the whole file for nvcc, and the project's flags."""
+    return Source(
+        dev.text,
+        name,
+        filename,
+        flags=flags.common_options(),
+        nvrtc_flags=flags.nvrtc_flags,
+        nvcc_flags=flags.nvcc_flags,
+        host_text=dev.host_text,
+    )
+
+
+def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:
+    """Return a worker's result completed with what only the caller knows (missing headers, a missing spec)."""
+    if result.status is Status.COMPILE_FAILED and prepared.torch_note:
+        result = result.with_(message=f"{prepared.torch_note}. {result.message}")
+    if result.status is Status.COMPILE_FAILED and prepared.missing_headers:
+        names = ", ".join(f"`{h}`" for h in prepared.missing_headers)
+        msg = (
+            f"{names} included by {prepared.path} was not found in its folder or the include folders; add its folder "
+            f"with -I or `include-dirs` in [tool.warpwise]. {result.message}"
+        )
+        return result.with_(message=msg)
+    if result.status is Status.NO_GPU and prepared.spec_missing is not None:
+        m = prepared.spec_missing
+        built = result.message.split(";", 1)[0]
+        msg = f"{built}; no run spec: {m.message}"
+        return result.with_(status=Status.SPEC_MISSING, message=msg, missing=m.missing, annotation=m.annotation)
+    return result
 
 
 def _candidate_geometry(
@@ -225,16 +405,17 @@ class Gate:
             return None
         identity: DeviceIdentity | None = self.backend.identity()
         if identity is not None:
-            return self.cache.get(prepared.key.on(identity))
+            hit = self.cache.get(prepared.key.on(identity))
+            return finish(prepared, hit) if hit is not None else None
         found = self.cache.find(prepared.key.original_hash, prepared.key.candidate_hash, prepared.key.spec_hash)
-        return found[0] if found else None
+        return finish(prepared, found[0]) if found else None
 
     def run(self, prepared: PreparedJob, progress: Progress | None = None) -> VerificationResult:
         """Run a prepared job (no cache lookup) and store its result."""
         result = self.backend.run(prepared.job, progress)
         if self.cache is not None and result.device is not None:
             self.cache.put(prepared.key.on(result.device), result)
-        return result
+        return finish(prepared, result)
 
     def verify(
         self, candidate: Candidate, options: Options | None = None, progress: Progress | None = None

@@ -20,12 +20,14 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
+from warpwise.verify import hostcode
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
     SpecMissing,
     element_type,
     index_buffers,
+    kernel_function,
     param_role,
     scalar_ctype,
 )
@@ -44,6 +46,7 @@ class HostFacts:
     allocs: dict[str, int] = field(default_factory=dict)
     alloc_texts: dict[str, str] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
+    vectors: dict[str, int] = field(default_factory=dict)
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -92,6 +95,9 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
     ty = decl.child_by_field_name("type")
     type_text = _text(src, ty) if ty is not None else ""
     for d in decl.children_by_field_name("declarator"):
+        if "vector" in type_text:
+            _vector(src, d, facts)
+            continue
         if d.type != "init_declarator":
             continue
         name_node = d.child_by_field_name("declarator")
@@ -131,6 +137,21 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
             facts.names[name] = int(v)
 
 
+def _vector(src: bytes, d: Any, facts: HostFacts) -> None:
+    """Record the element count of `std::vector<T> v(COUNT)` (parsed as a function declarator or an init)."""
+    name = d.child_by_field_name("declarator")
+    if name is None or name.type != "identifier":
+        return
+    args = d.child_by_field_name("parameters") if d.type == "function_declarator" else d.child_by_field_name("value")
+    if args is None or not args.named_children:
+        return
+    with contextlib.suppress(cexpr.ExprError):
+        facts.vectors[_text(src, name)] = cexpr.evaluate_int(_text(src, args.named_children[0]), facts.names)
+
+
+_SIZE_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\.\s*size\s*\(\s*\)")
+
+
 def _allocation(src: bytes, call: Any, facts: HostFacts) -> None:
     """Record `cudaMalloc(&x, BYTES)`."""
     fn = call.child_by_field_name("function")
@@ -149,8 +170,9 @@ def _allocation(src: bytes, call: Any, facts: HostFacts) -> None:
         return
     name = _text(src, arg)
     facts.alloc_texts[name] = _text(src, size)
+    size_text = _SIZE_CALL.sub(lambda m: str(facts.vectors.get(m.group(1), m.group(0))), _text(src, size))
     try:
-        facts.allocs[name] = cexpr.evaluate_int(_text(src, size), facts.names)
+        facts.allocs[name] = cexpr.evaluate_int(size_text, facts.names)
     except cexpr.ExprError:
         return
 
@@ -186,6 +208,10 @@ def _dim(text: str | None, value: tuple[int, ...] | None, facts: HostFacts) -> t
 def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
     """Return the spec the file's host code implies for a kernel, or what is missing for one."""
     launches = model.launches_of(fn.name)
+    if not launches:
+        through = _through_macros(model, fn)
+        if through is not None:
+            return through
     indent = re.match(r"\s*", model.text.decode("utf-8", "replace").split("\n")[kernel_line(model, fn)]).group(0)  # type: ignore[union-attr]
     if not launches:
         roles = {p.name: (param_role(fn, p).value, "?") for p in fn.params if p.is_pointer}
@@ -199,12 +225,46 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             insert_line=kernel_line(model, fn),
         )
     caller, launch = launches[0]
-    facts = host_facts(model, caller, caller.span(launch.span)[0])
-    return _from_launch(model, fn, caller, launch, facts, indent, len(launches))
+    offset = caller.span(launch.span)[0]
+    facts = host_facts(model, caller, offset)
+    loop_notes = []
+    for var, (value, where) in hostcode.loop_first_values(model.text, offset, facts.names).items():
+        if var in facts.names:
+            continue
+        facts.names[var] = value
+        loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
+    return _from_launch(model, fn, caller, launch, facts, indent, len(launches), tuple(loop_notes))
+
+
+def _through_macros(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing | None:
+    """Return the spec of a kernel launched only through a macro (`LAUNCH(k, grid, block, args...)`), if any."""
+    from dataclasses import replace
+
+    from warpwise.analyzers.build import analyze_text
+
+    expanded, macros = hostcode.expand_launch_macros(model.text)
+    if not macros:
+        return None
+    model2 = analyze_text(expanded, model.path)
+    fn2 = kernel_function(model2, fn.name)
+    if fn2 is None or not model2.launches_of(fn.name):
+        return None
+    result = infer(model2, fn2)
+    names = ", ".join(f"`{m}`" for m in macros)
+    if isinstance(result, ProblemSpec):
+        return replace(result, origin=f"{result.origin} (written through the macro {names})")
+    return replace(result, message=f"{result.message} (the launch is written through the macro {names})")
 
 
 def _from_launch(
-    model: FileModel, fn: Function, caller: Function, launch: Launch, facts: HostFacts, indent: str, n_launches: int
+    model: FileModel,
+    fn: Function,
+    caller: Function,
+    launch: Launch,
+    facts: HostFacts,
+    indent: str,
+    n_launches: int,
+    loop_notes: tuple[str, ...] = (),
 ) -> ProblemSpec | SpecMissing:
     """Build the spec of one launch site, or list what it does not tell."""
     line = model.lines.position(caller.span(launch.span)[0]).line + 1
@@ -322,6 +382,7 @@ def _from_launch(
             insert_line=kernel_line(model, fn),
         )
     assert grid is not None and block is not None and smem is not None
+    notes.extend(loop_notes)
     if n_launches > 1:
         notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")
     geom = Geometry(grid, block, smem)

@@ -242,11 +242,19 @@ class RunSpec(Plain):
 
 @dataclass(frozen=True, slots=True)
 class Source(Plain):
-    """A translation unit ready for NVRTC, and the name expression of the kernel in it."""
+    """A translation unit ready for NVRTC, the name expression of the kernel in it, and how to build it.
+
+    `flags` are the project's `-I`/`-D`/`--std` options (both compilers take them), `host_text` the whole file
+    with its project headers inlined, which nvcc builds when NVRTC cannot build `text`.
+    """
 
     text: str
     name_expression: str
     filename: str = "kernel.cu"
+    flags: tuple[str, ...] = ()
+    nvrtc_flags: tuple[str, ...] = ()
+    nvcc_flags: tuple[str, ...] = ()
+    host_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +322,8 @@ class BuildInfo(Plain):
     stack_bytes: int | None = None
     lowered_name: str | None = None
     cached: bool = False
+    builder: str = ""
+    builder_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.embedded import mask_python
 from warpwise.analyzers.findings import Finding, check_model
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
@@ -19,6 +20,8 @@ from warpwise.skills.engine import Match, match_file, superseded
 from warpwise.skills.rewrite import Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
+PYTHON_SUFFIX = ".py"
+"""Python files are analysed for the CUDA sources of their `load_inline(...)` calls (`analyzers.embedded`)."""
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -74,7 +77,8 @@ def collect_sources(paths: list[str]) -> tuple[list[str], list[InputProblem]]:
                 str(Path(root) / name)
                 for root, dirs, names in os.walk(p)
                 for name in names
-                if name.endswith(CUDA_SUFFIXES) and not any(part.startswith(".") for part in Path(root).parts[1:])
+                if (name.endswith(CUDA_SUFFIXES) or (name.endswith(PYTHON_SUFFIX) and _embeds_cuda(Path(root) / name)))
+                and not any(part.startswith(".") for part in Path(root).parts[1:])
             )
             if not found:
                 problems.append(InputProblem(raw, "no CUDA files (*.cu, *.cuh) in this folder"))
@@ -86,6 +90,16 @@ def collect_sources(paths: list[str]) -> tuple[list[str], list[InputProblem]]:
     seen: set[str] = set()
     unique = [f for f in files if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
     return unique, problems
+
+
+def _embeds_cuda(path: Path) -> bool:
+    """Return whether a Python file passes CUDA sources to `load_inline` (a cheap test before parsing)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(DEFAULT_MAX_FILE_BYTES)
+    except OSError:
+        return False
+    return b"load_inline" in head and b"__global__" in head
 
 
 def analyze_path(
@@ -102,11 +116,18 @@ def analyze_path(
         data = Path(path).read_bytes()
     except OSError as exc:
         return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
+    if path.endswith(PYTHON_SUFFIX) and mask_python(data) is None:
+        return InputProblem(path, "no CUDA source: the file passes no string to load_inline(cuda_sources=...)")
     return analyze_model(parsed_model(data, path), select)
 
 
 def parsed_model(data: bytes, path: str) -> FileModel:
-    """Parse and analyse a text once (the model holds the syntax tree the card engine reads)."""
+    """Parse and analyse a text once (the model holds the syntax tree the card engine reads).
+
+    A Python file is analysed as its `load_inline` CUDA strings, at their own offsets (`analyzers.embedded`).
+    """
+    if path.endswith(PYTHON_SUFFIX):
+        data = mask_python(data) or b" " * len(data)
     return analyze_document(CudaDocument(path, data))
 
 

@@ -180,6 +180,20 @@ def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
     return "\n".join(out)
 
 
+def _flags_line(path: str, analysis: Analysis) -> str:
+    """Return where the file's build flags come from (project configuration, compile_commands.json, settings)."""
+    from warpwise.server.verification import build_flags
+
+    try:
+        flags = build_flags(path, analysis.settings)
+    except (OSError, ValueError) as exc:
+        return f"the project configuration could not be read ({exc})"
+    text = flags.describe()
+    shown = " ".join((*flags.common_options(), *flags.nvcc_flags))
+    problems = "; ".join(str(p) for p in flags.problems[:3])
+    return text + (f" (`{shown}`)" if flags.origins else "") + (f"; problems: {problems}" if problems else "")
+
+
 def _kernel_markdown(ls: WarpwiseServer, analysis: Analysis, fn: Function) -> str:
     model = analysis.model
     out = [f"**kernel `{fn.name}`**", "", "```cuda", fn.signature.strip(), "```"]
@@ -194,6 +208,7 @@ def _kernel_markdown(ls: WarpwiseServer, analysis: Analysis, fn: Function) -> st
         out += ["", "No launch of this kernel in this file."]
     report = ls.verification.reports.get(analysis.uri)
     doc = ls.documents.get(analysis.uri)
+    out += ["", f"**Build**: {_flags_line(model.path, analysis)}"]
     out += ["", "**Resources**", ""]
     if report is None:
         out.append("not reported yet: save the file to build the compile-only resource report")

@@ -27,7 +27,7 @@ def _path(ls: WarpwiseServer, uri: str) -> str:
 def did_open(ls: WarpwiseServer, params: types.DidOpenTextDocumentParams) -> None:
     """Start tracking a CUDA document and queue its analysis (event loop)."""
     td = params.text_document
-    if not is_cuda(td.uri, td.language_id):
+    if not is_cuda(td.uri, td.language_id, td.text):
         return
     doc = ls.documents.open(td.uri, _path(ls, td.uri), td.language_id, td.version, td.text)
     ls.schedule(doc)

@@ -85,8 +85,8 @@ def test_every_kernel_compiles_with_nvcc() -> None:
 
 @pytest.mark.parametrize("path", KERNELS, ids=_id)
 def test_problem_file_satisfies_the_gate_contract_at_tiny_size(path: Path) -> None:
-    from warpwise.verify import gpu_job
     from warpwise.verify.spec import ProblemSpec, resolve_spec
+    from warpwise.verify.worker import gpu_job
 
     ns = load_problem(_problem(path))
     assert {"full", "tiny"} <= set(ns["SIZES"])

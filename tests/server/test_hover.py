@@ -44,6 +44,8 @@ async def test_hover_on_a_kernel_name_shows_launches_and_resources(session: Sess
     assert "grid `(n + 255) / 256`, block `256`" in text
     assert "save the file to build the compile-only resource report" in text
     assert "no GPU timing" in text
+    # Where the file's build flags come from (issue 17).
+    assert "**Build**: " in text and "flags" in text
     assert hover is not None and hover.range is not None and hover.range.start.line == 14
     # The same hover at the launch site's kernel name.
     assert "**kernel `saxpy`**" in _text(await session.hover(uri, 32, 3))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import EXAMPLES, needs_nvcc
@@ -88,7 +90,28 @@ def test_ptxas_report_is_parsed_per_entry() -> None:
 @needs_nvcc
 def test_nvcc_fallback_builds_plain_kernels() -> None:
     src = Source(device_source((EXAMPLES / "vector_ops.cu").read_text()).text, "saxpy", "vector_ops.cu")
-    build = nvbuild._build_nvcc(src, "sm_90", "nvcc")
+    build = nvbuild._build_nvcc(src, src.text, "sm_90", "nvcc")
     assert build.info.ok, build.info.log
     assert build.info.lowered_name == "_Z5saxpyifPKfPf"
     assert build.info.registers is not None
+
+
+def test_a_compiler_past_its_limit_is_killed_with_its_children(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    marker = tmp_path / "child.pid"
+    script = f"sleep 30 & echo $! > {marker}; wait"
+    t0 = time.perf_counter()
+    with pytest.raises(subprocess.TimeoutExpired):
+        nvbuild.run_group(["sh", "-c", script], 0.5)
+    assert time.perf_counter() - t0 < 10
+    child = int(marker.read_text())
+    # The compiler's child is gone, or a zombie waiting to be reaped: it no longer runs.
+    for _ in range(50):
+        stat = Path(f"/proc/{child}/stat")
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] in ("Z", "X"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"process {child} still runs after its compiler's limit")

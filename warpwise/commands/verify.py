@@ -25,7 +25,8 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
         description="Build the original kernel and a candidate rewrite, run both on the same seeded random inputs, "
         "compare the outputs, and time both with the L2 flushed. The candidate is 'verified' only when it matched "
         "on every seed and was faster by more than the measured spread. Without a GPU the kernels are only built "
-        "(status no_gpu). Without --candidate the original is checked against itself.",
+        "(status no_gpu, or spec_missing naming what is missing when no run spec exists). Without --candidate the "
+        "original is checked against itself.",
         epilog="Exit codes: 0 verified (or built, in compile-only mode), 1 any other verdict, 2 usage or input error.",
     )
     p.add_argument("file", metavar="FILE", help="the CUDA file holding the original kernel")
@@ -42,7 +43,28 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="random input sets to check (default: 3)")
     p.add_argument("--time-limit", type=float, default=120.0, metavar="S", help="per-job limit in seconds")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not update the result cache")
+    add_build_flags(p)
     p.set_defaults(handler=_run_verify)
+
+
+def add_build_flags(p: argparse.ArgumentParser) -> None:
+    """Add `-I/--include-dir` and `-D/--define`, which extend the project configuration's flags."""
+    p.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="an include folder for the file's headers (repeatable; added to [tool.warpwise] and compile_commands)",
+    )
+    p.add_argument(
+        "-D",
+        "--define",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="a preprocessor define for the build (repeatable)",
+    )
 
 
 def _backend_name(args: argparse.Namespace) -> str:
@@ -126,8 +148,23 @@ def _run_verify(args: argparse.Namespace) -> int:
         profile=args.profile,
         compile_only=backend_name == "compile-only",
     )
+    from warpwise.verify import project
+
+    flags = project.flags_for(args.file, cli=project.cli_flags(args.include_dir, args.define))
+    for problem in flags.problems:
+        print(f"warpwise verify: warning: {problem}", file=sys.stderr)
+    if not args.json:
+        print(f"  {flags.describe()}", file=sys.stderr)
     candidate = Candidate(
-        args.file, original, args.kernel, cand_text, cand_path, args.candidate_kernel, spec=spec, original_model=model
+        args.file,
+        original,
+        args.kernel,
+        cand_text,
+        cand_path,
+        args.candidate_kernel,
+        spec=spec,
+        flags=flags,
+        original_model=model,
     )
     cache = None if args.no_cache else ResultCache()
     try:
@@ -207,6 +244,9 @@ def _print_table(result: Any, args: argparse.Namespace) -> None:
     if r.annotation:
         print(f"  annotate the kernel, for example:\n  {r.annotation.strip()}")
     for build, which in ((ob, "original"), (cb, "candidate")):
+        if build is not None and build.builder_reason and build.builder != "nvrtc":
+            print(f"  {which} build: {build.builder_reason}")
+    for build, which in ((ob, "original"), (cb, "candidate")):
         if build is not None and not build.ok:
             print(f"--- {which} compiler log ---\n{build.log.strip()}")
 
@@ -217,7 +257,8 @@ def _build_cell(b: Any) -> str:
         return "-"
     if not b.ok:
         return "FAILED"
-    return f"ok {b.seconds:.2f} s" + (" (cached)" if b.cached else "")
+    via = f" {b.builder}" if b.builder else ""
+    return f"ok{via} {b.seconds:.2f} s" + (" (cached)" if b.cached else "")
 
 
 def _spill(b: Any) -> str:
