@@ -33,6 +33,8 @@ class Status(StrEnum):
     CRASHED = "crashed"
     NO_GPU = "no_gpu"
     SPEC_MISSING = "spec_missing"
+    REPORTED = "reported"
+    """Another machine claims a result that no trusted key vouches for (`reported_status` holds the claim)."""
 
 
 class Role(StrEnum):
@@ -268,6 +270,7 @@ class DeviceIdentity(Plain):
     compile_only: bool = False
     l2_bytes: int = 0
     sm_count: int = 0
+    uuid: str = ""
 
     @property
     def label(self) -> str:
@@ -385,6 +388,25 @@ class Durations(Plain):
 
 
 @dataclass(frozen=True, slots=True)
+class Provenance(Plain):
+    """Where and when a result was measured: machine, GPU, driver, toolkit, warpwise version, time.
+
+    `machine_id` is a hash of the machine's id (never the raw id); `key_id` names the team key that signed the
+    result (a hash of the key, never the key), empty when the worker had none.
+    """
+
+    machine_id: str
+    host: str
+    gpu_uuid: str
+    gpu_name: str
+    driver: str
+    toolkit: str
+    warpwise_version: str
+    measured_at: float
+    key_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class VerificationResult(Plain):
     """The gate's verdict on one (original, candidate, spec) on one device, with the evidence behind it."""
 
@@ -409,6 +431,10 @@ class VerificationResult(Plain):
     worker: str = ""
     cached: bool = False
     created: float = 0.0
+    provenance: Provenance | None = None
+    signature: str = ""
+    reported_status: str = ""
+    reported_by: str = ""
 
     @property
     def verified(self) -> bool:

@@ -87,5 +87,6 @@ def test_worker_imports_only_plain_types() -> None:
         "warpwise.verify",
         "warpwise.verify.types",
         "warpwise.verify.nvbuild",
+        "warpwise.verify.provenance",
         "warpwise.verify.worker",
     }
