@@ -9,6 +9,7 @@ analysed again (see `analyzers.build`).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,18 @@ def _point(lines: LineIndex, offset: int) -> tuple[int, int]:
     return (pos.line, offset - lines.line_start(pos.line))
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def parse_source(data: bytes) -> bytes:
+    """Return the bytes tree-sitter parses: lone `\r` line ends become `\n` (same length, same offsets).
+
+    The grammar ends comments and directives at `\n` only, while LSP (and `LineIndex`) end a line at a lone
+    `\r` too; without this a file with old-Mac line ends would be one long comment after its first `//`.
+    """
+    return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
+
+
 class CudaDocument:
     """One CUDA source text with its syntax tree, re-parsed incrementally on each edit."""
 
@@ -63,7 +76,7 @@ class CudaDocument:
         self._parser = new_parser()
         self.data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
         self.lines = LineIndex(self.data)
-        self.tree = self._parser.parse(self.data)
+        self.tree = self._parser.parse(parse_source(self.data))
         self.version = 0
         self.cache: dict[bytes, Any] = {}
 
@@ -76,7 +89,7 @@ class CudaDocument:
         """Replace the whole text (a full sync) and parse it from scratch."""
         self.data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
         self.lines = LineIndex(self.data)
-        self.tree = self._parser.parse(self.data)
+        self.tree = self._parser.parse(parse_source(self.data))
         self.version += 1
 
     def apply(self, edits: list[TextEdit]) -> None:
@@ -88,6 +101,12 @@ class CudaDocument:
             start_point = _point(self.lines, start)
             old_end_point = _point(self.lines, end)
             data = self.data[:start] + new + self.data[end:]
+            if b"\r" in self.data or b"\r" in new:
+                # An edit next to a `\r` can turn it into half of a `\r\n`: parse such texts whole.
+                self.data = data
+                self.lines = LineIndex(data)
+                self.tree = self._parser.parse(parse_source(data))
+                continue
             nl = new.count(b"\n")
             if nl:
                 new_end_point = (start_point[0] + nl, len(new) - new.rfind(b"\n") - 1)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Loop, MemorySpace, Param, Span
-from warpwise.analyzers.parse import captures, new_parser, query
+from warpwise.analyzers.parse import captures, new_parser, parse_source, query
 
 # The last few (model, tree) pairs, keyed by the model's identity; holding the model keeps its id unique.
 _TREES: OrderedDict[int, tuple[FileModel, Any]] = OrderedDict()
@@ -39,7 +39,7 @@ def tree_of(model: FileModel) -> Any:
         hit = _TREES.get(id(model))
         if hit is not None and hit[0] is model:
             return hit[1]
-    tree = new_parser().parse(model.text)
+    tree = new_parser().parse(parse_source(model.text))
     set_tree(model, tree)
     return tree
 

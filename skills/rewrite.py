@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.model import FileModel, Function, Span
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import new_parser, parse_source
 from warpwise.skills.model import Applicability
 from warpwise.skills.regions import Region
 
@@ -89,7 +89,7 @@ class RewriteContext:
     @functools.cached_property
     def tree(self) -> Any:
         """Return a syntax tree of the text (parsed once per context)."""
-        return new_parser().parse(self.model.text)
+        return new_parser().parse(parse_source(self.model.text))
 
     def node(self, span: Span, type_: str | None = None) -> Any:
         """Return the smallest node covering an absolute span (optionally the nearest ancestor of a type)."""

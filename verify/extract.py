@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import new_parser, parse_source
 
 _CONTAINERS = frozenset(
     {
@@ -144,7 +144,7 @@ def device_source(
 
     dirs = include_dirs if include_dirs is not None else cuda_include_dirs()
     data = bytearray(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
-    tree = new_parser().parse(bytes(data))
+    tree = new_parser().parse(parse_source(bytes(data)))
     spans: list[tuple[int, int]] = []
     dropped_fns: list[str] = []
     dropped_incs: list[str] = []
@@ -198,7 +198,7 @@ def _function_name(data: bytearray, fn: Any) -> str:
 def qualified_name(text: str | bytes, offset: int, name: str) -> str:
     """Return `name` qualified by the namespaces that enclose the byte offset (`outer::inner::apply`)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    tree = new_parser().parse(data)
+    tree = new_parser().parse(parse_source(data))
     node = tree.root_node.descendant_for_byte_range(offset, offset)
     scopes: list[str] = []
     while node is not None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import new_parser, parse_source
 from warpwise.verify import cexpr
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
@@ -55,7 +55,7 @@ def _text(src: bytes, node: Any) -> str:
 def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
     """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset."""
     src = model.text
-    tree = new_parser().parse(src)
+    tree = new_parser().parse(parse_source(src))
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
