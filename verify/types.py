@@ -329,6 +329,29 @@ class Timing(Plain):
 
 
 @dataclass(frozen=True, slots=True)
+class TimingConditions(Plain):
+    """The GPU's state during the kept measurement: SM clock and temperature readings, other processes, retries.
+
+    `source` is where the readings came from (`nvml`, `nvidia-smi`, or `none` when nothing could be read);
+    `other_processes` is -1 when unknown; `retried_because` names why earlier attempts were measured again.
+    """
+
+    source: str
+    sm_mhz_before: float = 0.0
+    sm_mhz_after: float = 0.0
+    sm_mhz_min: float = 0.0
+    sm_mhz_max: float = 0.0
+    temp_c_before: float = 0.0
+    temp_c_after: float = 0.0
+    temp_c_max: float = 0.0
+    other_processes: int = -1
+    samples: int = 0
+    attempts: int = 1
+    retried_because: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Speedup(Plain):
     """Original over candidate time, the range the two interquartile ranges allow, and the A/A noise floor.
 
@@ -422,6 +445,7 @@ class VerificationResult(Plain):
     candidate_timing: Timing | None = None
     control_timing: Timing | None = None
     speedup: Speedup | None = None
+    conditions: TimingConditions | None = None
     original_profile: ProfileReport | None = None
     candidate_profile: ProfileReport | None = None
     sanitizer_log: str = ""
