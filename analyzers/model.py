@@ -433,6 +433,8 @@ class FileModel:
     macros: frozenset[str]
     lines: LineIndex
     text: bytes
+    budget_problems: tuple[SyntaxProblem, ...] = ()
+    """Functions left partly unanalysed because they exceed an analysis budget (on their names)."""
 
     @property
     def kernels(self) -> list[Function]:

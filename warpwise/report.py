@@ -48,6 +48,12 @@ def rule_catalog() -> dict[str, RuleInfo]:
         Severity.WARNING,
         f"{INFO_URI}/blob/main/docs/rules.md#syntax-error",
     )
+    out["analysis-budget"] = RuleInfo(
+        "analysis-budget",
+        "A function is too large to analyse within the budget; no findings are reported inside it.",
+        Severity.INFO,
+        f"{INFO_URI}/blob/main/docs/rules.md#analysis-budget",
+    )
     try:
         from warpwise.skills.catalog import card_rules
     except ImportError:
