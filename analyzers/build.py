@@ -51,6 +51,9 @@ from warpwise.analyzers.model import (
 from warpwise.analyzers.parse import CudaDocument, captures, language, query
 
 log = logging.getLogger(__name__)
+FUNCTION_NODE_BUDGET = 16_000
+"""Functions with more syntax nodes are modelled without their bodies (the analysis of one expression of a few
+thousand terms grows faster than linearly); the model says so on the function's name."""
 Node = Any
 
 _LAUNCH_QUERY = """
@@ -476,7 +479,8 @@ class _FunctionBuilder:
         return None
 
     # -- body ----------------------------------------------------------------------------------------------
-    def build(self) -> Function:
+    def build(self, shallow: bool = False) -> Function:
+        """Analyse the function; `shallow` keeps its signature and launches nothing of its body (over budget)."""
         fn = self.fn
         kind = self.fkind
         self.is_kernel = kind is _KERNEL
@@ -499,14 +503,14 @@ class _FunctionBuilder:
         body = fn.child_by_field_id(_F_BODY)
         sig_end = body.start_byte if body is not None else fn.end_byte
         signature = " ".join(self.src[fn.start_byte : sig_end].decode("utf-8", "replace").split())
-        if body is None:
+        if body is None or shallow:
             return Function(
                 name,
                 kind,
                 self.base,
                 fn.end_byte - fn.start_byte,
                 name_span,
-                None,
+                self.rel(body) if body is not None else None,
                 signature,
                 tparams,
                 self.binding_items(),
@@ -1656,8 +1660,12 @@ def analyze_document(doc: CudaDocument) -> FileModel:
             texter.append(_texter(src, src.decode("ascii") if src.isascii() else None))
         return texter[0]
 
+    budget: list[SyntaxProblem] = []
+
     def build(i: int, binding: tuple[str, ...]) -> None:
         fn_node, template = functions[i]
+        nodes = fn_node.descendant_count
+        shallow = nodes > FUNCTION_NODE_BUDGET
         outer_start = template.start_byte if template is not None else fn_node.start_byte
         key = b"%d\0%s\0%s\0%s" % (
             fn_node.start_byte - outer_start,
@@ -1672,13 +1680,23 @@ def analyze_document(doc: CudaDocument) -> FileModel:
                 builder.has_launch = src.find(b"<<<", fn_node.start_byte, fn_node.end_byte) >= 0
                 builder.binding = binding
                 try:
-                    cached = builder.build()
+                    cached = builder.build(shallow)
                 finally:
                     builder.release()
             except Exception:  # Analysis never raises on source text; one bad function is skipped and logged.
                 log.exception("could not analyse the function at byte %d of %s", fn_node.start_byte, doc.path)
                 return
         new_cache[key] = cached
+        if shallow:
+            at = fn_node.start_byte + cached.name_span[0]
+            span = (at, at + cached.name_span[1] - cached.name_span[0])
+            budget.append(
+                SyntaxProblem(
+                    f"`{cached.name}` has {nodes:,} syntax nodes, over the analysis budget of "
+                    f"{FUNCTION_NODE_BUDGET:,}: its body is not analysed, so no findings are reported inside it",
+                    span,
+                )
+            )
         results[i] = (
             cached if cached.base == fn_node.start_byte else dataclasses.replace(cached, base=fn_node.start_byte)
         )
@@ -1709,6 +1727,7 @@ def analyze_document(doc: CudaDocument) -> FileModel:
         constants=dict(ctx.consts),
         macros=macros,
         source=source,
+        budget_problems=tuple(budget),
     )
 
 

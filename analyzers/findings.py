@@ -303,6 +303,11 @@ def _divergent_sync(model: FileModel, fn: Function) -> Iterator[Finding]:
         )
 
 
+def budget_findings(model: FileModel) -> list[Finding]:
+    """Return one finding per function the analysis left partly unread because it is over a budget."""
+    return [Finding("analysis-budget", Severity.INFO, prob.message, prob.span, None) for prob in model.budget_problems]
+
+
 def syntax_findings(model: FileModel) -> list[Finding]:
     """Return one finding per place the parser could not read."""
     out = []
@@ -340,6 +345,8 @@ def check_function(model: FileModel, fn: Function, select: set[str] | None = Non
 def check_model(model: FileModel, select: set[str] | None = None) -> list[Finding]:
     """Return every finding of a file, sorted by position."""
     out = [] if select is not None and "syntax-error" not in select else syntax_findings(model)
+    if select is None or "analysis-budget" in select:
+        out.extend(budget_findings(model))
     for fn in model.functions:
         out.extend(check_function(model, fn, select))
     out.sort(key=lambda f: (f.span[0], f.rule))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -100,15 +101,25 @@ Span = tuple[int, int]
 """Byte offsets (start, end); relative to `Function.base` inside the model, absolute elsewhere."""
 
 
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
 class LineIndex:
-    """Convert between absolute byte offsets and LSP positions for one version of a text."""
+    """Convert between absolute byte offsets and LSP positions for one version of a text.
+
+    Lines end as LSP defines it: at `\n`, `\r\n` or a lone `\r` (old Mac files, some generators); the terminator
+    is not part of the line's columns.
+    """
 
     __slots__ = ("_ascii", "_data", "_starts")
 
     def __init__(self, data: bytes) -> None:
-        # Line k starts one byte after the end of line k - 1; the last entry would be the end of the text.
-        starts = [0, *accumulate([len(line) + 1 for line in data.split(b"\n")])]
-        starts.pop()
+        if b"\r" in data:
+            starts = [0, *(m.end() for m in _EOL.finditer(data))]
+        else:
+            # Line k starts one byte after the end of line k - 1; the last entry would be the end of the text.
+            starts = [0, *accumulate([len(line) + 1 for line in data.split(b"\n")])]
+            starts.pop()
         self._starts = starts
         self._data = data
         self._ascii = data.isascii()
@@ -148,6 +159,8 @@ class LineIndex:
             return len(self._data)
         start = self._starts[max(pos.line, 0)]
         end = self._starts[pos.line + 1] - 1 if pos.line + 1 < len(self._starts) else len(self._data)
+        if pos.line + 1 < len(self._starts) and end > start and self._data[end - 1 : end + 1] == b"\r\n":
+            end -= 1
         line_bytes = self._data[start:end]
         if self._ascii or line_bytes.isascii():
             return start + min(max(pos.character, 0), len(line_bytes))
@@ -431,6 +444,8 @@ class FileModel:
     constants: dict[str, int]
     macros: frozenset[str]
     source: SourceFile
+    budget_problems: tuple[SyntaxProblem, ...] = ()
+    """Functions left partly unanalysed because they exceed an analysis budget (on their names)."""
     memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """Values computed once per model by the layers above (keyed by the module that computes them)."""
 

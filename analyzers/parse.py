@@ -14,6 +14,7 @@ analysed again (see `analyzers.build`).
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ def new_parser() -> ts.Parser:
 def parse_tree(data: bytes, parser: ts.Parser | None = None, old_tree: ts.Tree | None = None) -> ts.Tree:
     """Parse a text (incrementally from an edited `old_tree` when given): the one call of tree-sitter's parser."""
     p = parser if parser is not None else new_parser()
+    data = parse_source(data)
     return p.parse(data, old_tree) if old_tree is not None else p.parse(data)
 
 
@@ -68,6 +70,16 @@ def _point(lines: LineIndex, offset: int) -> tuple[int, int]:
 
 
 _LAZY_PARSE = threading.Lock()
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def parse_source(data: bytes) -> bytes:
+    r"""Return the bytes tree-sitter parses: lone `\r` line ends become `\n` (same length, same offsets).
+
+    The grammar ends comments and directives at `\n` only, while LSP (and `LineIndex`) end a line at a lone
+    `\r` too; without this a file with old-Mac line ends would be one long comment after its first `//`.
+    """
+    return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
 
 
 class SourceFile:
@@ -121,7 +133,13 @@ class SourceFile:
             new = edit.text.encode("utf-8", "surrogatepass")
             start_point = _point(lines, start)
             old_end_point = _point(lines, end)
+            before = data
             data = data[:start] + new + data[end:]
+            if b"\r" in before or b"\r" in new:
+                # An edit next to a `\r` can turn it into half of a `\r\n`: parse such texts whole.
+                lines = LineIndex(data)
+                tree = parse_tree(data, parser)
+                continue
             nl = new.count(b"\n")
             if nl:
                 new_end_point = (start_point[0] + nl, len(new) - new.rfind(b"\n") - 1)

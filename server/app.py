@@ -270,7 +270,8 @@ class WarpwiseServer(LanguageServer):
             self._resolve(result.uri, result.version, None)
             self.notify_status()
             return
-        if doc is None or result.version != doc.version or result.generation != self.generation:
+        stale = doc is None or result.version != doc.version or result.content_hash != doc.content_hash
+        if stale or result.generation != self.generation:
             self._resolve(result.uri, result.version, None, only_older=True)
             return
         self.analyses[result.uri] = result
@@ -300,13 +301,20 @@ class WarpwiseServer(LanguageServer):
         else:
             self._waiters.pop(uri, None)
 
+    def drop_waiters(self, uri: str) -> None:
+        """Answer everyone waiting for an analysis of a document with nothing (its versions were reset)."""
+        for _, _, fut in self._waiters.pop(uri, []):
+            if not fut.done():
+                fut.set_result(None)
+
     def current_analysis(self, uri: str) -> Analysis | None:
         """Return the analysis of a document's current version, if it is ready."""
         doc = self.documents.get(uri)
         a = self.analyses.get(uri)
         if doc is None or a is None or a.version != doc.version or a.generation != self.generation:
             return None
-        return a
+        # The same version number may have named other text (a client whose versions went backwards).
+        return a if a.content_hash == doc.content_hash else None
 
     async def analysis_for(self, uri: str) -> Analysis | None:
         """Return the analysis of a document's current version, waiting for the analysis thread if needed."""

@@ -1,11 +1,12 @@
 """Open documents as the editor sees them, and the immutable snapshots analysis runs over.
 
-The event loop owns `OpenDocument`s: it applies each `didChange` to the text (bytes, split into lines on `\\n`
-only, the way the analyzers count lines) and records the edits since the last snapshot. Before any work leaves
-the loop it captures a `Snapshot` (uri, version, text, settings, and the edits that lead from the previous
-snapshot to this one), a frozen object the analysis thread can read without locks. The edits let the analysis
-thread keep one incrementally re-parsed `CudaDocument` per file; the text lets it check that its copy agrees
-with the editor's and re-synchronise when it does not, so no edit the server mis-applies can lose the user's text.
+The event loop owns `OpenDocument`s: it applies each `didChange` to the text (bytes, split into lines at `\\n`,
+`\\r\\n` or `\\r` as LSP defines them, the way the analyzers count lines) and records the edits since the last
+snapshot. Before any work leaves the loop it captures a `Snapshot` (uri, version, text, settings, and the edits that
+lead from the previous snapshot to this one), a frozen object the analysis thread can read without locks. The edits
+let the analysis thread keep one incrementally re-parsed `CudaDocument` per file; the text lets it check that its
+copy agrees with the editor's and re-synchronise when it does not, so no edit the server mis-applies can lose the
+user's text.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ class RuleProvider:
 
     def items(self, model: FileModel, settings: Settings) -> list[Item]:
         """Run every enabled rule."""
-        select = {r for r in [*RULES, "syntax-error"] if settings.rule_enabled(r)}
+        select = {r for r in [*RULES, "syntax-error", "analysis-budget"] if settings.rule_enabled(r)}
         return [_item_of_finding(f) for f in check_model(model, select)]
 
     def compute_fix(self, model: FileModel, item: Item) -> Fix | None:

@@ -99,6 +99,7 @@ class Settings:
         "GPU time (seconds) verification and profiling may use per hour of editing; jobs past it wait.",
         kind="number",
         minimum=0,
+        maximum=86400,
     )
     verification_rtol: float = _setting(
         "verification.rtol",
@@ -115,6 +116,7 @@ class Settings:
         "Absolute tolerance for the same comparison.",
         kind="number",
         minimum=0,
+        maximum=1,
     )
     verification_trusted_workspace: bool = _setting(
         "verification.trustedWorkspace",
@@ -156,6 +158,7 @@ class Settings:
         "Time limit for one compile-only build; a build past it is stopped and reported as timed out.",
         kind="number",
         exclusive_minimum=0,
+        maximum=3600,
     )
     cards_enabled: tuple[str, ...] = _setting(
         "cards.enabled",
@@ -191,6 +194,7 @@ class Settings:
         "Files larger than this are not analysed (the editor stays responsive on generated sources).",
         kind="number",
         exclusive_minimum=0,
+        maximum=1024,
     )
     log_level: str = _setting(
         "log.level",
@@ -230,6 +234,7 @@ class SettingProblem:
 
 
 _FIELDS = {f.metadata["key"]: f for f in dataclasses.fields(Settings)}
+_TRUST = "verification_trusted_workspace"
 
 
 def _flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -290,7 +295,10 @@ def _check(f: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[SettingProblem]]:
     """Validate raw settings; invalid or unknown values are reported, and invalid ones replaced by defaults.
 
-    Keys not given keep their value from `base` (the defaults when `base` is None).
+    Keys not given keep their value from `base` (the defaults when `base` is None), so a partial change (a client
+    that sends only `{"log.level": "info"}`) changes only what it names. Trust is special: it changes only when
+    a message names it with a boolean; `null` keeps the current value, and an invalid value makes the workspace
+    untrusted (the default would raise trust on bad input).
     """
     problems: list[SettingProblem] = []
     values = dataclasses.asdict(base) if base is not None else {}
@@ -307,6 +315,15 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         if f is None:
             problems.append(SettingProblem(key, "unknown setting (ignored)"))
             continue
+        if f.name == _TRUST:
+            if value is None:
+                continue
+            if not isinstance(value, bool):
+                problems.append(
+                    SettingProblem(key, f"{_shown(value)} is not true or false; the workspace is untrusted")
+                )
+                values[f.name] = False
+                continue
         if value is None:
             values[f.name] = _default_of(f)
             continue

@@ -9,8 +9,11 @@ The server never touches `warpwise.verify` anywhere else. What it uses:
 * **Compile-only resource reports** on save: one `nvcc -cubin -Xptxas -v` over the saved text gives registers,
   spills, shared memory and theoretical occupancy for every kernel of the file at once
   (`warpwise.server.resources`). The gate's compile-only backend builds one kernel per job (NVRTC, in a worker
-  process); for the per-save report of a whole file one nvcc process is the cheaper build. It runs no code, so it
-  also runs in untrusted workspaces.
+  process); for the per-save report of a whole file one nvcc process is the cheaper build.
+* **Trust.** In an untrusted workspace (`verification.trustedWorkspace` false) nothing compiles or runs here,
+  whatever the command or trigger: the gate's queue (NVRTC, nvcc, the GPU, ncu, compute-sanitizer, problem
+  files), the per-save nvcc report, `nvcc --version` and the LLM are all behind `require_trust`, which the lowest
+  layer of each path calls at run time (trust may drop while a job waits).
 * **Problem-spec inference** (`warpwise.verify.infer`) for the "insert problem-spec annotation" action.
 * **GPU detection** for the status item (`nvidia-smi`, else the CUDA driver).
 
@@ -48,6 +51,20 @@ from warpwise.server.resources import (
 from warpwise.server.settings import Settings
 
 log = logging.getLogger(__name__)
+
+VERIFY_UNAVAILABLE = (
+    "verification is not available: the verification gate (warpwise.verify) does not provide a verification "
+    "queue in this installation yet"
+)
+SEARCH_UNAVAILABLE = "optimization search is not available: warpwise.search cannot be imported"
+UNTRUSTED = (
+    "this workspace is not trusted to run code (`warpwise.verification.trustedWorkspace` is false): nothing is "
+    "compiled or run"
+)
+
+
+class UntrustedWorkspace(RuntimeError):
+    """Raised where code would be compiled or run in an untrusted workspace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +124,7 @@ class CandidateState:
     spread: float | None = None
     gpu: str | None = None
     detail: str = ""
+    reported_by: str = ""  # the host of a result reported by another machine and not verified here
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +157,11 @@ def launch_shapes(model: FileModel) -> dict[str, LaunchShape]:
 def _verdict_state(result: Any) -> CandidateState:
     """Return a candidate's state from a `VerificationResult`."""
     status = str(getattr(result.status, "value", result.status))
+    if status == "reported":
+        # Another machine's claim: no speedup or GPU is shown as if it were measured here.
+        return CandidateState(
+            "reported", detail=str(result.message), reported_by=result.reported_by or "another machine"
+        )
     speedup = spread = None
     if result.speedup is not None:
         speedup = float(result.speedup.median)
@@ -188,8 +211,22 @@ class VerificationService:
     def configure(self, settings: Settings) -> None:
         """Take new settings; a different backend closes the old gate queue (a new one starts on first use)."""
         self.settings = settings
-        if self._gate_config is not None and self._gate_config != self._backend_config():
+        if not settings.verification_trusted_workspace:
+            # Losing trust stops what runs: queued and running jobs are cancelled, the workers closed.
+            self.queue.cancel_all("the workspace is no longer trusted")
+            self._kill_all()
             self._close_gate()
+        elif self._gate_config is not None and self._gate_config != self._backend_config():
+            self._close_gate()
+
+    def trusted(self) -> bool:
+        """Return whether code of this workspace may be compiled or run."""
+        return bool(self.settings.verification_trusted_workspace)
+
+    def require_trust(self, what: str) -> None:
+        """Raise `UntrustedWorkspace` when the workspace is not trusted (call where code is compiled or run)."""
+        if not self.trusted():
+            raise UntrustedWorkspace(f"{what}: {UNTRUSTED}")
 
     def start(self) -> None:
         """Start the queue actor."""
@@ -296,6 +333,7 @@ class VerificationService:
 
     def _gate(self) -> Any:
         """Return the gate's queue for the current backend, creating it (blocking: call from a thread)."""
+        self.require_trust("verification")
         config = self._backend_config()
         if self._gate_queue is not None and self._gate_config == config:
             return self._gate_queue
@@ -576,6 +614,8 @@ class VerificationService:
 
     async def toolkit(self, nvcc: str) -> str | None:
         """Return the CUDA toolkit version `nvcc` reports (cached per executable)."""
+        if not self.trusted():
+            return None
         if nvcc in self._toolkit:
             return self._toolkit[nvcc]
         exe = shutil.which(nvcc)
@@ -666,6 +706,8 @@ class VerificationService:
                 **kw,
             )
 
+        if not self.trusted():
+            return report("untrusted", f"no resource report: {UNTRUSTED}", toolkit=None)
         if cached is not None:
             job.report("cached")
             return report(

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from warpwise.verify import profile
+from warpwise.verify import profile, provenance
 from warpwise.verify.cache import ResultCache, cache_dir
 from warpwise.verify.pool import WorkerSlot
 from warpwise.verify.types import DeviceIdentity, Status, VerificationResult, WorkerJob
@@ -78,7 +78,8 @@ def run_with_extras(
                 **{**result.durations.to_dict(), "profile_s": time.perf_counter() - t0}
             )
         )
-    return result
+    # The measuring machine signs last, over everything the extra passes added.
+    return provenance.stamp(result)
 
 
 def device_peaks(slot: WorkerSlot, cache: ResultCache | None) -> dict[str, float] | None:

@@ -7,7 +7,12 @@ that results can be listed, shared and found for "any GPU". The file lives in th
 server and the command line can read while a worker writes, and writes each result in one transaction.
 Peak device figures (copy bandwidth, FMA rate), measured once per GPU, live in a second table.
 
-`export` / `import_` move results between machines as JSON lines, so a team can share what it measured.
+`export` / `import_` move results between machines as JSON lines, so a team can share what it measured. Each row
+remembers its origin: `local` (stored by this machine's gate) or `imported`. A row is read back through
+`provenance.assess`: only results measured here or signed by the team key keep their status; anything else reads
+as `reported` ("reported by HOST, not verified here"). Imported lines are validated field by field first
+(`warpwise.verify.records`); bad lines are skipped with their line numbers. Rows of caches written before
+origins existed are read as `legacy`, which is not trusted either.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from warpwise.verify import provenance, records
 from warpwise.verify.types import DeviceIdentity, Status, VerificationResult
 
 SCHEMA = """
@@ -37,7 +43,8 @@ CREATE TABLE IF NOT EXISTS results (
     toolkit TEXT NOT NULL,
     status TEXT NOT NULL,
     created REAL NOT NULL,
-    result TEXT NOT NULL
+    result TEXT NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'local'
 );
 CREATE INDEX IF NOT EXISTS results_pair ON results (original_hash, candidate_hash, spec_hash);
 CREATE TABLE IF NOT EXISTS peaks (
@@ -113,7 +120,11 @@ class ResultCache:
         self.path = Path(path) if path else cache_dir() / "results.sqlite3"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._db().executescript(SCHEMA)
+        db = self._db()
+        db.executescript(SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+        if "origin" not in columns:
+            db.execute("ALTER TABLE results ADD COLUMN origin TEXT NOT NULL DEFAULT 'legacy'")
 
     def _db(self) -> sqlite3.Connection:
         """Return this thread's connection."""
@@ -139,26 +150,28 @@ class ResultCache:
 
     def get(self, key: CacheKey) -> VerificationResult | None:
         """Return the cached result for an exact key."""
-        row = self._db().execute("SELECT result FROM results WHERE key = ?", (key.key,)).fetchone()
-        return _load(row[0]) if row else None
+        row = self._db().execute("SELECT result, origin FROM results WHERE key = ?", (key.key,)).fetchone()
+        return _load(row[0], row[1]) if row else None
 
     def find(self, original_hash: str, candidate_hash: str, spec_hash: str) -> list[VerificationResult]:
         """Return every cached result for a pair and spec, on any device, newest first."""
         rows = self._db().execute(
-            "SELECT result FROM results WHERE original_hash = ? AND candidate_hash = ? AND spec_hash = ? "
+            "SELECT result, origin FROM results WHERE original_hash = ? AND candidate_hash = ? AND spec_hash = ? "
             "ORDER BY created DESC",
             (original_hash, candidate_hash, spec_hash),
         )
-        return [r for r in (_load(row[0]) for row in rows) if r is not None]
+        found = [r for r in (_load(row[0], row[1]) for row in rows) if r is not None]
+        # Results that speak for themselves come before reported ones.
+        return sorted(found, key=lambda r: r.status is Status.REPORTED)
 
-    def put(self, key: CacheKey, result: VerificationResult) -> bool:
+    def put(self, key: CacheKey, result: VerificationResult, origin: str = "local") -> bool:
         """Store a result (atomically); return False for results that are not cached."""
-        if result.status in UNCACHED:
+        if result.status in UNCACHED or result.status is Status.REPORTED:
             return False
         doc = result.with_(cached=False).to_json()
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.key,
                     key.original_hash,
@@ -170,6 +183,7 @@ class ResultCache:
                     result.status.value,
                     result.created or time.time(),
                     doc,
+                    origin,
                 ),
             )
         return True
@@ -202,21 +216,37 @@ class ResultCache:
             n += 1
         return n
 
-    def import_(self, lines: IO[str]) -> tuple[int, list[str]]:
-        """Read results written by `export`; return how many were stored and the problems with the others."""
+    def import_(self, lines: IO[str], max_line: int = 4 << 20) -> tuple[int, list[str]]:
+        """Read results written by `export`; return how many were stored and the problems with the others.
+
+        Every line is validated field by field; a bad line is skipped and named by its number. Imported results
+        are stored with origin `imported`: they read back as `reported` unless signed by the team key. A local
+        result is never replaced by an imported one.
+        """
         stored = 0
         problems: list[str] = []
         for i, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                rec: dict[str, Any] = json.loads(line)
-                key = CacheKey(*(str(rec[k]) for k in CacheKey.__dataclass_fields__))
-                result = VerificationResult.from_dict(rec["result"])
-            except (ValueError, KeyError, TypeError) as exc:
-                problems.append(f"line {i}: {type(exc).__name__}: {exc}")
+            if len(line) > max_line:
+                problems.append(f"line {i}: longer than {max_line} characters")
                 continue
-            if self.put(key, result):
+            try:
+                rec: Any = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"line {i}: not JSON: {str(exc)[:120]}")
+                continue
+            result, errors = records.check_record(rec)
+            if result is None:
+                shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
+                problems.append(f"line {i}: {shown}")
+                continue
+            key = CacheKey(*(str(rec[k]) for k in CacheKey.__dataclass_fields__))
+            row = self._db().execute("SELECT origin FROM results WHERE key = ?", (key.key,)).fetchone()
+            if row is not None and row[0] == "local":
+                problems.append(f"line {i}: this machine has its own result for that key; kept it")
+                continue
+            if self.put(key, result, origin="imported"):
                 stored += 1
         return stored, problems
 
@@ -233,9 +263,10 @@ class ResultCache:
             )
 
 
-def _load(doc: str) -> VerificationResult | None:
-    """Rebuild a result from its stored JSON (None when it no longer reads)."""
+def _load(doc: str, origin: str) -> VerificationResult | None:
+    """Rebuild a result from its stored JSON (None when it no longer reads), as far as it can be trusted here."""
     try:
-        return VerificationResult.from_dict(json.loads(doc)).with_(cached=True)
+        result = VerificationResult.from_dict(json.loads(doc))
     except (ValueError, TypeError, KeyError):
         return None
+    return provenance.assess(result, origin).with_(cached=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warpwise.analyzers.parse import SourceFile, new_parser
+from warpwise.analyzers.parse import SourceFile, parse_tree
 
 _CONTAINERS = frozenset(
     {
@@ -335,7 +335,7 @@ class _Walk:
 
         `tree` is the file's syntax tree when the caller has it (the analysed source); headers are parsed here.
         """
-        tree = tree if tree is not None else new_parser().parse(data)
+        tree = tree if tree is not None else parse_tree(data)
         edits: list[tuple[int, int, str | None]] = []
         stack = [tree.root_node]
         while stack:
@@ -478,7 +478,7 @@ def device_source(
     device = _Walk(list(user_include_dirs), dirs, blank=True)
     body = device.process(data, filename, folder, 0, tree)
     host = _Walk(list(user_include_dirs), dirs, blank=False)
-    host_body = host.process(data, filename, folder, 0)
+    host_body = host.process(data, filename, folder, 0, tree)
     prelude = prelude_for(device.dropped_incs, dirs, body) + f'#line 1 "{_escape(filename)}"\n'
     return DeviceSource(
         prelude + body,

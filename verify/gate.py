@@ -8,7 +8,8 @@ original's), extract both translation units for NVRTC, and compute the cache key
 `WorkerJob` that any backend can run, or a `spec_missing` / `compile_failed` result that needs no GPU.
 
 `Gate.verify` adds the cache in front of a backend: a hit for the same content hashes, spec, GPU, driver and
-compiler returns at once; anything else runs and is stored.
+compiler returns at once (a result only reported by another machine, never verified here, is run again when
+this backend has a GPU); anything else runs and is stored.
 """
 
 from __future__ import annotations
@@ -406,9 +407,13 @@ class Gate:
         identity: DeviceIdentity | None = self.backend.identity()
         if identity is not None:
             hit = self.cache.get(prepared.key.on(identity))
+            # A result reported by another machine is measured again when this backend can measure it.
+            if hit is not None and hit.status is Status.REPORTED and not identity.compile_only:
+                return None
             return finish(prepared, hit) if hit is not None else None
         found = self.cache.find(prepared.key.original_hash, prepared.key.candidate_hash, prepared.key.spec_hash)
-        return finish(prepared, found[0]) if found else None
+        # Without a known device (a cluster) a result that is only reported is measured again too.
+        return finish(prepared, found[0]) if found and found[0].status is not Status.REPORTED else None
 
     def run(self, prepared: PreparedJob, progress: Progress | None = None) -> VerificationResult:
         """Run a prepared job (no cache lookup) and store its result."""

@@ -33,6 +33,8 @@ class Status(StrEnum):
     CRASHED = "crashed"
     NO_GPU = "no_gpu"
     SPEC_MISSING = "spec_missing"
+    REPORTED = "reported"
+    """Another machine claims a result that no trusted key vouches for (`reported_status` holds the claim)."""
 
 
 class Role(StrEnum):
@@ -298,6 +300,7 @@ class DeviceIdentity(Plain):
     compile_only: bool = False
     l2_bytes: int = 0
     sm_count: int = 0
+    uuid: str = ""
 
     @property
     def label(self) -> str:
@@ -355,6 +358,29 @@ class Timing(Plain):
     def iqr_ms(self) -> float:
         """Return the interquartile range."""
         return self.q3_ms - self.q1_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TimingConditions(Plain):
+    """The GPU's state during the kept measurement: SM clock and temperature readings, other processes, retries.
+
+    `source` is where the readings came from (`nvml`, `nvidia-smi`, or `none` when nothing could be read);
+    `other_processes` is -1 when unknown; `retried_because` names why earlier attempts were measured again.
+    """
+
+    source: str
+    sm_mhz_before: float = 0.0
+    sm_mhz_after: float = 0.0
+    sm_mhz_min: float = 0.0
+    sm_mhz_max: float = 0.0
+    temp_c_before: float = 0.0
+    temp_c_after: float = 0.0
+    temp_c_max: float = 0.0
+    other_processes: int = -1
+    samples: int = 0
+    attempts: int = 1
+    retried_because: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +443,25 @@ class Durations(Plain):
 
 
 @dataclass(frozen=True, slots=True)
+class Provenance(Plain):
+    """Where and when a result was measured: machine, GPU, driver, toolkit, warpwise version, time.
+
+    `machine_id` is a hash of the machine's id (never the raw id); `key_id` names the team key that signed the
+    result (a hash of the key, never the key), empty when the worker had none.
+    """
+
+    machine_id: str
+    host: str
+    gpu_uuid: str
+    gpu_name: str
+    driver: str
+    toolkit: str
+    warpwise_version: str
+    measured_at: float
+    key_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class VerificationResult(Plain):
     """The gate's verdict on one (original, candidate, spec) on one device, with the evidence behind it."""
 
@@ -432,6 +477,7 @@ class VerificationResult(Plain):
     candidate_timing: Timing | None = None
     control_timing: Timing | None = None
     speedup: Speedup | None = None
+    conditions: TimingConditions | None = None
     original_profile: ProfileReport | None = None
     candidate_profile: ProfileReport | None = None
     sanitizer_log: str = ""
@@ -441,6 +487,10 @@ class VerificationResult(Plain):
     worker: str = ""
     cached: bool = False
     created: float = 0.0
+    provenance: Provenance | None = None
+    signature: str = ""
+    reported_status: str = ""
+    reported_by: str = ""
 
     @property
     def verified(self) -> bool:

@@ -8,6 +8,7 @@ returned as `InputProblem` values, never raised, so that one bad file does not s
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +84,8 @@ def collect_sources(paths: list[str]) -> tuple[list[str], list[InputProblem]]:
             if not found:
                 problems.append(InputProblem(raw, "no CUDA files (*.cu, *.cuh) in this folder"))
             files.extend(found)
-        elif p.is_file():
+        elif p.is_file() or p.exists():
+            # Special files (FIFOs, devices) are named here and refused by `read_source`, with a reason.
             files.append(str(p))
         else:
             problems.append(InputProblem(raw, "no such file or folder"))
@@ -102,20 +104,62 @@ def _embeds_cuda(path: Path) -> bool:
     return b"load_inline" in head and b"__global__" in head
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def read_source(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes | InputProblem:
+    """Read a regular file of at most `max_bytes`, or say why not (FIFOs, devices and oversized files are skipped).
+
+    The file is opened without blocking (a FIFO with no writer would otherwise hang), checked on the open
+    descriptor (a symlink to `/dev/zero` is a character device there, and nothing can be swapped in between), and
+    read up to one byte past the limit, so a file that grows while it is read stays bounded too.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            return InputProblem(path, f"skipped: {kind}, not a regular file")
+        if st.st_size > max_bytes:
+            return InputProblem(path, _too_big(st.st_size, max_bytes))
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            return InputProblem(path, _too_big(total, max_bytes))
+        return b"".join(chunks)
+    except OSError as exc:
+        return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    """Return the message for a file over the size limit."""
+    return f"skipped: the file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:g} MiB limit"
+
+
 def analyze_path(
     path: str, select: set[str] | None = None, max_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> FileReport | InputProblem:
     """Analyse one file from disk."""
-    try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            return InputProblem(
-                path,
-                f"skipped: the file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit",
-            )
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        return InputProblem(path, f"cannot read the file: {exc.strerror or exc}")
+    data = read_source(path, max_bytes)
+    if isinstance(data, InputProblem):
+        return data
     if path.endswith(PYTHON_SUFFIX) and mask_python(data) is None:
         return InputProblem(path, "no CUDA source: the file passes no string to load_inline(cuda_sources=...)")
     return analyze_model(parsed_model(data, path), select)

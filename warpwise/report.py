@@ -48,6 +48,12 @@ def rule_catalog() -> dict[str, RuleInfo]:
         Severity.WARNING,
         f"{INFO_URI}/blob/main/docs/rules.md#syntax-error",
     )
+    out["analysis-budget"] = RuleInfo(
+        "analysis-budget",
+        "A function is too large to analyse within the budget; no findings are reported inside it.",
+        Severity.INFO,
+        f"{INFO_URI}/blob/main/docs/rules.md#analysis-budget",
+    )
     from warpwise.skills.catalog import card_rules
 
     out.update({rid: RuleInfo(rid, summary, Severity(sev), uri) for rid, summary, sev, uri in card_rules()})
@@ -60,14 +66,20 @@ def _pos(report: FileReport, offset: int) -> tuple[int, int]:
 
 
 def render_text(
-    reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
+    reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
 ) -> None:
-    """Print findings grouped by file and kernel, in the style of a compiler."""
+    """Print findings grouped by file and kernel, in the style of a compiler.
+
+    `reports` is read once, in order, and each file is printed as it comes, so a generator keeps one file's
+    model in memory at a time; `problems` is read after it (a generator may add to it).
+    """
     out = out or sys.stdout
     counts = {s: 0 for s in Severity}
     kernels_with = 0
     kernels_total = 0
+    files = 0
     for report in reports:
+        files += 1
         model = report.model
         print(report.path, file=out)
         by_fn: dict[str | None, list[Finding]] = {}
@@ -105,7 +117,7 @@ def render_text(
     parts = [f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}" for s, n in counts.items() if n]
     summary = (
         f"{total} finding{'s' if total != 1 else ''} in {kernels_with} of {kernels_total} kernel"
-        f"{'s' if kernels_total != 1 else ''}, {len(reports)} file{'s' if len(reports) != 1 else ''}"
+        f"{'s' if kernels_total != 1 else ''}, {files} file{'s' if files != 1 else ''}"
     )
     print(summary + (f" ({', '.join(parts)})." if parts else "."), file=out)
 
@@ -172,8 +184,8 @@ def _card_json(report: FileReport, f: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a JSON document with every finding and every input problem."""
+def render_json(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a JSON document with every finding and every input problem (`reports` is read once, before `problems`)."""
     out = out or sys.stdout
     doc = {
         "version": __version__,
@@ -206,12 +218,15 @@ def _uri(path: str) -> str:
     return Path(os.path.relpath(p)).as_posix()
 
 
-def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a SARIF 2.1.0 log."""
+def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a SARIF 2.1.0 log (`reports` is read once, before `problems`; only plain results are kept)."""
     out = out or sys.stdout
     catalog = rule_catalog()
-    used = sorted({f.rule for r in reports for f in r.findings} | set(catalog))
+    results = _sarif_results(reports)
+    used = sorted({r["ruleId"] for r in results} | set(catalog))
     index = {rid: i for i, rid in enumerate(used)}
+    for res in results:
+        res["ruleIndex"] = index[res["ruleId"]]
     rules = []
     for rid in used:
         info = catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI)
@@ -224,14 +239,46 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
                 "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
             }
         )
-    results = []
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "warpwise",
+                        "version": __version__,
+                        "informationUri": INFO_URI,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "utf16CodeUnits",
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not problems,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": f"{p.path}: {p.message}"}} for p in problems
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    json.dump(log, out, indent=2)
+    out.write("\n")
+
+
+def _sarif_results(reports: Iterable[FileReport]) -> list[dict[str, Any]]:
+    """Return the SARIF results of every finding (rule indices are filled in by the caller)."""
+    results: list[dict[str, Any]] = []
     for r in reports:
         for f in r.findings:
             rng = r.model.lines.range(*f.span)
             results.append(
                 {
                     "ruleId": f.rule,
-                    "ruleIndex": index[f.rule],
+                    "ruleIndex": -1,
                     "level": _SARIF_LEVEL[f.severity],
                     "message": {"text": f.message},
                     "locations": [
@@ -261,34 +308,7 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
                     ],
                 }
             )
-    log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "warpwise",
-                        "version": __version__,
-                        "informationUri": INFO_URI,
-                        "rules": rules,
-                    }
-                },
-                "columnKind": "utf16CodeUnits",
-                "results": results,
-                "invocations": [
-                    {
-                        "executionSuccessful": not problems,
-                        "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": f"{p.path}: {p.message}"}} for p in problems
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    json.dump(log, out, indent=2)
-    out.write("\n")
+    return results
 
 
 def count_findings(reports: Iterable[FileReport]) -> int:

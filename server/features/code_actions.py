@@ -52,6 +52,8 @@ def title_suffix(state: CandidateState, prediction: Any = None) -> str:
     """Return the verification state as the end of a quick-fix title (with the ranking's prediction, if any)."""
     if state.state == "verified" and state.speedup is not None:
         return f"verified {state.speedup:.1f}x on {state.gpu}"
+    if state.state == "reported":
+        return f"reported by {state.reported_by}, not verified here"
     if state.state == "queued":
         return "verification queued"
     if state.state == "running":
@@ -73,7 +75,7 @@ async def code_action(
     end = convert.offset(lines, params.range.end)
     only = [str(k) for k in params.context.only] if params.context.only else None
     actions: list[types.CodeAction] = []
-    base = {"uri": uri, "version": analysis.version}
+    base = {"uri": uri, "version": analysis.version, "hash": analysis.content_hash}
     if _wanted(only, types.CodeActionKind.QuickFix):
         preds = await asyncio.to_thread(ranking.predictions, ls, analysis) if analysis.items_at(start, end) else {}
         fixes: list[tuple[tuple[float, int], types.CodeAction]] = []
@@ -137,7 +139,8 @@ def _safe_items(ls: WarpwiseServer, analysis: Analysis) -> list[Item]:
         if not item.has_fix or item.applicability is not Applicability.SAFE:
             continue
         state = ls.verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
-        if state.state not in FAILED_STATES:
+        # A result only reported by another machine never joins a bulk edit.
+        if state.state not in FAILED_STATES and state.state != "reported":
             out.append(item)
     return out
 
@@ -164,12 +167,13 @@ async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeActi
     data = _data(action)
     uri = data["uri"]
     doc = ls.documents.get(uri)
-    if doc is None or doc.version != data["version"]:
+    listed_hash = data.get("hash")
+    if doc is None or doc.version != data["version"] or listed_hash != doc.content_hash:
         raise JsonRpcContentModified(
             f"the document changed since this action was listed (version {data['version']}, now "
             f"{doc.version if doc is not None else 'closed'}); request the actions again"
         )
-    if analysis.version != data["version"]:
+    if analysis.version != data["version"] or analysis.content_hash != listed_hash:
         raise JsonRpcContentModified("the document changed while the action was being resolved")
     kind = data.get("action")
     if kind == "fix":
@@ -180,7 +184,7 @@ async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeActi
         edits = await _spec_edits(analysis, str(data.get("kernel")))
     else:
         raise RequestFailed(f"unknown warpwise code action {kind!r}")
-    if ls.documents.get(uri) is not doc or doc.version != analysis.version:
+    if ls.documents.get(uri) is not doc or doc.version != analysis.version or doc.content_hash != listed_hash:
         raise JsonRpcContentModified("the document changed while the edit was being computed")
     action.edit = _workspace_edit(ls, uri, analysis, edits)
     return action

@@ -1,5 +1,6 @@
 """Settings from `initializationOptions` and `workspace/didChangeConfiguration` (event loop).
 
+A change merges onto the current settings (keys it does not name keep their value; trust changes only when named).
 Invalid values are replaced by their defaults and reported to the user in one message; a change of settings
 starts a new generation, so analyses computed under the old settings are dropped, and every open document is
 analysed again.
@@ -21,8 +22,8 @@ log = logging.getLogger(__name__)
 
 
 def apply(ls: WarpwiseServer, raw: Any, source: str, announce: bool = True) -> None:
-    """Validate raw settings, make them current, and re-analyse open documents when they changed."""
-    settings, problems = parse_settings(raw)
+    """Validate raw settings onto the current ones, make them current, and re-analyse open documents if changed."""
+    settings, problems = parse_settings(raw, base=ls.settings)
     ls.setting_problems = problems
     if announce:
         announce_problems(ls)

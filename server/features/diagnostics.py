@@ -244,6 +244,8 @@ def verification_diagnostics(ls: WarpwiseServer, doc: OpenDocument, analysis: An
         if state.state == "verified" and state.speedup is not None:
             spread = f" ± {state.spread:.0%}" if state.spread is not None else ""
             text = f"{title}: verified {state.speedup:.2f}x{spread} on {state.gpu}"
+        elif state.state == "reported":
+            text = f"{title}: {state.detail or f'reported by {state.reported_by}, not verified here'}"
         else:
             text = f"{title}: {state.state.replace('_', ' ')}: {state.detail}; the fix is not offered"
         out.append(

@@ -127,6 +127,8 @@ def verification_line(state: CandidateState) -> str:
     if state.state == "verified" and state.speedup is not None:
         spread = f" ± {state.spread:.0%}" if state.spread is not None else ""
         return f"verified {state.speedup:.2f}x{spread} on {state.gpu}"
+    if state.state == "reported":
+        return state.detail or f"reported by {state.reported_by}, not verified here"
     if state.state in ("queued", "running"):
         return f"{state.state}{': ' + state.detail if state.detail else ''}"
     if state.state == "unverified":

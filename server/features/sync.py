@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from warpwise.server import convert
-from warpwise.server.documents import is_cuda
+from warpwise.server.documents import OpenDocument, is_cuda
 from warpwise.server.features import diagnostics, profiling, verifying
 from warpwise.server.jobs import Priority
 
@@ -45,12 +45,36 @@ def did_change(ls: WarpwiseServer, params: types.DidChangeTextDocumentParams) ->
             )
         else:
             doc.replace(change.text)
+    old_version = doc.version
     if params.text_document.version is not None:
         doc.version = params.text_document.version
     else:
         doc.version += 1
+    if doc.version <= old_version:
+        reset(ls, doc, old_version)
     ls.schedule(doc)
     verifying.on_change(ls, doc.uri)
+
+
+def reset(ls: WarpwiseServer, doc: OpenDocument, old_version: int) -> None:
+    """Forget what was computed for a document whose version did not increase (event loop).
+
+    Versions are how results find their text; a version that goes backwards or repeats could match an analysis,
+    a code action or a job of other text. So the analysis chain restarts from the whole text, the analysis and
+    the verification states are dropped, waiters are answered with nothing, and the document's jobs cancelled.
+    Code actions listed before carry the old text's hash, so resolving them is refused.
+    """
+    log.info("%s went from version %d to %d; its results are dropped", doc.uri, old_version, doc.version)
+    doc.pending = None
+    doc.snapshot_version = None
+    ls.analyses.pop(doc.uri, None)
+    ls.verification.forget(doc.uri)
+    ls.drop_waiters(doc.uri)
+    if (timer := ls.debounce.pop(doc.uri, None)) is not None:
+        timer.cancel()
+    for job in ls.verification.queue.active_jobs():
+        if job.uri == doc.uri:
+            ls.verification.queue.cancel(job.id, f"the document's version went back to {doc.version}")
 
 
 def did_save(ls: WarpwiseServer, params: types.DidSaveTextDocumentParams) -> None:

@@ -130,8 +130,42 @@ def _close(a: object, b: object, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
+# The robust regressor's coefficients are only as exact as its solver's stopping point. scikit-learn's
+# HuberRegressor runs L-BFGS-B, which stops on the relative change of the objective (scipy's ftol, 2.2e-9) while
+# the gradient is still about 0.1: fitting the same 201 examples in another order (another summation order, as
+# another BLAS thread count gives) stops 2e-6 apart in objective (4e-8 relative) and 3e-4 apart in one weight of
+# 0.12, which is what the penalty's strong convexity allows (mu = 2 * alpha = 60: |dw| <= sqrt(2 df / mu) =
+# 2.6e-4). The classifier (lbfgs to a 1e-6 gradient, L2 on every weight) moves by 1e-13. So the regressor is
+# compared through what it predicts, to 2e-3 in log speedup (0.2%, eight times that effect), and every other
+# number of the model file to a relative 1e-4.
+_FLAT = {"regressor": ("coef", "intercept"), "residuals": None, "card_residuals": None}
+PREDICTION_RTOL = 2e-3
+
+
+def _without_flat(doc: dict) -> dict:
+    """Return the model document without the regressor's weights and the residuals they determine."""
+    out = json.loads(json.dumps(doc))
+    for key, inner in _FLAT.items():
+        if inner is None:
+            out.pop(key, None)
+        elif isinstance(out.get(key), dict):
+            for k in inner:
+                out[key].pop(k, None)
+    return out
+
+
 @pytest.mark.slow
 def test_retraining_reproduces_the_default_model(shipped) -> None:
     model = train(shipped.examples, shipped.gpus, sources=shipped.sources)
-    shipped_model = json.loads(store.DEFAULT_MODEL.read_text())
-    assert _close(model.to_dict(), shipped_model) == [], "run `warpwise ranking train --default`"
+    shipped_doc = json.loads(store.DEFAULT_MODEL.read_text())
+    assert _close(_without_flat(model.to_dict()), _without_flat(shipped_doc)) == [], (
+        "run `warpwise ranking train --default`"
+    )
+    shipped_model = store.read_model(store.DEFAULT_MODEL)
+    assert shipped_model is not None
+    for e in shipped.labelled:
+        got, want = model.predict(e.features, top=0), shipped_model.predict(e.features, top=0)
+        assert math.isclose(got.p_verified, want.p_verified, abs_tol=1e-4), (e.file, e.kernel, e.card)
+        for name in ("speedup", "low", "high"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert abs(math.log(a / b)) <= PREDICTION_RTOL, (e.file, e.kernel, e.card, name, a, b)

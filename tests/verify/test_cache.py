@@ -7,14 +7,14 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from warpwise.verify.cache import CacheKey, ResultCache
+from warpwise.verify.cache import CacheKey, ResultCache, content_hash
 from warpwise.verify.types import DeviceIdentity, Speedup, Status, Timing, VerificationResult
 
 H200 = DeviceIdentity("NVIDIA H200", "13000", "NVRTC 13.0", "sm_90")
 
 
 def key(i: int = 0) -> CacheKey:
-    return CacheKey(f"orig{i}", f"cand{i}", "spec", "", "", "").on(H200)
+    return CacheKey(content_hash(f"orig{i}"), content_hash(f"cand{i}"), content_hash("spec"), "", "", "").on(H200)
 
 
 def result(status: Status = Status.VERIFIED) -> VerificationResult:
@@ -31,9 +31,11 @@ def test_round_trip_and_key_parts(tmp_path: Path) -> None:
     got = cache.get(key())
     assert got is not None and got.cached and got.status is Status.VERIFIED
     assert got.speedup == Speedup(2.0, 1.8, 2.2, 0.01)
-    other_gpu = CacheKey("orig0", "cand0", "spec", "", "", "").on(DeviceIdentity("NVIDIA A100", "1", "x", "sm_80"))
+    other_gpu = key().on(DeviceIdentity("NVIDIA A100", "1", "x", "sm_80"))
     assert cache.get(other_gpu) is None
-    assert [r.status for r in cache.find("orig0", "cand0", "spec")] == [Status.VERIFIED]
+    assert [r.status for r in cache.find(key().original_hash, key().candidate_hash, key().spec_hash)] == [
+        Status.VERIFIED
+    ]
 
 
 def test_machine_dependent_results_are_not_kept(tmp_path: Path) -> None:
@@ -56,7 +58,9 @@ def test_wal_stats_export_import_clear(tmp_path: Path) -> None:
     other = ResultCache(tmp_path / "other.sqlite3")
     stored, problems = other.import_(io.StringIO(buf.getvalue() + "not json\n"))
     assert stored == 3 and len(problems) == 1 and problems[0].startswith("line 4")
-    assert other.get(key(1)) is not None
+    imported = other.get(key(1))
+    # Unsigned results of another cache are kept, but only as reported (tests/security/test_forged_results.py).
+    assert imported is not None and imported.status is Status.REPORTED and imported.reported_status == "verified"
     assert cache.clear() == 3 and cache.stats().results == 0
 
 

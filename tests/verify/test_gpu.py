@@ -182,3 +182,23 @@ def test_sanitizer_and_profile(backend: LocalBackend) -> None:
     assert res.original_profile is not None and res.candidate_profile is not None, res.message
     assert res.candidate_profile.bottleneck in ("memory-bound", "compute-bound", "latency-bound")
     assert res.candidate_profile.duration_ms is not None and res.candidate_profile.duration_ms > 0
+
+
+def test_timing_records_the_gpu_conditions(backend: LocalBackend) -> None:
+    res = verify(backend, V / "fast_axpy.cu")
+    assert res.status in (Status.VERIFIED, Status.NOT_FASTER), res.message
+    c = res.conditions
+    assert c is not None and c.source in ("nvml", "nvidia-smi"), c
+    assert c.samples >= 2 and c.sm_mhz_min > 0 and c.sm_mhz_max >= c.sm_mhz_min and c.temp_c_max > 0
+    assert 1 <= c.attempts <= 3 and len(c.retried_because) == c.attempts - 1
+    if c.retried_because:
+        assert "measured" in res.message or "never settled" in res.message
+    if res.status is Status.VERIFIED:
+        assert c.sm_mhz_max - c.sm_mhz_min <= 0.05 * c.sm_mhz_max and c.other_processes <= 0
+
+
+def test_a_candidate_that_changes_after_timing_is_incorrect(backend: LocalBackend) -> None:
+    res = verify(backend, V / "cheat_after_timing.cu")
+    assert res.status is Status.INCORRECT, res.message
+    assert "matched before timing but not after it" in res.message
+    assert res.seeds_checked == (0, 1, 2)

@@ -87,6 +87,7 @@ def test_worker_imports_only_plain_types() -> None:
         "warpwise.verify",
         "warpwise.verify.types",
         "warpwise.verify.worker.nvbuild",
+        "warpwise.verify.provenance",
         "warpwise.verify.worker",
         "warpwise.verify.worker.__main__",
     }

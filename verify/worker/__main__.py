@@ -11,8 +11,9 @@ limit by killing the process group.
 `--once JOBFILE --side SIDE` runs the sides of a job once on seed 0 and exits; the parent wraps that mode in
 `compute-sanitizer` and `ncu`.
 
-Imports: the standard library, `warpwise.verify.types` and `warpwise.verify.worker.nvbuild` at start; numpy, torch and
-`warpwise.verify.worker.device` (GPU mode only) once the GPU is used.
+Imports: the standard library, `warpwise.verify.types`, `warpwise.verify.provenance` and
+`warpwise.verify.worker.nvbuild` at start; numpy, torch and `warpwise.verify.worker.device` (GPU mode only) once
+the GPU is used.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from warpwise.verify import provenance
 from warpwise.verify.types import (
     PROTOCOL_VERSION,
     BuildInfo,
@@ -208,6 +210,7 @@ def serve(compile_only: bool, build_cache: str | None) -> int:
             sticky = False
         except Exception as exc:
             result, sticky = _exception_result(exc, job, worker)
+        result = result.with_(provenance=provenance.provenance_for(result.device or worker.identity()))
         emit({"event": "result", "job_id": job.job_id, "result": result.to_dict()})
         if sticky:
             return EXIT_STICKY

@@ -180,6 +180,7 @@ class Device:
         _check(err, "device", "cuCtxGetDevice")
         props = torch.cuda.get_device_properties(self.torch_device)
         self.name = props.name
+        self.uuid = str(getattr(props, "uuid", "") or "")
         self.arch = f"sm_{props.major}{props.minor}"
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self.sm_count = int(props.multi_processor_count)
@@ -197,6 +198,7 @@ class Device:
             arch=self.arch,
             l2_bytes=self.l2_bytes,
             sm_count=self.sm_count,
+            uuid=self.uuid,
         )
 
     @property

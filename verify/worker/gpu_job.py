@@ -6,8 +6,14 @@ the scalar arguments, the launch geometry of each side, and, for a problem file,
 use the original kernel as the reference (differential testing); problem files draw them with their own
 `make_inputs(seed)` (or KernelBench's `get_inputs()`) and compare both kernels with `reference()`.
 
+Timing hygiene: the GPU's SM clock, temperature and other processes are read before, during and after the timed
+runs (`warpwise.verify.worker.gpu_state`); a measurement whose clock moved by more than 5% or that shared the GPU is
+taken again (up to `TIMING_ATTEMPTS` times), and one that never settles is not called verified. After timing the
+candidate runs once more on fresh buffers and must still match the reference (a kernel that changes its
+behaviour after being run many times is caught).
+
 This module runs in the worker process only; it imports torch, the CUDA bindings and warpwise's worker-side
-modules (`types`, `nvbuild`, `device`).
+modules (`types`, `nvbuild`, `device`, `gpu_state`).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from warpwise.verify.types import (
     decide_status,
     tolerances_for,
 )
-from warpwise.verify.worker import nvbuild
+from warpwise.verify.worker import gpu_state, nvbuild
 from warpwise.verify.worker.device import (
     Buffer,
     CudaFault,
@@ -61,6 +67,8 @@ _FROM_TORCH: dict[torch.dtype, str] = {
     torch.int32: "i32",
     torch.int64: "i64",
 }
+TIMING_ATTEMPTS = 3
+PREWARM_MS = 50.0
 
 
 @dataclass
@@ -279,6 +287,7 @@ def check_and_time(
         return _finish(base, Status.SPEC_MISSING, str(exc), t0, build_s, time.perf_counter() - t_check, 0.0)
     checked: list[int] = []
     first_case: Case | None = None
+    first_reference: dict[str, torch.Tensor] | None = None
     for seed in opts.seeds:
         try:
             case = source.case(seed)
@@ -347,6 +356,8 @@ def check_and_time(
                 base, Status.INCORRECT, msg, t0, build_s, time.perf_counter() - t_check, 0.0, seeds=tuple(checked)
             )
             return res.with_(mismatch=worst)
+        if first_reference is None:
+            first_reference = reference
         checked.append(seed)
         del bufs
     check_s = time.perf_counter() - t_check
@@ -367,15 +378,72 @@ def check_and_time(
         "candidate": (kernels[Side.CANDIDATE], first_case.geometry[Side.CANDIDATE], values),
         "control": (kernels[Side.ORIGINAL], first_case.geometry[Side.ORIGINAL], values),
     }
-    timings = time_pair(device, runs, opts.warmup_ms, opts.rep_ms, opts.min_reps, opts.max_reps)
+    reader, why_none = gpu_state.open_reader(getattr(device, "uuid", ""))
+    retried: list[str] = []
+    for attempt in range(1, TIMING_ATTEMPTS + 1):
+        _prewarm(device, runs["original"], max(PREWARM_MS, opts.warmup_ms))
+        with gpu_state.Sampler(reader, why_none) as sampler:
+            timings = time_pair(device, runs, opts.warmup_ms, opts.rep_ms, opts.min_reps, opts.max_reps)
+        conditions = sampler.conditions(attempt, tuple(retried))
+        why = gpu_state.unsettled(conditions)
+        if not why:
+            break
+        retried.append(why)
     time_s = time.perf_counter() - t_time
+    assert first_reference is not None
+    after = _check_after_timing(device, kernels[Side.CANDIDATE], first_case, first_reference, spec.args, tolerances)
+    if after is not None:
+        res = _finish(base, Status.INCORRECT, after[0], t0, build_s, check_s, time_s, seeds=tuple(checked))
+        return res.with_(mismatch=after[1], conditions=conditions)
     status, speedup, msg = decide_status(timings["original"], timings["candidate"], timings["control"])
+    if retried and not why:
+        msg += f" (measured {len(retried) + 1} times: {retried[-1]} before)"
+    elif why:
+        msg += f"; the GPU never settled in {TIMING_ATTEMPTS} measurements ({why})"
+        if status is Status.VERIFIED:
+            status = Status.NOT_FASTER
+            msg += ", so it is not called verified"
     res = _finish(base, status, msg, t0, build_s, check_s, time_s, seeds=tuple(checked))
     return res.with_(
         original_timing=timings["original"],
         candidate_timing=timings["candidate"],
         control_timing=timings["control"],
         speedup=speedup,
+        conditions=conditions,
+    )
+
+
+def _prewarm(device: Device, run: tuple[Kernel, Geometry, list[Any]], ms: float) -> None:
+    """Run a kernel for about `ms` milliseconds so the SM clock has left its idle level before readings start."""
+    kernel, geom, values = run
+    t = time.perf_counter()
+    while (time.perf_counter() - t) * 1000 < ms:
+        for _ in range(8):
+            device.launch(kernel, geom, values, "original")
+        device.sync_stream("original")
+
+
+def _check_after_timing(
+    device: Device,
+    kernel: Kernel,
+    case: Case,
+    reference: dict[str, torch.Tensor],
+    args: Any,
+    tolerances: dict[str, tuple[float, float]],
+) -> tuple[str, Mismatch | None] | None:
+    """Run the candidate once more on fresh buffers after timing; return why it no longer matches, if it does not."""
+    bufs = _allocate_case(case, device.torch_device)
+    c = run_once(device, kernel, case.geometry[Side.CANDIDATE], args, bufs, case.pristine, case.scalars, Side.CANDIDATE)
+    if c.problems:
+        return "after the timed runs: " + "; ".join(c.problems), None
+    mism = _mismatches(case, reference, c.outputs, tolerances, poisoned=case.expected is None)
+    if not mism:
+        return None
+    worst = mism[0]
+    return (
+        f"the candidate matched before timing but not after it: {worst.reason} on seed {case.seed} "
+        f"(max abs error {worst.max_abs_error:.3g})",
+        worst,
     )
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 
 from warpwise.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, command
+
+MAX_FILE_SIZE_MIB = 1024
 
 
 def _csv(value: str) -> set[str]:
@@ -57,16 +60,32 @@ def _run_check(args: argparse.Namespace) -> int:
             )
             return EXIT_ERROR
     select = (args.select or known) - args.ignore
+    if not (0 < args.max_file_size <= MAX_FILE_SIZE_MIB):
+        print(
+            f"warpwise check: error: --max-file-size {args.max_file_size:g} is not between 0 and "
+            f"{MAX_FILE_SIZE_MIB} MiB",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    max_bytes = int(args.max_file_size * 2**20)
     files, problems = collect_sources(args.paths)
     if args.fix or args.diff:
-        return _run_fixes(args, files, problems, select)
-    reports: list[FileReport] = []
-    for path in files:
-        res = analyze_path(path, select, int(args.max_file_size * 2**20))
-        if isinstance(res, FileReport):
-            reports.append(res)
-        else:
-            problems.append(res)
+        return _run_fixes(args, files, problems, select, max_bytes)
+    found = False
+
+    def analysed() -> Iterator[FileReport]:
+        # One file at a time: each report is rendered (text) or reduced to plain findings (JSON, SARIF) and dropped,
+        # so memory does not grow with the number of files.
+        nonlocal found
+        for path in files:
+            res = analyze_path(path, select, max_bytes)
+            if isinstance(res, FileReport):
+                found = found or bool(res.findings)
+                yield res
+            else:
+                problems.append(res)
+
+    reports = analysed()
     if args.format == "json":
         render_json(reports, problems)
     elif args.format == "sarif":
@@ -79,7 +98,7 @@ def _run_check(args: argparse.Namespace) -> int:
             for prob in problems:
                 print(f"{prob.path}: error: {prob.message}", file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_CLEAN
+    return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
 @command("rules")
@@ -96,20 +115,21 @@ def _run_rules(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, select: set[str]) -> int:
+def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, select: set[str], max_bytes: int) -> int:
     """Apply (or show) fixes file by file, then report what is left."""
     import difflib
     from pathlib import Path
 
-    from warpwise.engine import fix_text
+    from warpwise.engine import fix_text, read_source
 
     changed = 0
+    for prob in problems:
+        print(f"{prob.path}: error: {prob.message}", file=sys.stderr)
     for path in files:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            print(f"{path}: error: cannot read the file: {exc.strerror or exc}", file=sys.stderr)
-            problems.append(path)
+        data = read_source(path, max_bytes)
+        if not isinstance(data, bytes):
+            print(f"{path}: error: {data.message}", file=sys.stderr)
+            problems.append(data)
             continue
         outcome = fix_text(data, path, include_unsafe=args.unsafe_fixes, select=select)
         if outcome.text == data:

@@ -1,0 +1,1 @@
+"""Adversarial tests: each reproducer of issue 16 (forged results, trust, stale edits, unbounded work)."""
