@@ -30,12 +30,15 @@ LAYERS["warpwise"] = frozenset((*_ORDER, "warpwise"))
 FOLDERS = {name: name for name in LAYERS}
 
 LSP_PACKAGES = frozenset({"pygls", "lsprotocol", "cattrs"})
-# The worker side: everything in verify/worker/, plus the plain types it shares with the parent.
+# The worker side: everything in verify/worker/, plus the plain modules it shares with the parent (the result types
+# and the provenance stamp the worker signs its results with).
 WORKER_MODULES = (
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "verify" / "worker").glob("*.py")),
     "verify/types.py",
+    "verify/provenance.py",
 )
-WORKER_THIRD_PARTY = frozenset({"numpy", "torch", "cuda"})
+# numpy/torch, and NVIDIA's bindings: the CUDA Python bindings and NVML's (clock and temperature readings).
+WORKER_THIRD_PARTY = frozenset({"numpy", "torch", "cuda", "pynvml"})
 
 
 @dataclass(frozen=True)
