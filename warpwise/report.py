@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from warpwise import __version__
 from warpwise.analyzers.findings import RULES, Finding, Severity
 from warpwise.analyzers.model import FunctionKind
+from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY
 from warpwise.engine import FileReport, InputProblem
 
 INFO_URI = "https://github.com/warpwise/warpwise"
@@ -47,6 +48,9 @@ def rule_catalog() -> dict[str, RuleInfo]:
         "The parser could not read this code; analysis nearby is partial.",
         Severity.WARNING,
         f"{INFO_URI}/blob/main/docs/rules.md#syntax-error",
+    )
+    out[UNUSED_RULE] = RuleInfo(
+        UNUSED_RULE, UNUSED_SUMMARY, Severity.WARNING, f"{INFO_URI}/blob/main/docs/suppressions.md#unused-suppression"
     )
     try:
         from warpwise.skills.catalog import card_rules
