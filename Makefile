@@ -4,12 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format bench clean help readme
+.PHONY: run test lint format bench clean help readme dist wheel-smoke
 
 help:
 	@echo "make run    - set up a virtual environment and run 'warpwise check examples/'"
 	@echo "make test   - install test dependencies, lint (ruff + mypy) and run the test suite"
 	@echo "make bench  - run the CPU benchmarks in bench/ and write results under bench/results/"
+	@echo "make dist   - build the sdist and the wheel into dist/ and run twine check on them"
+	@echo "make wheel-smoke - build the wheel, install it with pip, pipx and uv, and run check/cards/server from each"
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -41,8 +43,20 @@ bench: $(STAMP)
 readme: $(STAMP)
 	$(BIN)/python -m warpwise.skills.readme README.md
 
+# The sdist and the wheel (the wheel is built from the sdist, so both carry every data file); version from
+# warpwise/__init__.py.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	$(BIN)/python scripts/check_wheel.py dist/warpwise-*.whl
+
+# The wheel installed as users install it (clean venv, pipx, uv tool), exercised from outside the clone.
+wheel-smoke: $(STAMP)
+	scripts/wheel_smoke.sh $(BIN)/python
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # --- VS Code extension and end-to-end tests (vscode-extension/, tests/e2e/, scripts/e2e/) ---------------------------
 EXT := vscode-extension
