@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -212,61 +213,153 @@ def _uri(path: str) -> str:
     return Path(os.path.relpath(p)).as_posix()
 
 
-def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a SARIF 2.1.0 log."""
-    out = out or sys.stdout
-    catalog = rule_catalog()
-    used = sorted({f.rule for r in reports for f in r.findings} | set(catalog))
-    index = {rid: i for i, rid in enumerate(used)}
-    rules = []
-    for rid in used:
-        info = catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI)
-        rules.append(
-            {
-                "id": rid,
-                "name": rid,
-                "shortDescription": {"text": info.summary},
-                "helpUri": info.help_uri,
-                "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
-            }
-        )
-    results = []
-    for r in reports:
-        for f in r.findings:
-            rng = r.model.lines.range(*f.span)
-            results.append(
+def _sarif_region(report: FileReport, start: int, end: int) -> dict[str, int]:
+    rng = report.model.lines.range(start, end)
+    return {
+        "startLine": rng.start.line + 1,
+        "startColumn": rng.start.character + 1,
+        "endLine": rng.end.line + 1,
+        "endColumn": rng.end.character + 1,
+    }
+
+
+def _fingerprint(report: FileReport, f: Finding, seen: dict[str, int]) -> str:
+    """Return a key that survives edits elsewhere in the file: rule, file, function and the flagged line's text.
+
+    Line numbers are left out so that a finding keeps its identity when code above it moves; identical keys in one
+    file are told apart by their order (`:<n>`), as GitHub's own line hashes are.
+    """
+    lines = report.model.lines
+    line = lines.position(f.span[0]).line
+    text = report.model.text[lines.line_start(line) : lines.line_start(line + 1)]
+    key = "\0".join(
+        (f.rule, Path(report.path).as_posix(), f.function or "", " ".join(text.decode("utf-8", "replace").split()))
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    seen[digest] = seen.get(digest, 0) + 1
+    return f"{digest}:{seen[digest]}"
+
+
+def _sarif_message(report: FileReport, f: Finding) -> str:
+    """Return the finding's message and, for a card, each precondition's verdict and the fix's applicability."""
+    match = report.match_for(f)
+    if match is None:
+        return f.message
+    lines = [f.message, "", "Preconditions checked against this code:"]
+    lines += [f"- {v.status.value} {v.axis.value}/{v.id}: {v.reason}" for v in match.verdicts]
+    if match.has_rewrite:
+        lines += ["", f"Fix ({match.applicability.value}): {match.fix_title}"]
+    return "\n".join(lines)
+
+
+def _sarif_fixes(report: FileReport, f: Finding) -> list[dict[str, Any]]:
+    """Return the SARIF `fixes` of a finding: its card's fix when the fix is `safe` and applies exactly here."""
+    from warpwise.skills.engine import compute_fix
+    from warpwise.skills.model import Applicability
+
+    match = report.match_for(f)
+    if match is None or not match.has_rewrite or match.applicability is not Applicability.SAFE:
+        return []
+    fix = compute_fix(report.model, match)
+    if fix is None or fix.applicability is not Applicability.SAFE or not fix.edits:
+        return []
+    return [
+        {
+            "description": {"text": fix.title},
+            "artifactChanges": [
                 {
-                    "ruleId": f.rule,
-                    "ruleIndex": index[f.rule],
-                    "level": _SARIF_LEVEL[f.severity],
-                    "message": {"text": f.message},
-                    "locations": [
+                    "artifactLocation": {"uri": _uri(report.path)},
+                    "replacements": [
                         {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": _uri(r.path)},
-                                "region": {
-                                    "startLine": rng.start.line + 1,
-                                    "startColumn": rng.start.character + 1,
-                                    "endLine": rng.end.line + 1,
-                                    "endColumn": rng.end.character + 1,
-                                },
-                            },
-                            **({"logicalLocations": [{"name": f.function, "kind": "function"}]} if f.function else {}),
+                            "deletedRegion": _sarif_region(report, e.start, e.end),
+                            **({"insertedContent": {"text": e.text}} if e.text else {}),
                         }
-                    ],
-                    "relatedLocations": [
-                        {
-                            "id": i,
-                            "message": {"text": rel.message},
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": _uri(r.path)},
-                                "region": {"startLine": r.model.lines.position(rel.span[0]).line + 1},
-                            },
-                        }
-                        for i, rel in enumerate(f.related)
+                        for e in fix.edits
                     ],
                 }
-            )
+            ],
+        }
+    ]
+
+
+def _sarif_rule(rid: str, info: RuleInfo, cards: dict[str, Any]) -> dict[str, Any]:
+    """Return a SARIF reporting descriptor with its help: a card's Markdown body, or the rule's summary and link."""
+    card = cards.get(rid)
+    if card is not None:
+        markdown = f"**{info.summary}**\n\n{card.body.strip()}\n\n[The card]({info.help_uri})"
+    else:
+        markdown = f"{info.summary}\n\n[Documentation]({info.help_uri})"
+    return {
+        "id": rid,
+        "name": rid,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": info.summary},
+        "help": {"text": f"{info.summary} See {info.help_uri}", "markdown": markdown},
+        "helpUri": info.help_uri,
+        "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
+        "properties": {"tags": ["cuda", "performance", "skill-card" if card is not None else "rule"]},
+    }
+
+
+def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a SARIF 2.1.0 log: rules with help, results with fingerprints, verdicts and safe fixes."""
+    out = out or sys.stdout
+    catalog = rule_catalog()
+    try:
+        from warpwise.skills.library import builtin_library
+
+        cards = {c.skill_id: c for c in builtin_library()}
+    except ImportError:
+        cards = {}
+    used = sorted({f.rule for r in reports for f in r.findings} | set(catalog))
+    index = {rid: i for i, rid in enumerate(used)}
+    rules = [
+        _sarif_rule(rid, catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI), cards) for rid in used
+    ]
+    results = []
+    for r in reports:
+        seen: dict[str, int] = {}
+        for f in r.findings:
+            match = r.match_for(f)
+            result: dict[str, Any] = {
+                "ruleId": f.rule,
+                "ruleIndex": index[f.rule],
+                "level": _SARIF_LEVEL[f.severity],
+                "message": {"text": _sarif_message(r, f)},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(r.path)},
+                            "region": _sarif_region(r, *f.span),
+                        },
+                        **({"logicalLocations": [{"name": f.function, "kind": "function"}]} if f.function else {}),
+                    }
+                ],
+                "partialFingerprints": {"warpwiseFindingHash/v1": _fingerprint(r, f, seen)},
+                "relatedLocations": [
+                    {
+                        "id": i,
+                        "message": {"text": rel.message},
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(r.path)},
+                            "region": {"startLine": r.model.lines.position(rel.span[0]).line + 1},
+                        },
+                    }
+                    for i, rel in enumerate(f.related)
+                ],
+            }
+            fixes = _sarif_fixes(r, f)
+            if fixes:
+                result["fixes"] = fixes
+            if match is not None:
+                result["properties"] = {
+                    "applicability": match.applicability.value,
+                    "preconditions": [
+                        {"id": v.id, "axis": v.axis.value, "verdict": v.status.value, "reason": v.reason}
+                        for v in match.verdicts
+                    ],
+                }
+            results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -276,6 +369,7 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
                     "driver": {
                         "name": "warpwise",
                         "version": __version__,
+                        "semanticVersion": __version__,
                         "informationUri": INFO_URI,
                         "rules": rules,
                     }
