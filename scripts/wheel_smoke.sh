@@ -6,11 +6,15 @@
 # check --format sarif, and the language server's smoke test (scripts/lsp_smoke.py).
 #
 #   scripts/wheel_smoke.sh [PYTHON]          (PYTHON: the interpreter with `build` and `twine`; default .venv)
-#   WHEEL_SMOKE_INSTALLERS="pip pipx uv"     (the installers to test; default: all three)
+#   WHEEL_SMOKE_INSTALLERS="pip pipx uv pre-commit"   (what to test; default: all four)
+#
+# pre-commit: the hooks of .pre-commit-hooks.yaml, run by `pre-commit try-repo` (which installs warpwise from this
+# repository's HEAD, as a user's pre-commit does) in a scratch git repository: `warpwise-check` fails on a file with
+# findings, `warpwise-fix` applies its safe fix.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${1:-$ROOT/.venv/bin/python}"
-INSTALLERS="${WHEEL_SMOKE_INSTALLERS:-pip pipx uv}"
+INSTALLERS="${WHEEL_SMOKE_INSTALLERS:-pip pipx uv pre-commit}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/warpwise-wheel.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 cd "$ROOT"
@@ -74,8 +78,27 @@ for installer in $INSTALLERS; do
             "$WORK/tools/bin/uv" tool install --quiet --python "$PY" "$WHEEL"
         exercise "$WORK/uv-bin/warpwise" "uv tool install"
         ;;
+    pre-commit)
+        test -x "$WORK/tools/bin/python" || "$PY" -m venv "$WORK/tools"
+        "$WORK/tools/bin/python" -m pip install -q pre-commit
+        mkdir -p "$WORK/hooks-repo"
+        printf '__global__ void taps(const float* __restrict__ x, float* __restrict__ y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i + 4 < n) {\n    float acc = 0.0f;\n    for (int k = 0; k < 5; ++k) {\n      acc += x[i + k];\n    }\n    y[i] = acc;\n  }\n}\n' >"$WORK/hooks-repo/taps.cu"
+        (
+            cd "$WORK/hooks-repo"
+            git init -q . && git add taps.cu
+            export PRE_COMMIT_HOME="$WORK/pre-commit-home"
+            rc=0; "$WORK/tools/bin/pre-commit" try-repo "$ROOT" warpwise-check --all-files >"$WORK/hook.log" 2>&1 || rc=$?
+            grep -q "\[constant-trip-loop-without-unroll\]" "$WORK/hook.log" && test "$rc" -eq 1 \
+                || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-check did not report the finding (exit $rc)"; exit 1; }
+            echo "pre-commit warpwise-check: failed on the finding, as it should"
+            rc=0; "$WORK/tools/bin/pre-commit" try-repo "$ROOT" warpwise-fix --all-files >"$WORK/hook.log" 2>&1 || rc=$?
+            grep -q "#pragma unroll" taps.cu && grep -q "files were modified by this hook" "$WORK/hook.log" \
+                || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-fix did not apply the safe fix (exit $rc)"; exit 1; }
+            echo "pre-commit warpwise-fix: applied the safe fix"
+        )
+        ;;
     *)
-        echo "unknown installer $installer (pip, pipx, uv)" >&2
+        echo "unknown installer $installer (pip, pipx, uv, pre-commit)" >&2
         exit 2
         ;;
     esac
