@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.model import FileModel, Function, Span
-from warpwise.analyzers.parse import new_parser
 from warpwise.skills.model import Applicability
 from warpwise.skills.regions import Region
 
@@ -88,8 +87,14 @@ class RewriteContext:
 
     @functools.cached_property
     def tree(self) -> Any:
-        """Return a syntax tree of the text (parsed once per context)."""
-        return new_parser().parse(self.model.text)
+        """Return a syntax tree of the text: a copy of the model's tree (`facts.tree_of`), parsed once per model.
+
+        Every rewrite of a file used to parse it again; on a large file that parse was most of the cost of
+        computing its fixes (and of `warpwise check`'s text output, which says whether each fix applies).
+        """
+        from warpwise.skills.facts import tree_of
+
+        return tree_of(self.model).copy()
 
     def node(self, span: Span, type_: str | None = None) -> Any:
         """Return the smallest node covering an absolute span (optionally the nearest ancestor of a type)."""

@@ -66,24 +66,27 @@ def _pos(report: FileReport, offset: int) -> tuple[int, int]:
     return p.line + 1, p.character + 1
 
 
-def render_text(
-    reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
-) -> None:
-    """Print findings grouped by file and kernel, in the style of a compiler."""
-    out = out or sys.stdout
-    counts = {s: 0 for s in Severity}
-    kernels_with = 0
-    kernels_total = 0
-    for report in reports:
-        model = report.model
-        print(report.path, file=out)
+class TextWriter:
+    """Compiler-style text, written file by file as each report arrives (nothing is kept but the counts)."""
+
+    def __init__(self, out: TextIO | None = None, color: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.color = color
+        self.counts = {s: 0 for s in Severity}
+        self.kernels_with = 0
+        self.kernels_total = 0
+        self.files = 0
+
+    def file(self, report: FileReport) -> None:
+        """Write one file's findings, grouped by kernel."""
+        out, model = self.out, report.model
+        self.files += 1
+        lines = [report.path]
         by_fn: dict[str | None, list[Finding]] = {}
         for f in report.findings:
             by_fn.setdefault(f.function, []).append(f)
         listed: set[str | None] = set()
         for fn in model.functions:
-            if fn.kind is FunctionKind.HOST and fn.name not in by_fn:
-                continue
             if fn.kind is not FunctionKind.KERNEL and fn.name not in by_fn:
                 continue
             if fn.name in listed:
@@ -93,50 +96,72 @@ def render_text(
             line = model.lines.position(fn.base + fn.name_span[0]).line + 1
             label = "kernel" if fn.kind is FunctionKind.KERNEL else f"{fn.kind.value.replace('_', ' ')} function"
             if fn.kind is FunctionKind.KERNEL:
-                kernels_total += 1
-                kernels_with += bool(found)
+                self.kernels_total += 1
+                self.kernels_with += bool(found)
             if not found:
-                print(f"  {label} `{fn.name}` (line {line}): nothing found", file=out)
+                lines.append(f"  {label} `{fn.name}` (line {line}): nothing found")
                 continue
-            print(f"  {label} `{fn.name}` (line {line}):", file=out)
+            lines.append(f"  {label} `{fn.name}` (line {line}):")
             for f in found:
-                _print_finding(report, f, out, color, counts)
+                _finding_lines(report, f, self.color, self.counts, lines)
         rest = [f for name, fs in by_fn.items() if name not in listed for f in fs]
         if rest:
-            print("  outside any kernel:", file=out)
+            lines.append("  outside any kernel:")
             for f in rest:
-                _print_finding(report, f, out, color, counts)
+                _finding_lines(report, f, self.color, self.counts, lines)
+        lines.append("")
+        out.write("\n".join(lines))
+        out.flush()
+
+    def problem(self, prob: InputProblem) -> None:
+        """Write one input problem."""
+        self.out.write(f"{prob.path}: error: {prob.message}\n")
+
+    def finish(self) -> None:
+        """Write the summary line."""
+        counts, kw, kt, nf = self.counts, self.kernels_with, self.kernels_total, self.files
+        total = sum(counts.values())
+        parts = [f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}" for s, n in counts.items() if n]
+        summary = (
+            f"{total} finding{'s' if total != 1 else ''} in {kw} of {kt} kernel{'s' if kt != 1 else ''}, "
+            f"{nf} file{'s' if nf != 1 else ''}"
+        )
+        self.out.write(summary + (f" ({', '.join(parts)})." if parts else ".") + "\n")
+        self.out.flush()
+
+
+def render_text(
+    reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
+) -> None:
+    """Print findings grouped by file and kernel, in the style of a compiler."""
+    writer = TextWriter(out, color)
+    for report in reports:
+        writer.file(report)
     for prob in problems:
-        print(f"{prob.path}: error: {prob.message}", file=out)
-    total = sum(counts.values())
-    parts = [f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}" for s, n in counts.items() if n]
-    summary = (
-        f"{total} finding{'s' if total != 1 else ''} in {kernels_with} of {kernels_total} kernel"
-        f"{'s' if kernels_total != 1 else ''}, {len(reports)} file{'s' if len(reports) != 1 else ''}"
-    )
-    print(summary + (f" ({', '.join(parts)})." if parts else "."), file=out)
+        writer.problem(prob)
+    writer.finish()
 
 
-def _print_finding(report: FileReport, f: Finding, out: TextIO, color: bool, counts: dict[Severity, int]) -> None:
+def _finding_lines(report: FileReport, f: Finding, color: bool, counts: dict[Severity, int], lines: list[str]) -> None:
     line, col = _pos(report, f.span[0])
     sev = f.severity.value
     if color:
         sev = f"{_COLORS[f.severity]}{sev}{_RESET}"
-    print(f"    {report.path}:{line}:{col}: {sev}: {f.message} [{f.rule}]", file=out)
+    lines.append(f"    {report.path}:{line}:{col}: {sev}: {f.message} [{f.rule}]")
     for rel in f.related:
         rline, rcol = _pos(report, rel.span[0])
-        print(f"      {report.path}:{rline}:{rcol}: note: {rel.message}", file=out)
+        lines.append(f"      {report.path}:{rline}:{rcol}: note: {rel.message}")
     match = report.match_for(f)
     if match is not None:
         for v in match.verdicts:
-            print(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}", file=out)
+            lines.append(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}")
         if match.has_rewrite:
             from warpwise.skills.engine import compute_fix
 
             if compute_fix(report.model, match) is not None:
-                print(f"      fix ({match.applicability.value}): {match.fix_title}", file=out)
+                lines.append(f"      fix ({match.applicability.value}): {match.fix_title}")
             else:
-                print("      no fix: the rewrite does not handle this code exactly", file=out)
+                lines.append("      no fix: the rewrite does not handle this code exactly")
     counts[f.severity] += 1
 
 
@@ -179,23 +204,53 @@ def _card_json(report: FileReport, f: Finding) -> dict[str, Any]:
     }
 
 
+def _file_json(r: FileReport) -> dict[str, Any]:
+    return {
+        "path": r.path,
+        "kernels": [fn.name for fn in r.model.kernels],
+        "findings": [finding_json(r, f) for f in r.findings],
+    }
+
+
+def _nested(value: Any, depth: int) -> str:
+    """Return `value` as `json.dump(..., indent=2)` writes it at nesting `depth` (without the first indent)."""
+    return json.dumps(value, indent=2).replace("\n", "\n" + "  " * depth)
+
+
+class JsonWriter:
+    """The JSON document, written file by file: byte for byte what `json.dump(doc, indent=2)` would write."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.files = 0
+        self.problems: list[InputProblem] = []
+        self.out.write(f'{{\n  "version": {json.dumps(__version__)},\n  "files": [')
+
+    def file(self, report: FileReport) -> None:
+        """Write one file's entry."""
+        self.out.write(("," if self.files else "") + "\n    " + _nested(_file_json(report), 2))
+        self.files += 1
+        self.out.flush()
+
+    def problem(self, prob: InputProblem) -> None:
+        """Keep an input problem for the document's `problems` list."""
+        self.problems.append(prob)
+
+    def finish(self) -> None:
+        """Write the problems and close the document."""
+        problems = [{"path": p.path, "message": p.message} for p in self.problems]
+        self.out.write(("\n  ]" if self.files else "]") + ',\n  "problems": ' + _nested(problems, 1) + "\n}\n")
+        self.out.flush()
+
+
 def render_json(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
     """Print a JSON document with every finding and every input problem."""
-    out = out or sys.stdout
-    doc = {
-        "version": __version__,
-        "files": [
-            {
-                "path": r.path,
-                "kernels": [fn.name for fn in r.model.kernels],
-                "findings": [finding_json(r, f) for f in r.findings],
-            }
-            for r in reports
-        ],
-        "problems": [{"path": p.path, "message": p.message} for p in problems],
-    }
-    json.dump(doc, out, indent=2)
-    out.write("\n")
+    writer = JsonWriter(out)
+    for r in reports:
+        writer.file(r)
+    for p in problems:
+        writer.problem(p)
+    writer.finish()
 
 
 _SARIF_LEVEL = {

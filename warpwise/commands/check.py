@@ -44,8 +44,8 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from warpwise.engine import FileReport, analyze_path, collect_sources
-    from warpwise.report import render_json, render_sarif, render_text, rule_catalog
+    from warpwise.engine import FileReport, InputProblem, analyze_path, collect_sources
+    from warpwise.report import JsonWriter, TextWriter, render_sarif, rule_catalog
 
     known = set(rule_catalog())
     for flag in ("select", "ignore"):
@@ -60,26 +60,41 @@ def _run_check(args: argparse.Namespace) -> int:
     files, problems = collect_sources(args.paths)
     if args.fix or args.diff:
         return _run_fixes(args, files, problems, select)
-    reports: list[FileReport] = []
-    for path in files:
-        res = analyze_path(path, select, int(args.max_file_size * 2**20))
-        if isinstance(res, FileReport):
-            reports.append(res)
-        else:
-            problems.append(res)
-    if args.format == "json":
-        render_json(reports, problems)
-    elif args.format == "sarif":
+    limit = int(args.max_file_size * 2**20)
+    found = False
+    if args.format == "sarif":
+        # SARIF lists its results inside one run object; it is written once every file is analysed.
+        reports: list[FileReport] = []
+        for path in files:
+            res = analyze_path(path, select, limit)
+            if isinstance(res, FileReport):
+                reports.append(res)
+            else:
+                problems.append(res)
         render_sarif(reports, problems)
+        found = any(r.findings for r in reports)
     else:
+        # Text and JSON are streamed: each file is written as soon as it is analysed, and then forgotten.
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        render_text(reports, problems, color=color)
+        writer = JsonWriter() if args.format == "json" else TextWriter(color=color)
+        late: list[InputProblem] = []
+        for path in files:
+            res = analyze_path(path, select, limit)
+            if isinstance(res, FileReport):
+                writer.file(res)
+                found = found or bool(res.findings)
+            else:
+                late.append(res)
+        for prob in [*problems, *late]:
+            writer.problem(prob)
+        writer.finish()
+        problems = [*problems, *late]
     if problems:
         if args.format != "text":
             for prob in problems:
                 print(f"{prob.path}: error: {prob.message}", file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_CLEAN
+    return EXIT_FINDINGS if found else EXIT_CLEAN
 
 
 @command("rules")
