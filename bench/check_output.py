@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import anchor_path, write_result  # noqa: E402
+from common import anchor_path, write_result
 
 FORMATS = ("text", "json", "sarif")
 
@@ -69,8 +67,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--label", default="", help="a word for the result file's name (before / after)")
     ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--note", default="", help="what code ran, when it is not the commit checked out")
     args = ap.parse_args()
     formats = [f for f in args.formats.split(",") if f]
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="warpwise-bench-") as tmp:
         tree = Path(tmp)
         make_tree(tree, args.copies)
@@ -79,6 +79,11 @@ def main() -> int:
             for fmt in formats:  # Interleaved, so that a slow moment of the machine hits every format alike.
                 runs[fmt].append(run_once(fmt, tree))
                 print(fmt, runs[fmt][-1], file=sys.stderr)
+    ratios = (
+        [round(t["wall_s"] / j["wall_s"], 3) for t, j in zip(runs["text"], runs["json"], strict=True)]
+        if "text" in runs and "json" in runs
+        else []
+    )
     summary = {
         fmt: {
             "wall_median_s": round(statistics.median(r["wall_s"] for r in rs), 3),
@@ -102,7 +107,24 @@ def main() -> int:
         "| format | wall median s | wall min s | first byte median s | peak RSS MiB | output bytes |\n"
         "| --- | --- | --- | --- | --- | --- |\n" + rows
     )
-    data = {"copies": args.copies, "repeat": args.repeat, "anchor": anchor.name, "summary": summary, "runs": runs}
+    if ratios:
+        md += (
+            f"\n\nText over JSON wall time, run by run (each pair ran back to back): "
+            f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}."
+        )
+    md += f"\n\nLoad average (1 min) before and after: {load[0]:.1f}, {os.getloadavg()[0]:.1f} (a shared machine)."
+    if args.note:
+        md = f"Code: {args.note}\n\n" + md
+    data = {
+        "note": args.note,
+        "copies": args.copies,
+        "repeat": args.repeat,
+        "anchor": anchor.name,
+        "summary": summary,
+        "text_over_json": ratios,
+        "load_average_1min": [load[0], os.getloadavg()[0]],
+        "runs": runs,
+    }
     name = "check_output" + (f"-{args.label}" if args.label else "")
     out = write_result(name, data, md)
     print(md)
