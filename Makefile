@@ -39,9 +39,11 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python bench/analyze_latency.py
 
-# Regenerate the card table in README.md from the card library.
+# Regenerate the card table in README.md from the card library, and docs/configuration.md from the settings
+# schema, the extension's manifest and the CLI parser (tests fail when either is stale).
 readme: $(STAMP)
 	$(BIN)/python -m warpwise.skills.readme README.md
+	$(BIN)/python -m warpwise.reference docs/configuration.md
 
 # The sdist and the wheel (the wheel is built from the sdist, so both carry every data file); version from
 # warpwise/__init__.py.
@@ -71,8 +73,13 @@ $(EXT_STAMP): $(EXT)/package-lock.json
 	@touch $@
 
 # The extension package: settings drift check against server/settings.schema.json, type-check, unit tests,
-# production bundle, then $(EXT)/warpwise.vsix.
-vsix: $(EXT_STAMP)
+# production bundle, then $(EXT)/warpwise.vsix (`vsce package`, with the Marketplace metadata checked).
+# The VSIX carries the warpwise wheel (`bundled/`), which its default `warpwise.installCommand` installs, and the
+# project's LICENSE.
+vsix: $(EXT_STAMP) $(STAMP)
+	rm -rf $(EXT)/bundled
+	$(BIN)/python -m build --wheel --outdir $(EXT)/bundled . >/dev/null
+	cp LICENSE $(EXT)/LICENSE
 	cd $(EXT) && npm test --silent && npm run --silent package
 
 # The extension in a real VS Code (code-server + headless Chromium); installs into .e2e/ on first use.

@@ -225,8 +225,21 @@ export function describeDiscovery(result: Discovery): string {
   }
 }
 
-/** The install command for an interpreter, from the `warpwise.installCommand` template. */
-export function installCommand(template: string, interpreter: string): string {
-  const quoted = /[\s"'$`\\]/.test(interpreter) ? `"${interpreter.replace(/(["$`\\])/g, "\\$1")}"` : interpreter;
-  return template.replace(/\$\{interpreter\}/g, quoted);
+function shellQuote(value: string): string {
+  return /[\s"'$`\\]/.test(value) ? `"${value.replace(/(["$`\\])/g, "\\$1")}"` : value;
+}
+
+/**
+ * The install command for an interpreter, from the `warpwise.installCommand` template: `${interpreter}` is the
+ * interpreter's path and `${bundledWheel}` the warpwise wheel this extension carries (`bundled/*.whl`).
+ */
+export function installCommand(template: string, interpreter: string, bundledWheel?: string): string {
+  return template
+    .replace(/\$\{interpreter\}/g, shellQuote(interpreter))
+    .replace(/\$\{bundledWheel\}/g, bundledWheel ? shellQuote(bundledWheel) : "${bundledWheel}");
+}
+
+/** The newest `warpwise-<version>-*.whl` among the names of the extension's `bundled/` folder, if any. */
+export function pickBundledWheel(names: readonly string[]): string | undefined {
+  return names.filter((n) => /^warpwise-[^-]+-.*\.whl$/.test(n)).sort().pop();
 }

@@ -21,10 +21,11 @@ export const CLIENT_SETTINGS: Record<string, ConfigurationProperty> = {
   },
   "warpwise.installCommand": {
     type: "string",
-    default: "${interpreter} -m pip install --upgrade warpwise",
+    default: "${interpreter} -m pip install --upgrade ${bundledWheel}",
     markdownDescription:
       "Command offered when warpwise is not installed in the interpreter; it runs in a terminal so you can see it. " +
-      "`${interpreter}` is replaced by the interpreter's path.",
+      "`${interpreter}` is replaced by the interpreter's path, `${bundledWheel}` by the warpwise wheel this " +
+      "extension carries (warpwise is not published on a package index; its dependencies come from PyPI).",
     scope: "machine",
     order: 0,
   },
