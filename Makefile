@@ -74,11 +74,13 @@ $(EXT_STAMP): $(EXT)/package-lock.json
 
 # The extension package: settings drift check against server/settings.schema.json, type-check, unit tests,
 # production bundle, then $(EXT)/warpwise.vsix (`vsce package`, with the Marketplace metadata checked).
-# The VSIX carries the warpwise wheel (`bundled/`), which its default `warpwise.installCommand` installs, and the
-# project's LICENSE.
+# The VSIX carries the server's Python libraries (`bundled/libs`, scripts/bundle_libs.py: warpwise and its
+# dependencies for CPython 3.11-3.13 on this platform; `warpwise.importStrategy: useBundled`), the warpwise wheel
+# (`bundled/`, which the default `warpwise.installCommand` installs where the bundle does not serve), and the LICENSE.
 vsix: $(EXT_STAMP) $(STAMP)
 	rm -rf $(EXT)/bundled
 	$(BIN)/python -m build --wheel --outdir $(EXT)/bundled . >/dev/null
+	$(BIN)/python scripts/bundle_libs.py $(EXT)/bundled/warpwise-*.whl $(EXT)/bundled/libs
 	cp LICENSE $(EXT)/LICENSE
 	cd $(EXT) && npm test --silent && npm run --silent package
 

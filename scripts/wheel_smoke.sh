@@ -6,7 +6,10 @@
 # check --format sarif, and the language server's smoke test (scripts/lsp_smoke.py).
 #
 #   scripts/wheel_smoke.sh [PYTHON]          (PYTHON: the interpreter with `build` and `twine`; default .venv)
-#   WHEEL_SMOKE_INSTALLERS="pip pipx uv pre-commit"   (what to test; default: all four)
+#   WHEEL_SMOKE_INSTALLERS="pip pipx uv pre-commit bundled"   (what to test; default: all five)
+#
+# bundled: the VS Code extension's bundled libraries (scripts/bundle_libs.py), run as the extension runs them under
+# `warpwise.importStrategy: useBundled`: PYTHONPATH=libs:libs/abi3:libs/cpXY in a Python with no warpwise.
 #
 # pre-commit: the hooks of .pre-commit-hooks.yaml, run by `pre-commit try-repo` (which installs warpwise from this
 # repository's HEAD, as a user's pre-commit does) in a scratch git repository: `warpwise-check` fails on a file with
@@ -14,7 +17,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${1:-$ROOT/.venv/bin/python}"
-INSTALLERS="${WHEEL_SMOKE_INSTALLERS:-pip pipx uv pre-commit}"
+INSTALLERS="${WHEEL_SMOKE_INSTALLERS:-pip pipx uv pre-commit bundled}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/warpwise-wheel.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 cd "$ROOT"
@@ -78,6 +81,23 @@ for installer in $INSTALLERS; do
             "$WORK/tools/bin/uv" tool install --quiet --python "$PY" "$WHEEL"
         exercise "$WORK/uv-bin/warpwise" "uv tool install"
         ;;
+    bundled)
+        "$PY" scripts/bundle_libs.py "$WHEEL" "$WORK/bundled/libs"
+        test -f "$WORK/bundled/libs/bundle.json" || { echo "bundled: no bundle for this platform"; continue; }
+        # A Python with nothing installed: a venv of the base interpreter, without pip.
+        "$("$PY" -c 'import sys; print(sys._base_executable)')" -m venv --without-pip "$WORK/bare"
+        if (cd "$WORK" && "$WORK/bare/bin/python" -c "import warpwise" 2>/dev/null); then
+            echo "bundled: the bare Python already has warpwise"; exit 1
+        fi
+        tag="$("$WORK/bare/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+        libs="$WORK/bundled/libs"
+        cat >"$WORK/bundled-warpwise" <<EOS
+#!/bin/sh
+PYTHONPATH="$libs:$libs/abi3:$libs/$tag" exec "$WORK/bare/bin/python" -P -m warpwise "\$@"
+EOS
+        chmod +x "$WORK/bundled-warpwise"
+        exercise "$WORK/bundled-warpwise" "the extension's bundled libraries ($tag, a Python without warpwise)"
+        ;;
     pre-commit)
         test -x "$WORK/tools/bin/python" || "$PY" -m venv "$WORK/tools"
         "$WORK/tools/bin/python" -m pip install -q pre-commit
@@ -98,7 +118,7 @@ for installer in $INSTALLERS; do
         )
         ;;
     *)
-        echo "unknown installer $installer (pip, pipx, uv, pre-commit)" >&2
+        echo "unknown installer $installer (pip, pipx, uv, pre-commit, bundled)" >&2
         exit 2
         ;;
     esac

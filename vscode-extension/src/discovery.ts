@@ -21,7 +21,7 @@ export interface Candidate {
 
 /** What running the probe script in an interpreter told us. */
 export type ProbeResult =
-  | { kind: "ok"; python: string; warpwise: string }
+  | { kind: "ok"; python: string; warpwise: string; pythonPath?: string }
   | { kind: "no-warpwise"; python: string; error: string }
   | { kind: "not-runnable"; error: string };
 
@@ -41,7 +41,7 @@ export interface DiscoveryHost {
 }
 
 export type Discovery =
-  | { kind: "ready"; interpreter: Candidate; python: string; warpwise: string }
+  | { kind: "ready"; interpreter: Candidate; python: string; warpwise: string; pythonPath?: string }
   | { kind: "not-installed"; interpreter: Candidate; python: string; error: string }
   | { kind: "python-too-old"; interpreter: Candidate; python: string }
   | { kind: "bad-setting"; configured: string; resolved: string; reason: string }
@@ -195,7 +195,7 @@ function fromProbe(interpreter: Candidate, probe: ProbeResult, configured: strin
   if (probe.kind === "no-warpwise") {
     return { kind: "not-installed", interpreter, python: probe.python, error: probe.error };
   }
-  return { kind: "ready", interpreter, python: probe.python, warpwise: probe.warpwise };
+  return { kind: "ready", interpreter, python: probe.python, warpwise: probe.warpwise, pythonPath: probe.pythonPath };
 }
 
 const SOURCE_WORDS: Record<InterpreterSource, string> = {
@@ -209,7 +209,7 @@ const SOURCE_WORDS: Record<InterpreterSource, string> = {
 export function describeDiscovery(result: Discovery): string {
   switch (result.kind) {
     case "ready":
-      return `warpwise ${result.warpwise} on Python ${result.python} (${result.interpreter.path}, from ${SOURCE_WORDS[result.interpreter.source]})`;
+      return `warpwise ${result.warpwise} on Python ${result.python} (${result.interpreter.path}, from ${SOURCE_WORDS[result.interpreter.source]}${result.pythonPath ? "; the extension's bundled libraries" : ""})`;
     case "not-installed":
       return `the warpwise package is not installed in ${result.interpreter.path} (Python ${result.python}, from ${SOURCE_WORDS[result.interpreter.source]}); install it there or choose another interpreter.`;
     case "python-too-old":

@@ -201,7 +201,15 @@ export class WarpwiseServer implements vscode.Disposable {
       command: python,
       args: ["-P", "-m", "warpwise", "serve"],
       transport: TransportKind.stdio,
-      options: { cwd: folder?.uri.fsPath ?? os.tmpdir(), env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+      options: {
+        cwd: folder?.uri.fsPath ?? os.tmpdir(),
+        env: {
+          ...process.env,
+          PYTHONUNBUFFERED: "1",
+          // The bundled libraries (`warpwise.importStrategy: useBundled`), when discovery found they run here.
+          ...(discovery.pythonPath !== undefined ? { PYTHONPATH: discovery.pythonPath } : {}),
+        },
+      },
     };
     const trusted = this.trusted;
     const clientOptions: LanguageClientOptions = {

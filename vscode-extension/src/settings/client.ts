@@ -6,7 +6,7 @@
 import type { ConfigurationProperty } from "./generate";
 
 /** The keys, relative to `warpwise.`, that belong to the client and are not part of the server's settings. */
-export const CLIENT_KEYS = ["interpreter", "installCommand", "trace"] as const;
+export const CLIENT_KEYS = ["interpreter", "importStrategy", "installCommand", "trace"] as const;
 
 export const CLIENT_SETTINGS: Record<string, ConfigurationProperty> = {
   "warpwise.interpreter": {
@@ -17,6 +17,21 @@ export const CLIENT_SETTINGS: Record<string, ConfigurationProperty> = {
       "extension's active interpreter, else `.venv` in the workspace, else `python3` on `PATH`. " +
       "`${workspaceFolder}` and `~` are expanded. Ignored in an untrusted workspace.",
     scope: "machine-overridable",
+    order: 0,
+  },
+  "warpwise.importStrategy": {
+    type: "string",
+    enum: ["useBundled", "fromEnvironment"],
+    enumDescriptions: [
+      "Run the server from the libraries bundled in the extension when they serve the interpreter's Python " +
+        "version and this platform (nothing needs to be installed); otherwise use the interpreter's packages.",
+      "Always use the warpwise installed in the interpreter.",
+    ],
+    default: "useBundled",
+    markdownDescription:
+      "Where the language server's Python libraries come from: the extension's bundled copy (`bundled/libs`) or " +
+      "the interpreter's environment.",
+    scope: "machine",
     order: 0,
   },
   "warpwise.installCommand": {
