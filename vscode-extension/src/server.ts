@@ -345,8 +345,8 @@ export class WarpwiseServer implements vscode.Disposable {
     if (!event.affectsConfiguration("warpwise")) {
       return;
     }
-    if (event.affectsConfiguration("warpwise.interpreter")) {
-      this.log("warpwise.interpreter changed: restarting the server");
+    if (event.affectsConfiguration("warpwise.interpreter") || event.affectsConfiguration("warpwise.importStrategy")) {
+      this.log("warpwise.interpreter or warpwise.importStrategy changed: restarting the server");
       void this.restart();
       return;
     }
