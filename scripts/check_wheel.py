@@ -6,7 +6,7 @@ The folders come from `[tool.setuptools] package-dir` in pyproject.toml (`skills
 wheel), so a module in a package that `packages` does not list, or a data file (a card, a schema, a corpus
 kernel, a lineage) that no `package-data` glob matches, is named here instead of failing for a user at run time.
 The wheel must also hold nothing outside `warpwise/` and its `.dist-info`, and carry the version of
-`warpwise/__init__.py`.
+`warpwise/__init__.py`. Files below a `fixtures/` folder (a card's test cases) are test data and not required.
 """
 
 from __future__ import annotations
@@ -39,13 +39,19 @@ def tracked_files() -> list[str]:
         return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts]
 
 
+TEST_DATA = "fixtures"
+"""Tracked files below a `fixtures/` folder (a card's test cases) are test data: the wheel need not carry them."""
+
+
 def expected_entries() -> dict[str, str]:
-    """Return {path in the wheel: source path} for every tracked file under a package folder."""
+    """Return {path in the wheel: source path} for every tracked file under a package folder (test data aside)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     package_dir: dict[str, str] = config["tool"]["setuptools"]["package-dir"]
     folders = sorted(((folder.rstrip("/"), pkg) for pkg, folder in package_dir.items()), key=lambda x: -len(x[0]))
     out: dict[str, str] = {}
     for path in tracked_files():
+        if TEST_DATA in Path(path).parts[:-1]:
+            continue
         for folder, pkg in folders:
             if path.startswith(folder + "/"):
                 out[pkg.replace(".", "/") + "/" + path[len(folder) + 1 :]] = path

@@ -65,3 +65,10 @@ def test_the_version_has_one_source(capsys) -> None:
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"warpwise {__version__}\n"
+
+
+def test_card_fixtures_are_test_data_and_a_card_folder_maps_into_the_package(monkeypatch) -> None:
+    files = ["skills/some-card/card.md", "skills/some-card/fixtures/positive.cu", "lineages/corpus/x/k.cu", "README.md"]
+    monkeypatch.setattr(check_wheel, "tracked_files", lambda: files)
+    expected = check_wheel.expected_entries()
+    assert expected == {"warpwise/skills/some-card/card.md": "skills/some-card/card.md"}
