@@ -17,6 +17,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${1:-$ROOT/.venv/bin/python}"
+# Absolute, since pipx and uv run it from other folders (not resolved through the venv's symlink).
+case "$PY" in /*) ;; *) PY="$(pwd)/$PY" ;; esac
 INSTALLERS="${WHEEL_SMOKE_INSTALLERS:-pip pipx uv pre-commit bundled}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/warpwise-wheel.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
