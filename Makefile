@@ -4,12 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format bench clean help readme
+.PHONY: run test lint format bench clean help readme dist wheel-smoke
 
 help:
 	@echo "make run    - set up a virtual environment and run 'warpwise check examples/'"
 	@echo "make test   - install test dependencies, lint (ruff + mypy) and run the test suite"
 	@echo "make bench  - run the CPU benchmarks in bench/ and write results under bench/results/"
+	@echo "make dist   - build the sdist and the wheel into dist/ and run twine check on them"
+	@echo "make wheel-smoke - build the wheel, install it with pip, pipx and uv, and run check/cards/server from each"
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -37,12 +39,26 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python bench/analyze_latency.py
 
-# Regenerate the card table in README.md from the card library.
+# Regenerate the card table in README.md from the card library, and docs/configuration.md from the settings
+# schema, the extension's manifest and the CLI parser (tests fail when either is stale).
 readme: $(STAMP)
 	$(BIN)/python -m warpwise.skills.readme README.md
+	$(BIN)/python -m warpwise.reference docs/configuration.md
+
+# The sdist and the wheel (the wheel is built from the sdist, so both carry every data file); version from
+# warpwise/__init__.py.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	$(BIN)/python scripts/check_wheel.py dist/warpwise-*.whl
+
+# The wheel installed as users install it (clean venv, pipx, uv tool), exercised from outside the clone.
+wheel-smoke: $(STAMP)
+	scripts/wheel_smoke.sh $(BIN)/python
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # --- VS Code extension and end-to-end tests (vscode-extension/, tests/e2e/, scripts/e2e/) ---------------------------
 EXT := vscode-extension
@@ -57,8 +73,15 @@ $(EXT_STAMP): $(EXT)/package-lock.json
 	@touch $@
 
 # The extension package: settings drift check against server/settings.schema.json, type-check, unit tests,
-# production bundle, then $(EXT)/warpwise.vsix.
-vsix: $(EXT_STAMP)
+# production bundle, then $(EXT)/warpwise.vsix (`vsce package`, with the Marketplace metadata checked).
+# The VSIX carries the server's Python libraries (`bundled/libs`, scripts/bundle_libs.py: warpwise and its
+# dependencies for CPython 3.11-3.13 on this platform; `warpwise.importStrategy: useBundled`), the warpwise wheel
+# (`bundled/`, which the default `warpwise.installCommand` installs where the bundle does not serve), and the LICENSE.
+vsix: $(EXT_STAMP) $(STAMP)
+	rm -rf $(EXT)/bundled
+	$(BIN)/python -m build --wheel --outdir $(EXT)/bundled . >/dev/null
+	$(BIN)/python scripts/bundle_libs.py $(EXT)/bundled/warpwise-*.whl $(EXT)/bundled/libs
+	cp LICENSE $(EXT)/LICENSE
 	cd $(EXT) && npm test --silent && npm run --silent package
 
 # The extension in a real VS Code (code-server + headless Chromium); installs into .e2e/ on first use.

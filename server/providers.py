@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from warpwise.analyzers.findings import RULES, Finding, Severity, check_model
 from warpwise.analyzers.model import FileModel, Span
+from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY, apply_suppressions
 from warpwise.server.settings import Settings
 from warpwise.skills.engine import superseded
 from warpwise.skills.model import Applicability
@@ -132,7 +133,7 @@ def _item_of_finding(f: Finding, source: str = "rule") -> Item:
         function=f.function,
         related=tuple((r.message, r.span) for r in f.related),
         doc_url=rule_doc_url(f.rule),
-        summary=rule.summary if rule is not None else None,
+        summary=rule.summary if rule is not None else (UNUSED_SUMMARY if f.rule == UNUSED_RULE else None),
     )
 
 
@@ -211,6 +212,10 @@ class CardProvider:
         if self._library is None:
             return None
         return self._library.get(card_id)
+
+    def rule_ids(self) -> list[str]:
+        """Return the id of every loaded card (so that suppressions of unknown ids can be reported)."""
+        return [c.skill_id for c in self.cards()]
 
     def cards(self) -> list[Any]:
         """Return every loaded card."""
@@ -330,5 +335,13 @@ def collect_items(providers: list[Provider], model: FileModel, settings: Setting
     gone = superseded(i.payload for i in items if i.source == "card" and i.payload is not None)
     if gone:
         items = [i for i in items if i.source == "card" or (i.id, i.span) not in gone]
+    known: set[str] = {*RULES, "syntax-error", "analysis-budget", UNUSED_RULE}
+    for p in providers:
+        ids = getattr(p, "rule_ids", None)
+        known.update(ids() if callable(ids) else ())
+    items, unused = apply_suppressions(
+        model, items, key=lambda i: (i.id, i.span), tree=model.tree, reported=settings.rule_enabled, known=known
+    )
+    items.extend(_item_of_finding(f) for f in unused)
     items.sort(key=lambda i: (i.span[0], i.id))
     return items, problems

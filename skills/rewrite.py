@@ -86,8 +86,8 @@ class RewriteContext:
 
     @property
     def tree(self) -> Any:
-        """Return the syntax tree the model was built from."""
-        return self.model.tree
+        """Return a copy of the syntax tree the model was built from (a rewrite may edit its copy)."""
+        return self.model.tree.copy()
 
     def node(self, span: Span, type_: str | None = None) -> Any:
         """Return the smallest node covering an absolute span (optionally the nearest ancestor of a type)."""

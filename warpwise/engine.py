@@ -14,9 +14,10 @@ from pathlib import Path
 
 from warpwise.analyzers.build import analyze_document
 from warpwise.analyzers.embedded import mask_python
-from warpwise.analyzers.findings import Finding, check_model
+from warpwise.analyzers.findings import RULES, Finding, check_model
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
+from warpwise.analyzers.suppressions import UNUSED_RULE, apply_suppressions
 from warpwise.skills.engine import Match, match_file, superseded
 from warpwise.skills.rewrite import Fix
 
@@ -60,10 +61,33 @@ def combine(model: FileModel, findings: list[Finding], matches: list[Match]) -> 
     return merged
 
 
+def known_rule_ids() -> set[str]:
+    """Return every id a finding can carry: model rules, `syntax-error`, `unused-suppression` and the cards."""
+    from warpwise.skills.library import builtin_library
+
+    return {*RULES, "syntax-error", UNUSED_RULE, *(c.skill_id for c in builtin_library())}
+
+
+def suppress(model: FileModel, findings: list[Finding], select: set[str] | None = None) -> list[Finding]:
+    """Drop the findings that NOLINT comments suppress and add the `unused-suppression` findings, sorted."""
+    tree = model.tree if b"NOLINT" in model.text else None
+    kept, unused = apply_suppressions(
+        model,
+        findings,
+        key=lambda f: (f.rule, f.span),
+        tree=tree,
+        reported=None if select is None else select.__contains__,
+        known=known_rule_ids(),
+    )
+    if not unused:
+        return kept
+    return sorted([*kept, *unused], key=lambda f: (f.span[0], f.rule))
+
+
 def analyze_model(model: FileModel, select: set[str] | None = None, target_sm: int = 90) -> FileReport:
-    """Return the report of an analysed file: model findings plus card matches."""
+    """Return the report of an analysed file: model findings plus card matches, less what comments suppress."""
     matches = match_file(model, enabled=select, target_sm=target_sm)
-    findings = combine(model, check_model(model, select), matches)
+    findings = suppress(model, combine(model, check_model(model, select), matches), select)
     return FileReport(model.path, model, findings, matches)
 
 
@@ -202,7 +226,10 @@ def fix_text(
     for _ in range(max_rounds):
         model = parsed_model(outcome.text, path)
         fixes = []
-        for m in match_file(model, enabled=select):
+        matches = match_file(model, enabled=select)
+        if b"NOLINT" in outcome.text:
+            matches, _ = apply_suppressions(model, matches, key=lambda m: (m.card_id, m.span), tree=model.tree)
+        for m in matches:
             if not m.has_rewrite or m.applicability not in allowed:
                 continue
             fix = compute_fix(model, m)

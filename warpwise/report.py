@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from typing import Any, TextIO
 from warpwise import __version__
 from warpwise.analyzers.findings import RULES, Finding, Severity
 from warpwise.analyzers.model import FunctionKind
+from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY
 from warpwise.engine import FileReport, InputProblem
 
 INFO_URI = "https://github.com/warpwise/warpwise"
@@ -54,6 +56,9 @@ def rule_catalog() -> dict[str, RuleInfo]:
         Severity.INFO,
         f"{INFO_URI}/blob/main/docs/rules.md#analysis-budget",
     )
+    out[UNUSED_RULE] = RuleInfo(
+        UNUSED_RULE, UNUSED_SUMMARY, Severity.WARNING, f"{INFO_URI}/blob/main/docs/suppressions.md#unused-suppression"
+    )
     from warpwise.skills.catalog import card_rules
 
     out.update({rid: RuleInfo(rid, summary, Severity(sev), uri) for rid, summary, sev, uri in card_rules()})
@@ -65,30 +70,27 @@ def _pos(report: FileReport, offset: int) -> tuple[int, int]:
     return p.line + 1, p.character + 1
 
 
-def render_text(
-    reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
-) -> None:
-    """Print findings grouped by file and kernel, in the style of a compiler.
+class TextWriter:
+    """Compiler-style text, written file by file as each report arrives (nothing is kept but the counts)."""
 
-    `reports` is read once, in order, and each file is printed as it comes, so a generator keeps one file's
-    model in memory at a time; `problems` is read after it (a generator may add to it).
-    """
-    out = out or sys.stdout
-    counts = {s: 0 for s in Severity}
-    kernels_with = 0
-    kernels_total = 0
-    files = 0
-    for report in reports:
-        files += 1
-        model = report.model
-        print(report.path, file=out)
+    def __init__(self, out: TextIO | None = None, color: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.color = color
+        self.counts = {s: 0 for s in Severity}
+        self.kernels_with = 0
+        self.kernels_total = 0
+        self.files = 0
+
+    def file(self, report: FileReport) -> None:
+        """Write one file's findings, grouped by kernel."""
+        out, model = self.out, report.model
+        self.files += 1
+        lines = [report.path]
         by_fn: dict[str | None, list[Finding]] = {}
         for f in report.findings:
             by_fn.setdefault(f.function, []).append(f)
         listed: set[str | None] = set()
         for fn in model.functions:
-            if fn.kind is FunctionKind.HOST and fn.name not in by_fn:
-                continue
             if fn.kind is not FunctionKind.KERNEL and fn.name not in by_fn:
                 continue
             if fn.name in listed:
@@ -98,50 +100,72 @@ def render_text(
             line = model.lines.position(fn.base + fn.name_span[0]).line + 1
             label = "kernel" if fn.kind is FunctionKind.KERNEL else f"{fn.kind.value.replace('_', ' ')} function"
             if fn.kind is FunctionKind.KERNEL:
-                kernels_total += 1
-                kernels_with += bool(found)
+                self.kernels_total += 1
+                self.kernels_with += bool(found)
             if not found:
-                print(f"  {label} `{fn.name}` (line {line}): nothing found", file=out)
+                lines.append(f"  {label} `{fn.name}` (line {line}): nothing found")
                 continue
-            print(f"  {label} `{fn.name}` (line {line}):", file=out)
+            lines.append(f"  {label} `{fn.name}` (line {line}):")
             for f in found:
-                _print_finding(report, f, out, color, counts)
+                _finding_lines(report, f, self.color, self.counts, lines)
         rest = [f for name, fs in by_fn.items() if name not in listed for f in fs]
         if rest:
-            print("  outside any kernel:", file=out)
+            lines.append("  outside any kernel:")
             for f in rest:
-                _print_finding(report, f, out, color, counts)
+                _finding_lines(report, f, self.color, self.counts, lines)
+        lines.append("")
+        out.write("\n".join(lines))
+        out.flush()
+
+    def problem(self, prob: InputProblem) -> None:
+        """Write one input problem."""
+        self.out.write(f"{prob.path}: error: {prob.message}\n")
+
+    def finish(self) -> None:
+        """Write the summary line."""
+        counts, kw, kt, nf = self.counts, self.kernels_with, self.kernels_total, self.files
+        total = sum(counts.values())
+        parts = [f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}" for s, n in counts.items() if n]
+        summary = (
+            f"{total} finding{'s' if total != 1 else ''} in {kw} of {kt} kernel{'s' if kt != 1 else ''}, "
+            f"{nf} file{'s' if nf != 1 else ''}"
+        )
+        self.out.write(summary + (f" ({', '.join(parts)})." if parts else ".") + "\n")
+        self.out.flush()
+
+
+def render_text(
+    reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None, color: bool = False
+) -> None:
+    """Print findings grouped by file and kernel, in the style of a compiler."""
+    writer = TextWriter(out, color)
+    for report in reports:
+        writer.file(report)
     for prob in problems:
-        print(f"{prob.path}: error: {prob.message}", file=out)
-    total = sum(counts.values())
-    parts = [f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}" for s, n in counts.items() if n]
-    summary = (
-        f"{total} finding{'s' if total != 1 else ''} in {kernels_with} of {kernels_total} kernel"
-        f"{'s' if kernels_total != 1 else ''}, {files} file{'s' if files != 1 else ''}"
-    )
-    print(summary + (f" ({', '.join(parts)})." if parts else "."), file=out)
+        writer.problem(prob)
+    writer.finish()
 
 
-def _print_finding(report: FileReport, f: Finding, out: TextIO, color: bool, counts: dict[Severity, int]) -> None:
+def _finding_lines(report: FileReport, f: Finding, color: bool, counts: dict[Severity, int], lines: list[str]) -> None:
     line, col = _pos(report, f.span[0])
     sev = f.severity.value
     if color:
         sev = f"{_COLORS[f.severity]}{sev}{_RESET}"
-    print(f"    {report.path}:{line}:{col}: {sev}: {f.message} [{f.rule}]", file=out)
+    lines.append(f"    {report.path}:{line}:{col}: {sev}: {f.message} [{f.rule}]")
     for rel in f.related:
         rline, rcol = _pos(report, rel.span[0])
-        print(f"      {report.path}:{rline}:{rcol}: note: {rel.message}", file=out)
+        lines.append(f"      {report.path}:{rline}:{rcol}: note: {rel.message}")
     match = report.match_for(f)
     if match is not None:
         for v in match.verdicts:
-            print(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}", file=out)
+            lines.append(f"      {v.status.value:8} {v.axis.value}/{v.id}: {v.reason}")
         if match.has_rewrite:
             from warpwise.skills.engine import compute_fix
 
             if compute_fix(report.model, match) is not None:
-                print(f"      fix ({match.applicability.value}): {match.fix_title}", file=out)
+                lines.append(f"      fix ({match.applicability.value}): {match.fix_title}")
             else:
-                print("      no fix: the rewrite does not handle this code exactly", file=out)
+                lines.append("      no fix: the rewrite does not handle this code exactly")
     counts[f.severity] += 1
 
 
@@ -184,23 +208,53 @@ def _card_json(report: FileReport, f: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a JSON document with every finding and every input problem (`reports` is read once, before `problems`)."""
-    out = out or sys.stdout
-    doc = {
-        "version": __version__,
-        "files": [
-            {
-                "path": r.path,
-                "kernels": [fn.name for fn in r.model.kernels],
-                "findings": [finding_json(r, f) for f in r.findings],
-            }
-            for r in reports
-        ],
-        "problems": [{"path": p.path, "message": p.message} for p in problems],
+def _file_json(r: FileReport) -> dict[str, Any]:
+    return {
+        "path": r.path,
+        "kernels": [fn.name for fn in r.model.kernels],
+        "findings": [finding_json(r, f) for f in r.findings],
     }
-    json.dump(doc, out, indent=2)
-    out.write("\n")
+
+
+def _nested(value: Any, depth: int) -> str:
+    """Return `value` as `json.dump(..., indent=2)` writes it at nesting `depth` (without the first indent)."""
+    return json.dumps(value, indent=2).replace("\n", "\n" + "  " * depth)
+
+
+class JsonWriter:
+    """The JSON document, written file by file: byte for byte what `json.dump(doc, indent=2)` would write."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.files = 0
+        self.problems: list[InputProblem] = []
+        self.out.write(f'{{\n  "version": {json.dumps(__version__)},\n  "files": [')
+
+    def file(self, report: FileReport) -> None:
+        """Write one file's entry."""
+        self.out.write(("," if self.files else "") + "\n    " + _nested(_file_json(report), 2))
+        self.files += 1
+        self.out.flush()
+
+    def problem(self, prob: InputProblem) -> None:
+        """Keep an input problem for the document's `problems` list."""
+        self.problems.append(prob)
+
+    def finish(self) -> None:
+        """Write the problems and close the document."""
+        problems = [{"path": p.path, "message": p.message} for p in self.problems]
+        self.out.write(("\n  ]" if self.files else "]") + ',\n  "problems": ' + _nested(problems, 1) + "\n}\n")
+        self.out.flush()
+
+
+def render_json(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a JSON document with every finding and every input problem."""
+    writer = JsonWriter(out)
+    for r in reports:
+        writer.file(r)
+    for p in problems:
+        writer.problem(p)
+    writer.finish()
 
 
 _SARIF_LEVEL = {
@@ -218,27 +272,153 @@ def _uri(path: str) -> str:
     return Path(os.path.relpath(p)).as_posix()
 
 
-def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a SARIF 2.1.0 log (`reports` is read once, before `problems`; only plain results are kept)."""
+def _sarif_region(report: FileReport, start: int, end: int) -> dict[str, int]:
+    rng = report.model.lines.range(start, end)
+    return {
+        "startLine": rng.start.line + 1,
+        "startColumn": rng.start.character + 1,
+        "endLine": rng.end.line + 1,
+        "endColumn": rng.end.character + 1,
+    }
+
+
+def _fingerprint(report: FileReport, f: Finding, seen: dict[str, int]) -> str:
+    """Return a key that survives edits elsewhere in the file: rule, file, function and the flagged line's text.
+
+    Line numbers are left out so that a finding keeps its identity when code above it moves; identical keys in one
+    file are told apart by their order (`:<n>`), as GitHub's own line hashes are.
+    """
+    lines = report.model.lines
+    line = lines.position(f.span[0]).line
+    text = report.model.text[lines.line_start(line) : lines.line_start(line + 1)]
+    key = "\0".join(
+        (f.rule, Path(report.path).as_posix(), f.function or "", " ".join(text.decode("utf-8", "replace").split()))
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    seen[digest] = seen.get(digest, 0) + 1
+    return f"{digest}:{seen[digest]}"
+
+
+def _sarif_message(report: FileReport, f: Finding) -> str:
+    """Return the finding's message and, for a card, each precondition's verdict and the fix's applicability."""
+    match = report.match_for(f)
+    if match is None:
+        return f.message
+    lines = [f.message, "", "Preconditions checked against this code:"]
+    lines += [f"- {v.status.value} {v.axis.value}/{v.id}: {v.reason}" for v in match.verdicts]
+    if match.has_rewrite:
+        lines += ["", f"Fix ({match.applicability.value}): {match.fix_title}"]
+    return "\n".join(lines)
+
+
+def _sarif_fixes(report: FileReport, f: Finding) -> list[dict[str, Any]]:
+    """Return the SARIF `fixes` of a finding: its card's fix when the fix is `safe` and applies exactly here."""
+    from warpwise.skills.engine import compute_fix
+    from warpwise.skills.model import Applicability
+
+    match = report.match_for(f)
+    if match is None or not match.has_rewrite or match.applicability is not Applicability.SAFE:
+        return []
+    fix = compute_fix(report.model, match)
+    if fix is None or fix.applicability is not Applicability.SAFE or not fix.edits:
+        return []
+    return [
+        {
+            "description": {"text": fix.title},
+            "artifactChanges": [
+                {
+                    "artifactLocation": {"uri": _uri(report.path)},
+                    "replacements": [
+                        {
+                            "deletedRegion": _sarif_region(report, e.start, e.end),
+                            **({"insertedContent": {"text": e.text}} if e.text else {}),
+                        }
+                        for e in fix.edits
+                    ],
+                }
+            ],
+        }
+    ]
+
+
+def _sarif_rule(rid: str, info: RuleInfo, cards: dict[str, Any]) -> dict[str, Any]:
+    """Return a SARIF reporting descriptor with its help: a card's Markdown body, or the rule's summary and link."""
+    card = cards.get(rid)
+    if card is not None:
+        markdown = f"**{info.summary}**\n\n{card.body.strip()}\n\n[The card]({info.help_uri})"
+    else:
+        markdown = f"{info.summary}\n\n[Documentation]({info.help_uri})"
+    return {
+        "id": rid,
+        "name": rid,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": info.summary},
+        "help": {"text": f"{info.summary} See {info.help_uri}", "markdown": markdown},
+        "helpUri": info.help_uri,
+        "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
+        "properties": {"tags": ["cuda", "performance", "skill-card" if card is not None else "rule"]},
+    }
+
+
+def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a SARIF 2.1.0 log: rules with help, results with fingerprints, verdicts and safe fixes."""
     out = out or sys.stdout
     catalog = rule_catalog()
-    results = _sarif_results(reports)
-    used = sorted({r["ruleId"] for r in results} | set(catalog))
+    try:
+        from warpwise.skills.library import builtin_library
+
+        cards = {c.skill_id: c for c in builtin_library()}
+    except ImportError:
+        cards = {}
+    used = sorted({f.rule for r in reports for f in r.findings} | set(catalog))
     index = {rid: i for i, rid in enumerate(used)}
-    for res in results:
-        res["ruleIndex"] = index[res["ruleId"]]
-    rules = []
-    for rid in used:
-        info = catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI)
-        rules.append(
-            {
-                "id": rid,
-                "name": rid,
-                "shortDescription": {"text": info.summary},
-                "helpUri": info.help_uri,
-                "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]},
+    rules = [
+        _sarif_rule(rid, catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI), cards) for rid in used
+    ]
+    results = []
+    for r in reports:
+        seen: dict[str, int] = {}
+        for f in r.findings:
+            match = r.match_for(f)
+            result: dict[str, Any] = {
+                "ruleId": f.rule,
+                "ruleIndex": index[f.rule],
+                "level": _SARIF_LEVEL[f.severity],
+                "message": {"text": _sarif_message(r, f)},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(r.path)},
+                            "region": _sarif_region(r, *f.span),
+                        },
+                        **({"logicalLocations": [{"name": f.function, "kind": "function"}]} if f.function else {}),
+                    }
+                ],
+                "partialFingerprints": {"warpwiseFindingHash/v1": _fingerprint(r, f, seen)},
+                "relatedLocations": [
+                    {
+                        "id": i,
+                        "message": {"text": rel.message},
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(r.path)},
+                            "region": {"startLine": r.model.lines.position(rel.span[0]).line + 1},
+                        },
+                    }
+                    for i, rel in enumerate(f.related)
+                ],
             }
-        )
+            fixes = _sarif_fixes(r, f)
+            if fixes:
+                result["fixes"] = fixes
+            if match is not None:
+                result["properties"] = {
+                    "applicability": match.applicability.value,
+                    "preconditions": [
+                        {"id": v.id, "axis": v.axis.value, "verdict": v.status.value, "reason": v.reason}
+                        for v in match.verdicts
+                    ],
+                }
+            results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -248,6 +428,7 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
                     "driver": {
                         "name": "warpwise",
                         "version": __version__,
+                        "semanticVersion": __version__,
                         "informationUri": INFO_URI,
                         "rules": rules,
                     }

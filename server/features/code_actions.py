@@ -1,4 +1,5 @@
-"""Code actions: card quick fixes titled with their verification state, "fix all safe", and problem-spec annotations.
+"""Code actions: card quick fixes titled with their verification state, "fix all safe", "suppress this finding"
+(a NOLINTNEXTLINE comment, `warpwise.analyzers.suppressions`), and problem-spec annotations.
 
 Listing actions reads the current version's `Analysis` (analysis lane) and computes no edits. Edits are computed
 on `codeAction/resolve`, in a worker thread over the immutable analysis, and refused with `ContentModified` if the
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 
+from warpwise.analyzers.suppressions import UNUSED_RULE, suppression_edit
 from warpwise.server import convert
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
@@ -102,6 +105,7 @@ async def code_action(
                 )
             )
         actions += [a for _, a in sorted(fixes, key=lambda f: f[0])]
+        actions += _suppress_actions(analysis, start, end, params.context.diagnostics, base)
     if _wanted(only, FIX_ALL_KIND):
         safe = _safe_items(ls, analysis)
         if safe:
@@ -131,6 +135,28 @@ async def code_action(
                 log.info("code action %r not offered: %s", action.title, exc.message)
         actions = resolved
     return actions
+
+
+def _suppress_actions(
+    analysis: Analysis, start: int, end: int, diagnostics: Sequence[types.Diagnostic], base: dict[str, Any]
+) -> list[types.CodeAction]:
+    """Offer "Suppress this finding" (a `// NOLINTNEXTLINE(warpwise-<id>)` comment) once per id and line."""
+    out: list[types.CodeAction] = []
+    seen: set[tuple[str, int]] = set()
+    for item in analysis.items_at(start, end):
+        line = analysis.model.lines.position(item.span[0]).line
+        if item.id == UNUSED_RULE or (item.id, line) in seen:
+            continue
+        seen.add((item.id, line))
+        out.append(
+            types.CodeAction(
+                title=f"Suppress `{item.id}` on line {line + 1} (// NOLINTNEXTLINE)",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d for d in diagnostics if d.code == item.id] or None,
+                data={**base, "action": "suppress", "id": item.id, "line": line},
+            )
+        )
+    return out
 
 
 def _safe_items(ls: WarpwiseServer, analysis: Analysis) -> list[Item]:
@@ -180,6 +206,8 @@ async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeActi
         edits = await _fix_edits(ls, analysis, str(data.get("id")), data.get("span"))
     elif kind == "fixAll":
         edits = await _fix_all_edits(ls, analysis)
+    elif kind == "suppress":
+        edits = _suppress_edits(analysis, str(data.get("id")), data.get("line"))
     elif kind == "spec":
         edits = await _spec_edits(analysis, str(data.get("kernel")))
     else:
@@ -214,6 +242,15 @@ async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[Edit]:
     if not edits:
         raise RequestFailed("no safe fix applies to this version of the file")
     return edits
+
+
+def _suppress_edits(analysis: Analysis, item_id: str, line: Any) -> list[Edit]:
+    if not isinstance(line, int) or not any(
+        i.id == item_id and analysis.model.lines.position(i.span[0]).line == line for i in analysis.items
+    ):
+        raise RequestFailed(f"`{item_id}` is no longer reported on this line")
+    span, text = suppression_edit(analysis.model, item_id, line)
+    return [Edit(span[0], span[1], text)]
 
 
 async def _spec_edits(analysis: Analysis, kernel: str) -> list[Edit]:

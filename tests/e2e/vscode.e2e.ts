@@ -11,7 +11,7 @@
  * Run it with `make e2e`. WARPWISE_E2E_KEEP=1 keeps the temporary folder; WARPWISE_E2E_STRICT=1 fails on waiting steps.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Locator, Page } from "playwright-core";
@@ -561,7 +561,8 @@ async function main(): Promise<void> {
       const bare = join(server.root, "python-without-warpwise");
       execFileSync(PYTHON, ["-m", "venv", "--without-pip", bare]);
       const python = join(bare, "bin", "python");
-      server.setMachineSettings({ "warpwise.interpreter": python });
+      // fromEnvironment: the extension's bundled libraries would otherwise serve this Python (step 11).
+      server.setMachineSettings({ "warpwise.interpreter": python, "warpwise.importStrategy": "fromEnvironment" });
       const toast = page.locator(".notification-toast", { hasText: "the warpwise package is not installed in" }).first();
       await toast.waitFor({ state: "visible" });
       const message = (await toast.locator(".notification-list-item-message").first().innerText()).replace(/\s+/g, " ");
@@ -580,6 +581,22 @@ async function main(): Promise<void> {
       await atRest(toast);
       return `${message} [Install warpwise] [Select Interpreter] [Open Log]; status: ${status}`;
     });
+
+    // 11. The same Python without warpwise, with the extension's bundled libraries (`useBundled`): findings and hover.
+    if (existsSync(join(REPO, "vscode-extension", "bundled", "libs", "bundle.json"))) {
+      await step(page, "a Python without warpwise runs the bundled server: squiggle and hover", shot(12, "bundled"), async () => {
+        await runCommand(page, "Notifications: Clear All Notifications");
+        const python = join(server.root, "python-without-warpwise", "bin", "python");
+        server.setMachineSettings({ "warpwise.interpreter": python, "warpwise.importStrategy": "useBundled" });
+        await goToLine(page, SCENARIO.line);
+        const at = await settledSquiggle(page, SCENARIO.line, SCENARIO.column);
+        await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
+        const hover = editor(page).locator(".monaco-hover", { hasText: "Preconditions for this code" }).first();
+        await hover.waitFor({ state: "visible" });
+        const status = await languageStatus(page);
+        return `${at.severity} squiggle and the card's hover from ${python} (no warpwise installed); status: ${status}`;
+      });
+    }
   } finally {
     await browser?.context.close().catch(() => undefined);
     if (browser) {

@@ -13,11 +13,15 @@ from tests.server.conftest import KERNELS, Session, apply_edit
 UNROLL_LINE = 7
 
 
+def _suppress(action: types.CodeAction) -> bool:
+    return action.title.startswith("Suppress ")
+
+
 async def test_quick_fix_title_carries_the_verification_state(session: Session) -> None:
     uri = session.open(KERNELS)
     diags = await session.static(uri)
     actions = await session.actions(uri, UNROLL_LINE, diagnostics=diags)
-    fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and not _suppress(a)]
     # Unverified: the title carries the learned ranking's prediction instead (issue 9).
     assert len(fixes) == 1
     assert re.fullmatch(
@@ -31,7 +35,11 @@ async def test_quick_fix_title_carries_the_verification_state(session: Session) 
 async def test_resolve_computes_the_edit_and_it_applies(session: Session) -> None:
     uri = session.open(KERNELS)
     await session.static(uri)
-    fix = next(a for a in await session.actions(uri, UNROLL_LINE) if a.kind == types.CodeActionKind.QuickFix)
+    fix = next(
+        a
+        for a in await session.actions(uri, UNROLL_LINE)
+        if a.kind == types.CodeActionKind.QuickFix and not _suppress(a)
+    )
     supports_resolve = session.name != "emacs"
     assert (fix.edit is None) == supports_resolve, "edits are lazy where the client resolves them"
     fix = await session.resolved(fix)
@@ -49,7 +57,11 @@ async def test_resolve_is_refused_after_the_document_changed(session: Session) -
         pytest.skip("Emacs 29 does not resolve code actions; its edits come with the list")
     uri = session.open(KERNELS)
     await session.static(uri)
-    fix = next(a for a in await session.actions(uri, UNROLL_LINE) if a.kind == types.CodeActionKind.QuickFix)
+    fix = next(
+        a
+        for a in await session.actions(uri, UNROLL_LINE)
+        if a.kind == types.CodeActionKind.QuickFix and not _suppress(a)
+    )
     session.change(uri, (0, 0), (0, 0), "// edited\n")
     with pytest.raises(JsonRpcException) as err:
         await session.client.code_action_resolve_async(fix)
@@ -88,7 +100,28 @@ async def test_insert_problem_spec_annotation(session: Session) -> None:
 async def test_unsafe_fix_is_offered_but_never_preferred(session: Session) -> None:
     uri = session.open(KERNELS)
     await session.static(uri)
-    actions = await session.actions(uri, 14, only=["quickfix"])
+    actions = [a for a in await session.actions(uri, 14, only=["quickfix"]) if not _suppress(a)]
     assert len(actions) == 1
     assert re.fullmatch(r"Mark `x`, `y` `__restrict__` — unverified, predicted [\d.]+-[\d.]+x", actions[0].title)
     assert not actions[0].is_preferred
+
+
+async def test_suppress_this_finding_inserts_a_nolint_comment_and_the_finding_goes(session: Session) -> None:
+    uri = session.open(KERNELS)
+    diags = await session.static(uri)
+    actions = await session.actions(uri, UNROLL_LINE, only=["quickfix"], diagnostics=diags)
+    suppress = [a for a in actions if _suppress(a)]
+    assert [a.title for a in suppress] == [
+        f"Suppress `constant-trip-loop-without-unroll` on line {UNROLL_LINE + 1} (// NOLINTNEXTLINE)"
+    ]
+    action = await session.resolved(suppress[0])
+    assert action.edit is not None
+    text = apply_edit(KERNELS.read_text(), action.edit, uri)
+    assert (
+        "    // NOLINTNEXTLINE(warpwise-constant-trip-loop-without-unroll)\n    for (int k = 0; k < 5; ++k) {" in text
+    )
+    version = session.replace_all(uri, text)
+    after = await session.static(uri, version)
+    assert "constant-trip-loop-without-unroll" not in {str(d.code) for d in after}
+    # The other findings stay: one comment suppresses one id on one line.
+    assert {str(d.code) for d in after} == {str(d.code) for d in diags} - {"constant-trip-loop-without-unroll"}

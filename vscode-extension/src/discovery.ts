@@ -21,7 +21,7 @@ export interface Candidate {
 
 /** What running the probe script in an interpreter told us. */
 export type ProbeResult =
-  | { kind: "ok"; python: string; warpwise: string }
+  | { kind: "ok"; python: string; warpwise: string; pythonPath?: string }
   | { kind: "no-warpwise"; python: string; error: string }
   | { kind: "not-runnable"; error: string };
 
@@ -41,7 +41,7 @@ export interface DiscoveryHost {
 }
 
 export type Discovery =
-  | { kind: "ready"; interpreter: Candidate; python: string; warpwise: string }
+  | { kind: "ready"; interpreter: Candidate; python: string; warpwise: string; pythonPath?: string }
   | { kind: "not-installed"; interpreter: Candidate; python: string; error: string }
   | { kind: "python-too-old"; interpreter: Candidate; python: string }
   | { kind: "bad-setting"; configured: string; resolved: string; reason: string }
@@ -195,7 +195,7 @@ function fromProbe(interpreter: Candidate, probe: ProbeResult, configured: strin
   if (probe.kind === "no-warpwise") {
     return { kind: "not-installed", interpreter, python: probe.python, error: probe.error };
   }
-  return { kind: "ready", interpreter, python: probe.python, warpwise: probe.warpwise };
+  return { kind: "ready", interpreter, python: probe.python, warpwise: probe.warpwise, pythonPath: probe.pythonPath };
 }
 
 const SOURCE_WORDS: Record<InterpreterSource, string> = {
@@ -209,7 +209,7 @@ const SOURCE_WORDS: Record<InterpreterSource, string> = {
 export function describeDiscovery(result: Discovery): string {
   switch (result.kind) {
     case "ready":
-      return `warpwise ${result.warpwise} on Python ${result.python} (${result.interpreter.path}, from ${SOURCE_WORDS[result.interpreter.source]})`;
+      return `warpwise ${result.warpwise} on Python ${result.python} (${result.interpreter.path}, from ${SOURCE_WORDS[result.interpreter.source]}${result.pythonPath ? "; the extension's bundled libraries" : ""})`;
     case "not-installed":
       return `the warpwise package is not installed in ${result.interpreter.path} (Python ${result.python}, from ${SOURCE_WORDS[result.interpreter.source]}); install it there or choose another interpreter.`;
     case "python-too-old":
@@ -225,8 +225,21 @@ export function describeDiscovery(result: Discovery): string {
   }
 }
 
-/** The install command for an interpreter, from the `warpwise.installCommand` template. */
-export function installCommand(template: string, interpreter: string): string {
-  const quoted = /[\s"'$`\\]/.test(interpreter) ? `"${interpreter.replace(/(["$`\\])/g, "\\$1")}"` : interpreter;
-  return template.replace(/\$\{interpreter\}/g, quoted);
+function shellQuote(value: string): string {
+  return /[\s"'$`\\]/.test(value) ? `"${value.replace(/(["$`\\])/g, "\\$1")}"` : value;
+}
+
+/**
+ * The install command for an interpreter, from the `warpwise.installCommand` template: `${interpreter}` is the
+ * interpreter's path and `${bundledWheel}` the warpwise wheel this extension carries (`bundled/*.whl`).
+ */
+export function installCommand(template: string, interpreter: string, bundledWheel?: string): string {
+  return template
+    .replace(/\$\{interpreter\}/g, shellQuote(interpreter))
+    .replace(/\$\{bundledWheel\}/g, bundledWheel ? shellQuote(bundledWheel) : "${bundledWheel}");
+}
+
+/** The newest `warpwise-<version>-*.whl` among the names of the extension's `bundled/` folder, if any. */
+export function pickBundledWheel(names: readonly string[]): string | undefined {
+  return names.filter((n) => /^warpwise-[^-]+-.*\.whl$/.test(n)).sort().pop();
 }

@@ -3,10 +3,11 @@
  * `PATH`, and a probe that runs a candidate interpreter with a time limit.
  */
 import { execFile } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { type BundleManifest, bundledPythonPath, type ImportStrategy, parseManifest } from "./bundled";
 import { type DiscoveryHost, PROBE_SCRIPT, type ProbeResult, parseProbeOutput } from "./discovery";
 
 /** How long the probe may take; a cold interpreter importing warpwise takes well under this. */
@@ -82,12 +83,16 @@ function which(name: string): string | undefined {
 }
 
 /** Run the probe script in `python` from a neutral directory, so a `warpwise/` folder in the workspace is not imported. */
-export function probe(python: string): Promise<ProbeResult> {
+export function probe(python: string, pythonPath?: string): Promise<ProbeResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHONSAFEPATH: "1" };
+  if (pythonPath !== undefined) {
+    env.PYTHONPATH = pythonPath;
+  }
   return new Promise((resolve) => {
     execFile(
       python,
       ["-c", PROBE_SCRIPT],
-      { cwd: os.tmpdir(), timeout: PROBE_TIMEOUT_MS, windowsHide: true, env: { ...process.env, PYTHONSAFEPATH: "1" } },
+      { cwd: os.tmpdir(), timeout: PROBE_TIMEOUT_MS, windowsHide: true, env },
       (error, stdout, stderr) => {
         if (error && (error as NodeJS.ErrnoException).code !== undefined && typeof (error as NodeJS.ErrnoException).code === "string") {
           resolve({ kind: "not-runnable", error: error.message });
@@ -97,6 +102,34 @@ export function probe(python: string): Promise<ProbeResult> {
       },
     );
   });
+}
+
+/** The extension's bundled libraries (`bundled/libs`, beside `dist/`). */
+export const BUNDLED_LIBS = path.join(__dirname, "..", "bundled", "libs");
+
+function readManifest(): BundleManifest | undefined {
+  try {
+    return parseManifest(readFileSync(path.join(BUNDLED_LIBS, "bundle.json"), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Probe `python`; under `useBundled`, when the bundle serves its version, probe it again with the bundled libraries
+ * on PYTHONPATH and, when warpwise imports from there, say so (`pythonPath`), so the server starts the same way.
+ */
+async function probeWithBundle(python: string, strategy: ImportStrategy): Promise<ProbeResult> {
+  const plain = await probe(python);
+  if (plain.kind === "not-runnable") {
+    return plain;
+  }
+  const pythonPath = bundledPythonPath(BUNDLED_LIBS, readManifest(), plain.python, process.platform, process.arch, strategy);
+  if (pythonPath === undefined) {
+    return plain;
+  }
+  const bundled = await probe(python, pythonPath);
+  return bundled.kind === "ok" ? { ...bundled, pythonPath } : plain;
 }
 
 export function discoveryHost(): DiscoveryHost {
@@ -110,6 +143,10 @@ export function discoveryHost(): DiscoveryHost {
     pythonExtensionInterpreter: () => activeInterpreter(folders[0]?.uri),
     isFile: isExecutableFile,
     which,
-    probe,
+    probe: (python: string) =>
+      probeWithBundle(
+        python,
+        vscode.workspace.getConfiguration("warpwise").get<ImportStrategy>("importStrategy", "useBundled"),
+      ),
   };
 }

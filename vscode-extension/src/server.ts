@@ -2,6 +2,8 @@
  * The language server's lifecycle in the editor: find an interpreter, start `python -m warpwise serve`, keep the
  * status item true, restart on request (never twice at once), and explain every way it can fail to start.
  */
+import { readdirSync } from "node:fs";
+import * as path from "node:path";
 import * as os from "node:os";
 import * as readline from "node:readline";
 import * as vscode from "vscode";
@@ -20,7 +22,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { CLIENT_COMMAND_IDS } from "./commands";
-import { type Discovery, describeDiscovery, discover, installCommand } from "./discovery";
+import { type Discovery, describeDiscovery, discover, installCommand, pickBundledWheel } from "./discovery";
 import { discoveryHost, PYTHON_EXTENSION_ID } from "./host";
 import { showProgressAsNotifications } from "./progress";
 import { serverSettings } from "./serverSettings";
@@ -199,7 +201,15 @@ export class WarpwiseServer implements vscode.Disposable {
       command: python,
       args: ["-P", "-m", "warpwise", "serve"],
       transport: TransportKind.stdio,
-      options: { cwd: folder?.uri.fsPath ?? os.tmpdir(), env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+      options: {
+        cwd: folder?.uri.fsPath ?? os.tmpdir(),
+        env: {
+          ...process.env,
+          PYTHONUNBUFFERED: "1",
+          // The bundled libraries (`warpwise.importStrategy: useBundled`), when discovery found they run here.
+          ...(discovery.pythonPath !== undefined ? { PYTHONPATH: discovery.pythonPath } : {}),
+        },
+      },
     };
     const trusted = this.trusted;
     const clientOptions: LanguageClientOptions = {
@@ -335,8 +345,8 @@ export class WarpwiseServer implements vscode.Disposable {
     if (!event.affectsConfiguration("warpwise")) {
       return;
     }
-    if (event.affectsConfiguration("warpwise.interpreter")) {
-      this.log("warpwise.interpreter changed: restarting the server");
+    if (event.affectsConfiguration("warpwise.interpreter") || event.affectsConfiguration("warpwise.importStrategy")) {
+      this.log("warpwise.interpreter or warpwise.importStrategy changed: restarting the server");
       void this.restart();
       return;
     }
@@ -384,8 +394,17 @@ export class WarpwiseServer implements vscode.Disposable {
       void vscode.window.showWarningMessage("warpwise: installing packages is disabled in an untrusted workspace.");
       return;
     }
-    const template = vscode.workspace.getConfiguration("warpwise").get<string>("installCommand", "${interpreter} -m pip install --upgrade warpwise");
-    const line = installCommand(template, python);
+    const template = vscode.workspace
+      .getConfiguration("warpwise")
+      .get<string>("installCommand", "${interpreter} -m pip install --upgrade ${bundledWheel}");
+    const wheel = bundledWheel();
+    if (template.includes("${bundledWheel}") && wheel === undefined) {
+      void vscode.window.showErrorMessage(
+        `warpwise: this copy of the extension carries no warpwise wheel (${BUNDLED_DIR} is empty); set \`warpwise.installCommand\`.`,
+      );
+      return;
+    }
+    const line = installCommand(template, python, wheel);
     this.log(`installing: ${line}`);
     const task = new vscode.Task(
       { type: "shell", task: "install-warpwise" },
@@ -417,6 +436,20 @@ export class WarpwiseServer implements vscode.Disposable {
       d.dispose();
     }
   }
+}
+
+/** Where the VSIX keeps the warpwise wheel (`make vsix` puts it there). */
+const BUNDLED_DIR = path.join(__dirname, "..", "bundled");
+
+function bundledWheel(): string | undefined {
+  let names: string[] = [];
+  try {
+    names = readdirSync(BUNDLED_DIR);
+  } catch {
+    return undefined;
+  }
+  const name = pickBundledWheel(names);
+  return name === undefined ? undefined : path.join(BUNDLED_DIR, name);
 }
 
 function firstLine(error: unknown): string {

@@ -8,6 +8,7 @@ import {
   expandPath,
   insideWorkspace,
   installCommand,
+  pickBundledWheel,
   parseProbeOutput,
 } from "../src/discovery";
 
@@ -124,4 +125,18 @@ test("the probe's output is read, and garbage is not mistaken for Python", () =>
 test("the install command quotes the interpreter's path when needed", () => {
   assert.equal(installCommand("${interpreter} -m pip install warpwise", "/usr/bin/python3"), "/usr/bin/python3 -m pip install warpwise");
   assert.equal(installCommand("${interpreter} -m pip install warpwise", "/my env/python"), '"/my env/python" -m pip install warpwise');
+});
+
+test("the install command can name the wheel the extension carries", () => {
+  const template = "${interpreter} -m pip install --upgrade ${bundledWheel}";
+  assert.equal(
+    installCommand(template, "/usr/bin/python3", "/ext/bundled/warpwise-0.1.0-py3-none-any.whl"),
+    "/usr/bin/python3 -m pip install --upgrade /ext/bundled/warpwise-0.1.0-py3-none-any.whl",
+  );
+  assert.equal(
+    installCommand(template, "/usr/bin/python3", "/my ext/bundled/warpwise-0.1.0-py3-none-any.whl"),
+    '/usr/bin/python3 -m pip install --upgrade "/my ext/bundled/warpwise-0.1.0-py3-none-any.whl"',
+  );
+  assert.equal(pickBundledWheel(["README.md", "warpwise-0.1.0-py3-none-any.whl"]), "warpwise-0.1.0-py3-none-any.whl");
+  assert.equal(pickBundledWheel(["warpwise-0.1.0.tar.gz", "other-1.0-py3-none-any.whl"]), undefined);
 });

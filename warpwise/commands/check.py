@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
 
 from warpwise.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, command
 
@@ -47,8 +46,8 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from warpwise.engine import FileReport, analyze_path, collect_sources
-    from warpwise.report import render_json, render_sarif, render_text, rule_catalog
+    from warpwise.engine import FileReport, InputProblem, analyze_path, collect_sources
+    from warpwise.report import JsonWriter, TextWriter, render_sarif, rule_catalog
 
     known = set(rule_catalog())
     for flag in ("select", "ignore"):
@@ -72,27 +71,33 @@ def _run_check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         return _run_fixes(args, files, problems, select, max_bytes)
     found = False
-
-    def analysed() -> Iterator[FileReport]:
-        # One file at a time: each report is rendered (text) or reduced to plain findings (JSON, SARIF) and dropped,
-        # so memory does not grow with the number of files.
-        nonlocal found
+    if args.format == "sarif":
+        # SARIF lists its results inside one run object; it is written once every file is analysed.
+        reports: list[FileReport] = []
         for path in files:
             res = analyze_path(path, select, max_bytes)
             if isinstance(res, FileReport):
-                found = found or bool(res.findings)
-                yield res
+                reports.append(res)
             else:
                 problems.append(res)
-
-    reports = analysed()
-    if args.format == "json":
-        render_json(reports, problems)
-    elif args.format == "sarif":
         render_sarif(reports, problems)
+        found = any(r.findings for r in reports)
     else:
+        # Text and JSON are streamed: each file is written as soon as it is analysed, and then forgotten.
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        render_text(reports, problems, color=color)
+        writer = JsonWriter() if args.format == "json" else TextWriter(color=color)
+        late: list[InputProblem] = []
+        for path in files:
+            res = analyze_path(path, select, max_bytes)
+            if isinstance(res, FileReport):
+                writer.file(res)
+                found = found or bool(res.findings)
+            else:
+                late.append(res)
+        for prob in [*problems, *late]:
+            writer.problem(prob)
+        writer.finish()
+        problems = [*problems, *late]
     if problems:
         if args.format != "text":
             for prob in problems:

@@ -6,7 +6,7 @@
 import type { ConfigurationProperty } from "./generate";
 
 /** The keys, relative to `warpwise.`, that belong to the client and are not part of the server's settings. */
-export const CLIENT_KEYS = ["interpreter", "installCommand", "trace"] as const;
+export const CLIENT_KEYS = ["interpreter", "importStrategy", "installCommand", "trace"] as const;
 
 export const CLIENT_SETTINGS: Record<string, ConfigurationProperty> = {
   "warpwise.interpreter": {
@@ -19,12 +19,28 @@ export const CLIENT_SETTINGS: Record<string, ConfigurationProperty> = {
     scope: "machine-overridable",
     order: 0,
   },
+  "warpwise.importStrategy": {
+    type: "string",
+    enum: ["useBundled", "fromEnvironment"],
+    enumDescriptions: [
+      "Run the server from the libraries bundled in the extension when they serve the interpreter's Python " +
+        "version and this platform (nothing needs to be installed); otherwise use the interpreter's packages.",
+      "Always use the warpwise installed in the interpreter.",
+    ],
+    default: "useBundled",
+    markdownDescription:
+      "Where the language server's Python libraries come from: the extension's bundled copy (`bundled/libs`) or " +
+      "the interpreter's environment.",
+    scope: "machine",
+    order: 0,
+  },
   "warpwise.installCommand": {
     type: "string",
-    default: "${interpreter} -m pip install --upgrade warpwise",
+    default: "${interpreter} -m pip install --upgrade ${bundledWheel}",
     markdownDescription:
       "Command offered when warpwise is not installed in the interpreter; it runs in a terminal so you can see it. " +
-      "`${interpreter}` is replaced by the interpreter's path.",
+      "`${interpreter}` is replaced by the interpreter's path, `${bundledWheel}` by the warpwise wheel this " +
+      "extension carries (warpwise is not published on a package index; its dependencies come from PyPI).",
     scope: "machine",
     order: 0,
   },
