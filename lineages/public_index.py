@@ -29,6 +29,7 @@ INDEX = PUBLIC / "INDEX.yaml"
 CHANGES = PUBLIC / "expert_changes.yaml"
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[^\n]*$', re.M)
 _MAX_INCLUDE_DEPTH = 8
+STEP_KINDS = frozenset({"optimisation", "slower", "refactor", "correctness"})
 
 
 class PublicIndexError(ValueError):
@@ -76,6 +77,7 @@ class StepChange:
     step: tuple[str, str]
     cards: tuple[str, ...]
     note: str
+    kind: str = "optimisation"
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,11 @@ def load_changes(path: Path = CHANGES) -> ChangeMap:
         cards = raw.get("cards") or []
         if not isinstance(cards, list):
             raise PublicIndexError(f"{where}: `cards` must be a list of card ids ([] when no card names it)")
-        steps.append(StepChange(str(_need(raw, "lineage", where)), (a, b), tuple(map(str, cards)), raw.get("note", "")))
+        kind = str(raw.get("kind") or "optimisation")
+        if kind not in STEP_KINDS:
+            raise PublicIndexError(f"{where}: `kind` {kind!r} is not one of {', '.join(sorted(STEP_KINDS))}")
+        lineage = str(_need(raw, "lineage", where))
+        steps.append(StepChange(lineage, (a, b), tuple(map(str, cards)), str(raw.get("note", "")), kind))
     return ChangeMap(proposed, tuple(steps))
 
 
