@@ -207,3 +207,46 @@ def test_agreement_reports_a_missing_mirror_as_an_error(tmp_path: Path) -> None:
     agreement = _agreement()
     results, _meta = agreement.score(tmp_path / "none", index, changes, None)
     assert results[0].error is not None and "no mirror" in results[0].error and results[0].rank is None
+
+
+def _problem_cases() -> list[tuple[str, str, str]]:
+    return [(li.problem, f"{li.id}/{v.id}", v.kernel) for li in pi.load_index() if li.problem for v in li.versions]
+
+
+@pytest.mark.parametrize(("problem", "key", "kernel"), _problem_cases())
+def test_problem_variants_run_on_the_cpu(problem: str, key: str, kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
+    import runpy
+
+    monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
+    ns = runpy.run_path(str(pi.PUBLIC / "problems" / f"{problem}.problem.py"))
+    var = ns["variant"](key)
+    assert var["kernel"] == kernel
+    if "unsupported" in var:
+        assert var["unsupported"], f"{key}: an unsupported variant must say why"
+        return
+    inputs = var["make_inputs"](0)
+    want = var["reference"]({k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()})
+    assert want and set(want) <= set(inputs), f"{key}: outputs {set(want)} are not inputs {set(inputs)}"
+    for name, tensor in want.items():
+        assert tensor.shape == inputs[name].shape and torch.isfinite(tensor).all()
+    geometry = var["launch"](inputs)
+    assert all(int(d) >= 1 for d in (*geometry[0], *geometry[1])) and geometry[1][0] * geometry[1][1] <= 1024
+    assert set(var.get("scratch", ())) <= set(inputs) and set(var.get("inout", ())) <= set(inputs)
+
+
+def test_problem_variant_references_compute_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
+    import runpy
+
+    monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
+    ns = runpy.run_path(str(pi.PUBLIC / "problems" / "reduce_sum.problem.py"))
+    v3, v8 = ns["variant"]("bbuf-reduce/v3"), ns["variant"]("bbuf-reduce/v8")
+    inputs = v3["make_inputs"](1)
+    x = inputs["g_idata"]
+    # v3's blocks cover 512 elements each; v8's partial sums add up to the whole vector.
+    assert torch.allclose(v3["reference"](inputs)["g_odata"][:3], x.view(-1, 512)[:3].sum(1), rtol=1e-5)
+    assert torch.allclose(v8["reference"](inputs)["g_odata"].double().sum(), x.double().sum(), rtol=1e-6)
+    gemv = runpy.run_path(str(pi.PUBLIC / "problems" / "gemv.problem.py"))["variant"]("cudacodes-sgemv/k4")
+    g = gemv["make_inputs"](2)
+    assert torch.allclose(gemv["reference"](g)["resd"], g["matd"] @ g["vecd"], rtol=1e-4, atol=1e-4)
