@@ -248,9 +248,35 @@ def _normpath(base: str, rel: str) -> str:
     return "/".join(parts)
 
 
+def list_files(mirrors: Path, repo: str, commit: str) -> list[str]:
+    """Return every path of a mirror at a commit."""
+    proc = subprocess.run(
+        ["git", f"--git-dir={git_dir(mirrors, repo)}", "ls-tree", "-r", "--name-only", commit],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    return proc.stdout.splitlines() if proc.returncode == 0 else []
+
+
 def version_text(mirrors: Path, lineage: Lineage, version: Version) -> bytes:
-    """Return a version's file with the repository's own quoted includes inlined (each once), as analysed."""
+    """Return a version's file with the repository's own quoted includes inlined (each once), as analysed.
+
+    An include is looked up beside the including file first, then, as a build's `-I` folder would find it, as the
+    one file of the repository whose path ends with the included name.
+    """
     done: set[str] = set()
+    tree: list[str] = []
+
+    def locate(including: str, name: str) -> str:
+        target = _normpath(including, name)
+        if not tree:
+            tree.extend(list_files(mirrors, lineage.repo, lineage.commit) or [""])
+        if target in tree:
+            return target
+        hits = [p for p in tree if p == name or p.endswith("/" + name.lstrip("./"))]
+        return hits[0] if len(hits) == 1 else target
 
     def expand(path: str, depth: int) -> bytes:
         done.add(path)
@@ -259,7 +285,7 @@ def version_text(mirrors: Path, lineage: Lineage, version: Version) -> bytes:
             return data
 
         def sub(m: re.Match[bytes]) -> bytes:
-            target = _normpath(path, m.group(1).decode("utf-8", "replace"))
+            target = locate(path, m.group(1).decode("utf-8", "replace"))
             if target in done:
                 return b""
             try:

@@ -18,6 +18,7 @@ import torch
 SIZES = {"full": 4096, "tiny": 256}
 kernel = "mysgemm_v1"
 roofline = "compute"
+tolerance = (1e-4, 1e-3)  # (rtol, atol): float32 accumulation over K = 4096 against a float64 reference
 inout = ("C",)
 
 
