@@ -436,7 +436,9 @@ def build_report(carry: Path, out: Path, date: str) -> dict[str, Any]:
         "date": date,
         "toolkit": manifest.get("cpu_build"),
         "arch": "sm_90",
-        "command": "python " + " ".join(sys.argv),
+        "command": manifest.get("command"),
+        "warpwise_commit": manifest.get("warpwise_commit"),
+        "prepared": manifest.get("prepared"),
         "compiled": sum(1 for r in rows if r["ok"]),
         "entries": rows,
         "not_run": manifest["not_run"],
@@ -444,7 +446,8 @@ def build_report(carry: Path, out: Path, date: str) -> dict[str, Any]:
     md = [
         f"# Public lineages: NVRTC build check ({date}, workstation, no GPU)",
         "",
-        f"Command: `{doc['command']}`; compiler {doc['toolkit']}, sm_90. {doc['compiled']} of {len(rows)} versions "
+        f"Command: `{doc['command']}` at {doc['prepared']} (warpwise `{doc['warpwise_commit']}`), then "
+        f"`build-report`; compiler {doc['toolkit']}, sm_90. {doc['compiled']} of {len(rows)} versions "
         "compile; nothing was run or timed. Shims are the extraction gaps bridged by `prepare` (see its docstring).",
         "",
         "| version | compiles | registers | first errors | shims |",
