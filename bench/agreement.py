@@ -214,7 +214,22 @@ def markdown(doc: dict[str, Any]) -> str:
     ]
     for card, g in per_card(doc["steps"]).items():
         out.append(f"| `{card}` | {g['steps']} | {g['offered']} | {g['top3']} | {g['matched_without_fix']} |")
+    counts: dict[str, int] = {}
+    for r in doc["steps"]:
+        if r["kind"] in LEFT_OUT_KINDS:
+            continue
+        for c in r["expected"]:
+            if c not in r["expected_builtin"]:
+                counts[c] = counts.get(c, 0) + 1
     out += [
+        "",
+        "## Proposed cards, by how many steps they name",
+        "",
+        "The expert changes no built-in card names (`proposed_cards` of the mapping), most frequent first.",
+        "",
+        "| proposed card | steps |",
+        "| --- | --- |",
+        *(f"| {c} | {n} |" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         "",
         "## Steps",
         "",
