@@ -309,20 +309,31 @@ def budget_findings(model: FileModel) -> list[Finding]:
 
 
 def syntax_findings(model: FileModel) -> list[Finding]:
-    """Return one finding per place the parser could not read."""
-    out = []
-    for prob in model.syntax_problems:
-        fn = model.function_at(prob.span[0])
-        out.append(
-            Finding(
-                "syntax-error",
-                Severity.WARNING,
-                f"{prob.message}; warpwise's analysis of this region is partial.",
-                prob.span,
-                fn.name if fn is not None else None,
-            )
+    """Return one info-level finding for the whole file when the parser could not read some of it.
+
+    tree-sitter-cuda does not read every construct nvcc accepts (macros that expand to declarations, attributes,
+    some templates), so a place it cannot read says more about the parser than about the code: warpwise reports
+    it once per file, at the first such place, with the others listed as related places, and never as a warning.
+    Compiling the code is the compiler's job; warpwise only says where its own analysis is partial.
+    """
+    problems = model.syntax_problems
+    if not problems:
+        return []
+    first = problems[0]
+    fn = model.function_at(first.span[0])
+    more = len(problems) - 1
+    others = f" and {more} other place{'s' if more != 1 else ''}" if more else ""
+    return [
+        Finding(
+            "syntax-error",
+            Severity.INFO,
+            f"warpwise's parser could not read this code ({first.message}){others}; its analysis of "
+            f"{'these regions' if more else 'this region'} is partial (a parser limitation: nvcc may accept the code).",
+            first.span,
+            fn.name if fn is not None else None,
+            related=tuple(Related(p.message, p.span) for p in problems[1:20]),
         )
-    return out
+    ]
 
 
 def check_function(model: FileModel, fn: Function, select: set[str] | None = None) -> list[Finding]:

@@ -46,8 +46,8 @@ def rule_catalog() -> dict[str, RuleInfo]:
     }
     out["syntax-error"] = RuleInfo(
         "syntax-error",
-        "The parser could not read this code; analysis nearby is partial.",
-        Severity.WARNING,
+        "The parser could not read some of this file (once per file); analysis there is partial.",
+        Severity.INFO,
         f"{INFO_URI}/blob/main/docs/rules.md#syntax-error",
     )
     out["analysis-budget"] = RuleInfo(

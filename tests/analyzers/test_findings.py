@@ -128,9 +128,13 @@ __global__ void k(float* a, int n) {
     assert rules(uniform, {"divergent-syncthreads"}) == []
 
 
-def test_syntax_problems_are_findings() -> None:
-    found = rules("__global__ void k(float* a) { a[threadIdx.x] = ; }")
-    assert any(r == "syntax-error" for r, _ in found)
+def test_syntax_problems_are_one_info_finding_per_file() -> None:
+    src = "__global__ void k(float* a) { a[threadIdx.x] = ; }\n__global__ void j(float* b) { b[0] = ; }\n"
+    found = [f for f in check_model(analyze_text(src)) if f.rule == "syntax-error"]
+    assert len(found) == 1, found
+    (f,) = found
+    assert f.severity is Severity.INFO and "parser limitation" in f.message and "1 other place" in f.message
+    assert len(f.related) == 1 and f.span[0] < f.related[0].span[0]
 
 
 def test_known_parser_gaps_are_not_reported_as_syntax_errors() -> None:
