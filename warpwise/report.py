@@ -360,8 +360,12 @@ def _sarif_rule(rid: str, info: RuleInfo, cards: dict[str, Any]) -> dict[str, An
     }
 
 
-def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
-    """Print a SARIF 2.1.0 log: rules with help, results with fingerprints, verdicts and safe fixes."""
+def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
+    """Print a SARIF 2.1.0 log: rules with help, results with fingerprints, verdicts and safe fixes.
+
+    `reports` is read once, in order, and each report is reduced to its results before the next is read, so a
+    generator keeps one file's model in memory at a time; `problems` is read after it (a generator may add to it).
+    """
     out = out or sys.stdout
     catalog = rule_catalog()
     try:
@@ -370,11 +374,6 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
         cards = {c.skill_id: c for c in builtin_library()}
     except ImportError:
         cards = {}
-    used = sorted({f.rule for r in reports for f in r.findings} | set(catalog))
-    index = {rid: i for i, rid in enumerate(used)}
-    rules = [
-        _sarif_rule(rid, catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI), cards) for rid in used
-    ]
     results = []
     for r in reports:
         seen: dict[str, int] = {}
@@ -382,7 +381,7 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
             match = r.match_for(f)
             result: dict[str, Any] = {
                 "ruleId": f.rule,
-                "ruleIndex": index[f.rule],
+                "ruleIndex": -1,  # Set once every rule used is known (the reports are read only once).
                 "level": _SARIF_LEVEL[f.severity],
                 "message": {"text": _sarif_message(r, f)},
                 "locations": [
@@ -419,6 +418,13 @@ def render_sarif(reports: list[FileReport], problems: list[InputProblem], out: T
                     ],
                 }
             results.append(result)
+    used = sorted({res["ruleId"] for res in results} | set(catalog))
+    index = {rid: i for i, rid in enumerate(used)}
+    rules = [
+        _sarif_rule(rid, catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI), cards) for rid in used
+    ]
+    for res in results:
+        res["ruleIndex"] = index[res["ruleId"]]
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

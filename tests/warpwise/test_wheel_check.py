@@ -71,4 +71,7 @@ def test_card_fixtures_are_test_data_and_a_card_folder_maps_into_the_package(mon
     files = ["skills/some-card/card.md", "skills/some-card/fixtures/positive.cu", "lineages/corpus/x/k.cu", "README.md"]
     monkeypatch.setattr(check_wheel, "tracked_files", lambda: files)
     expected = check_wheel.expected_entries()
-    assert expected == {"warpwise/skills/some-card/card.md": "skills/some-card/card.md"}
+    assert expected == {
+        "warpwise/skills/some-card/card.md": "skills/some-card/card.md",
+        "warpwise/lineages/corpus/x/k.cu": "lineages/corpus/x/k.cu",
+    }

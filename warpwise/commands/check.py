@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 
 from warpwise.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, command
 
@@ -72,16 +73,19 @@ def _run_check(args: argparse.Namespace) -> int:
         return _run_fixes(args, files, problems, select, max_bytes)
     found = False
     if args.format == "sarif":
-        # SARIF lists its results inside one run object; it is written once every file is analysed.
-        reports: list[FileReport] = []
-        for path in files:
-            res = analyze_path(path, select, max_bytes)
-            if isinstance(res, FileReport):
-                reports.append(res)
-            else:
-                problems.append(res)
-        render_sarif(reports, problems)
-        found = any(r.findings for r in reports)
+        # SARIF lists its results inside one run object, written once every file is analysed; each file is
+        # reduced to its results as it comes, so only one file's model is in memory at a time.
+        def analysed() -> Iterator[FileReport]:
+            nonlocal found
+            for path in files:
+                res = analyze_path(path, select, max_bytes)
+                if isinstance(res, FileReport):
+                    found = found or bool(res.findings)
+                    yield res
+                else:
+                    problems.append(res)
+
+        render_sarif(analysed(), problems)
     else:
         # Text and JSON are streamed: each file is written as soon as it is analysed, and then forgotten.
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
