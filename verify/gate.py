@@ -140,9 +140,10 @@ def kernel_instantiations(
             if found is not None:
                 out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                 continue
-        # A launch inside a template host function passes that template's parameters: they are not known here.
+        # A launch inside a template host function passes that template's parameters, and one in a host body may
+        # pass its local names (`ILP`, `accscalar_t`): neither is known at file scope.
         outer = enclosing_template_params(data, offset)
-        out.append(tuple("?" if a in outer else a for a in args))
+        out.append(tuple("?" if a in outer or not _file_scope_name(a, model) else a for a in args))
     known = [a for a in out if "?" not in a]
     if not known:
         known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
@@ -151,6 +152,32 @@ def kernel_instantiations(
     if out:
         return list(dict.fromkeys(out))
     return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+_BUILTIN_TYPES = frozenset(
+    {"float", "double", "int", "unsigned", "char", "short", "long", "bool", "half", "true", "false", "void"}
+    | {"int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t"}
+    | {"__half", "__nv_bfloat16", "nv_bfloat16", "half2", "__half2", "float2", "float4", "int2", "int4", "uint4"}
+)
+
+
+def _file_scope_name(arg: str, model: object) -> bool:
+    """Return whether a template argument means something at file scope (not a host function's local name)."""
+    import re
+
+    from warpwise.analyzers.model import FileModel
+
+    assert isinstance(model, FileModel)
+    a = arg.strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", a) or a in _BUILTIN_TYPES or a in model.constants:
+        return True
+    text = model.text
+    pattern = rb"(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+" + re.escape(a.encode()) + rb"\b"
+    for m in re.finditer(pattern, text):
+        fn = model.function_at(m.start())
+        if fn is None or fn.is_kernel:
+            return True
+    return bool(re.search(rb"#\s*define\s+" + re.escape(a.encode()) + rb"\b", text))
 
 
 def enclosing_template_params(data: bytes, offset: int) -> set[str]:

@@ -300,3 +300,16 @@ def test_a_host_class_with_std_containers_is_blanked(tmp_path: Path) -> None:
     assert "class Graph" not in dev.text and "struct Params" in dev.text
     build = _build(src, "k")
     assert build.info.ok and build.info.builder == "nvrtc", build.info.log
+
+
+def test_template_arguments_that_are_a_host_functions_local_names_are_unknown() -> None:
+    from warpwise.verify.gate import kernel_instantiations
+
+    text = (
+        "template <typename T, typename A> __global__ void k(T* x) {}\n"
+        "struct Traits {};\n"
+        "void h(float* x, int m) {\n  using acc_t = double;\n  k<float, acc_t><<<1, 1>>>(x);\n}\n"
+    )
+    assert kernel_instantiations(text, "a.cu", "k") == [("float", "?")]
+    with_type = text.replace("k<float, acc_t>", "k<float, Traits>")
+    assert kernel_instantiations(with_type, "a.cu", "k") == [("float", "Traits")]
