@@ -113,9 +113,45 @@ class CardLibrary:
         return self.cards.get(skill_id)
 
 
+# --- card folders (interim hook, issue 20; the lead replaces it with the one-folder-per-card loader on merge) ---
+# A card that lives in its own folder `skills/<card-id>/` (card.md, the rules module `<card_id>.py`, fixtures/)
+# is loaded here by file path: its module is imported as `warpwise.skills.<card_id>` (so a card's `rewrite:`
+# names it that way) and registers its matchers and checks; its card.md joins the built-in cards.
+CARD_FOLDERS = Path(__file__).resolve().parent
+
+
+def card_folders() -> list[Path]:
+    """Return the folders `skills/<card-id>/` that hold a `card.md` (sorted)."""
+    return sorted(p.parent for p in CARD_FOLDERS.glob("*/card.md"))
+
+
+def load_card_module(folder: Path) -> Any:
+    """Import a card folder's rules module `<card_id>.py` as `warpwise.skills.<card_id>` (once per process)."""
+    import importlib.util
+    import sys
+
+    name = "warpwise.skills." + folder.name.replace("-", "_")
+    if name in sys.modules:
+        return sys.modules[name]
+    path = folder / (folder.name.replace("-", "_") + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
 def _register_implementations() -> None:
     for mod in _IMPLEMENTATIONS:
         importlib.import_module(mod)
+    for folder in card_folders():
+        load_card_module(folder)
 
 
 def split_front_matter(text: str) -> tuple[str, str] | None:
@@ -178,7 +214,7 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
     except ValidationError as exc:
         return None, [LoadProblem(where, _loc(e), _explain(e)) for e in exc.errors()]
     problems: list[LoadProblem] = []
-    if path.stem != header.skill_id:
+    if path.stem != header.skill_id and not (path.name == "card.md" and path.parent.name == header.skill_id):
         problems.append(LoadProblem(where, "skill_id", f"the file should be named {header.skill_id}.md"))
     if header.anchor.matcher not in MATCHERS:
         problems.append(
@@ -284,7 +320,9 @@ def iter_card_files(dirs: Iterable[Path]) -> list[Path]:
 
 def load_library(extra_dirs: Iterable[Path | str] = (), include_builtin: bool = True) -> CardLibrary:
     """Load the built-in cards plus cards from extra folders; duplicates and invalid cards are reported."""
-    dirs = ([BUILTIN_CARDS] if include_builtin else []) + [Path(d) for d in extra_dirs]
+    dirs = ([BUILTIN_CARDS, *(f / "card.md" for f in card_folders())] if include_builtin else []) + [
+        Path(d) for d in extra_dirs
+    ]
     lib = CardLibrary()
     for path in iter_card_files(dirs):
         card, problems = load_card(path)

@@ -20,9 +20,9 @@ def table() -> str:
     rows = ["| card | status | fix | intent |", "| --- | --- | --- | --- |"]
     for c in sorted(builtin_library(), key=lambda c: c.skill_id):
         fix = c.applicability.value if c.has_rewrite else "display-only"
-        rows.append(
-            f"| [`{c.skill_id}`](skills/cards/{c.skill_id}.md) | {c.header.status.value} | {fix} | {c.header.intent} |"
-        )
+        # A card in its own folder (interim, issue 20) links to skills/<card-id>/card.md.
+        link = f"skills/{c.skill_id}/card.md" if c.path.endswith("/card.md") else f"skills/cards/{c.skill_id}.md"
+        rows.append(f"| [`{c.skill_id}`]({link}) | {c.header.status.value} | {fix} | {c.header.intent} |")
     return "\n".join(rows) + "\n"
 
 

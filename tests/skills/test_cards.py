@@ -11,15 +11,26 @@ import pytest
 from tests.nvcc import compile_many
 from tests.skills.cardtest import CARD_FIXTURES, matches, nvcc_compiles, rewrite_all
 from warpwise.analyzers.build import analyze_text
-from warpwise.skills.library import builtin_library
+from warpwise.skills.library import CARD_FOLDERS, builtin_library, card_folders
 
 LIB = builtin_library()
-POSITIVE = sorted(p for p in CARD_FIXTURES.glob("*/pos_*.cu") if not p.name.endswith(".expected.cu"))
-NEGATIVE = sorted(CARD_FIXTURES.glob("*/neg_*.cu"))
+# Interim (issue 20): a card in its own folder `skills/<card-id>/` keeps its fixtures in `skills/<card-id>/fixtures/`.
+FOLDER_FIXTURES = sorted(f / "fixtures" for f in card_folders())
+POSITIVE = sorted(
+    p
+    for pattern in ("*/pos_*.cu", *(f"{f.parent.name}/fixtures/pos_*.cu" for f in FOLDER_FIXTURES))
+    for p in (CARD_FIXTURES.glob(pattern) if "/fixtures/" not in pattern else CARD_FOLDERS.glob(pattern))
+    if not p.name.endswith(".expected.cu")
+)
+NEGATIVE = sorted([*CARD_FIXTURES.glob("*/neg_*.cu"), *(p for f in FOLDER_FIXTURES for p in f.glob("neg_*.cu"))])
+
+
+def _card_of(p: Path) -> str:
+    return p.parent.parent.name if p.parent.name == "fixtures" else p.parent.name
 
 
 def _id(p: Path) -> str:
-    return f"{p.parent.name}/{p.name}"
+    return f"{_card_of(p)}/{p.name}"
 
 
 def test_library_loads_clean() -> None:
@@ -30,6 +41,8 @@ def test_library_loads_clean() -> None:
 @pytest.mark.parametrize("card_id", sorted(LIB.cards))
 def test_every_card_has_fixtures(card_id: str) -> None:
     folder = CARD_FIXTURES / card_id
+    if not folder.is_dir() and (CARD_FOLDERS / card_id / "fixtures").is_dir():
+        folder = CARD_FOLDERS / card_id / "fixtures"
     assert folder.is_dir(), f"add fixtures under {folder}"
     pos = [p for p in folder.glob("pos_*.cu") if not p.name.endswith(".expected.cu")]
     assert pos, "at least one positive case"
@@ -43,7 +56,7 @@ def test_every_card_has_fixtures(card_id: str) -> None:
 def test_positive_fires_and_rewrites_exactly(
     path: Path, tmp_path: Path, compiled_fixtures: dict[Path, tuple[bool, str]]
 ) -> None:
-    card_id = path.parent.name
+    card_id = _card_of(path)
     source = path.read_bytes()
     found = matches(card_id, source)
     assert found, f"{card_id} should fire on {path.name}"
@@ -63,14 +76,15 @@ def test_positive_fires_and_rewrites_exactly(
 
 @pytest.mark.parametrize("path", NEGATIVE, ids=_id)
 def test_near_miss_does_not_fire(path: Path) -> None:
-    found = matches(path.parent.name, path.read_bytes())
+    found = matches(_card_of(path), path.read_bytes())
     assert found == [], [m.message for m in found]
 
 
 @pytest.fixture(scope="module")
 def compiled_fixtures() -> dict[Path, tuple[bool, str]]:
     """Compile every fixture and every expected rewrite at once, on all cores."""
-    paths = POSITIVE + NEGATIVE + sorted(CARD_FIXTURES.glob("*/*.expected.cu"))
+    paths = POSITIVE + NEGATIVE + sorted(p.with_name(p.stem + ".expected.cu") for p in POSITIVE)
+    paths = [p for p in dict.fromkeys(paths) if p.exists()]
     return dict(zip(paths, compile_many([p.read_bytes() for p in paths]), strict=True))
 
 
