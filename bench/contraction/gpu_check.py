@@ -10,6 +10,7 @@ compiles each with NVRTC through CuPy, and for each style and size:
   (cuBLAS fp32) at 4096^3 and at the odd and tall-skinny sizes.
 
 Usage (on the GPU machine): python3 bench/contraction/gpu_check.py MANIFEST OUT_JSON
+With a third argument `ncu STYLE KEY M N K`, it instead launches that one kernel once (for Nsight Compute).
 """
 
 from __future__ import annotations
@@ -294,7 +295,8 @@ def main(manifest_path: str, out_path: str) -> None:
     check("uint_typedef", 129, 67, 33, ks, misaligned=True)
     # 3. Timing at the odd and tall-skinny sizes with the best tiles.
     for m, n, k in [(4095, 4097, 1023), (16384, 64, 2048), (64, 16384, 2048), (8192, 8192, 1024)]:
-        timing("suite_matmul_naive", m, n, k, best)
+        for key in keys:
+            timing("suite_matmul_naive", m, n, k, key)
     for style in ("transposed_b", "alpha_beta_tn", "while_tt", "uint_typedef"):
         timing(style, 4096, 4096, 4096, best)
     result["wall_s"] = round(time.time() - t_start, 1)
@@ -311,5 +313,26 @@ def main(manifest_path: str, out_path: str) -> None:
     )
 
 
+def ncu_one(manifest_path: str, style: str, key: str, m: int, n: int, k: int) -> None:
+    """Launch one kernel (the naive one when key is `naive`) once at the given size, for a profiler."""
+    with open(manifest_path) as fh:
+        manifest = json.load(fh)
+    e = manifest["styles"][style]
+    src = e["naive"] if key == "naive" else e["generated"][key]["source"]
+    fn = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=[e["kernel"]]).get_function(e["kernel"])
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    args, _, _, (ngrid, nblk), _, _ = _unpack(Style(style, e).build(m, n, k, gen))
+    if key == "naive":
+        fn(ngrid, nblk, tuple(args))
+    else:
+        bm, bn = (int(x) for x in key.split("x")[:2])
+        fn((math.ceil(n / bn), math.ceil(m / bm), 1), (e["generated"][key]["threads"], 1, 1), tuple(args))
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) > 3 and sys.argv[3] == "ncu":
+        ncu_one(sys.argv[1], sys.argv[4], sys.argv[5], *(int(x) for x in sys.argv[6:9]))
+    else:
+        main(sys.argv[1], sys.argv[2])
