@@ -59,13 +59,40 @@ def shrunk_problem_spec(path: str, text: str, kernel: str, factor: int) -> Any:
     A rewrite that shrinks launches in host code finds none to shrink when a problem file launches the kernel; the
     candidate is then launched with the grid the rewrite would have given it, the original as the file says.
     """
-    from warpwise.verify.launch import problem_source, shrink_grid
+    from warpwise.verify.launch import shrink_grid
+
+    return changed_problem_spec(path, text, kernel, shrink_grid(factor))
+
+
+def changed_problem_spec(path: str, text: str, kernel: str, changes: Any) -> Any:
+    """Return the problem-file spec that launches the candidate with the given `LaunchChange`s (None if none)."""
+    from warpwise.verify.launch import problem_source
     from warpwise.verify.spec import ProblemSpec, resolve_spec
 
     spec = resolve_spec(path, text, kernel)
     if not isinstance(spec, ProblemSpec) or spec.source != "problem_file" or spec.run.problem_source is None:
-        return None  # The launch comes from this file's host code, which the rewrite shrank itself.
+        return None  # The launch comes from this file's host code, which the rewrite changed itself.
     if not re.search(r"^(def\s+launch\s*\(|grid\s*=)", spec.run.problem_source, re.M):
         return None  # The geometry comes from an annotation or the host code, not the problem file.
-    run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), shrink_grid(factor)))
+    run = dataclasses.replace(spec.run, problem_source=problem_source(spec.run.problem_source, (), tuple(changes)))
     return dataclasses.replace(spec, run=run)
+
+
+def card_problem_spec(path: str, text: str, kernel: str, card_id: str) -> Any:
+    """Return the problem-file spec for a card whose rewrite changes the launch in its own way (None if none).
+
+    A card's rules module may define `problem_launch_changes(matches)`, returning the `LaunchChange`s of its
+    rewrite for a problem file's launch (the untiled-contraction card's grid of output tiles).
+    """
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.skills import engine
+    from warpwise.skills.library import builtin_library
+
+    card = builtin_library().get(card_id)
+    fn = getattr(card.rules, "problem_launch_changes", None) if card is not None else None
+    if fn is None:
+        return None
+    model = analyze_text(text.encode("utf-8", "surrogatepass"), path)
+    matches = [m for m in engine.match_file(model, enabled={card_id}) if m.function == kernel]
+    changes = fn(matches) if matches else None
+    return changed_problem_spec(path, text, kernel, changes) if changes else None

@@ -126,6 +126,10 @@ def _run_verify(args: argparse.Namespace) -> int:
                         f"{factor}, as the rewrite divides launches in the file",
                         file=sys.stderr,
                     )
+            elif factor is None:  # A card whose rewrite changes the launch its own way (a grid of tiles).
+                from warpwise.skills.launches import card_problem_spec
+
+                spec = card_problem_spec(args.file, original, args.kernel, args.skill)
         elif args.candidate:
             cand_text = Path(args.candidate).read_text(encoding="utf-8", errors="replace")
             cand_path = args.candidate
