@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from warpwise.analyzers.findings import Finding, Severity
 from warpwise.analyzers.model import FileModel, Span
-from warpwise.analyzers.parse import captures, new_parser, query
+from warpwise.analyzers.parse import SourceFile, captures, query
 
 PREFIX = "warpwise-"
 UNUSED_RULE = "unused-suppression"
@@ -92,7 +92,7 @@ def read_suppressions(model: FileModel, tree: Any = None) -> Suppressions:
     if b"NOLINT" not in text:
         return out
     if tree is None:
-        tree = new_parser().parse(text)
+        tree = SourceFile.parse(text).tree
     nodes = sorted(captures(query("(comment) @c"), tree.root_node).get("c", []), key=lambda n: n.start_byte)
     open_blocks: list[Suppression] = []
     last = max(model.lines.line_count - 1, 0)

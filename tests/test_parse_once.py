@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, FIXTURES, ROOT
+from tests.conftest import EXAMPLES, ROOT
 from warpwise.analyzers import parse
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.model import Position
@@ -63,7 +63,8 @@ def test_check_of_a_file_parses_it_once(parses: Parses, capsys: pytest.CaptureFi
 
 
 def _card_fixture_files() -> list[Path]:
-    return sorted(p for p in (FIXTURES / "cards").rglob("*.cu") if not p.name.endswith(".expected.cu"))
+    cards = ROOT / "skills"
+    return sorted(p for p in cards.glob("*/fixtures/*.cu") if not p.name.endswith(".expected.cu"))
 
 
 def test_resolving_fixes_parses_nothing(parses: Parses) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warpwise.analyzers.parse import SourceFile, parse_tree
+from warpwise.analyzers.parse import SourceFile
 
 _CONTAINERS = frozenset(
     {
@@ -335,7 +335,7 @@ class _Walk:
 
         `tree` is the file's syntax tree when the caller has it (the analysed source); headers are parsed here.
         """
-        tree = tree if tree is not None else parse_tree(data)
+        tree = tree if tree is not None else SourceFile.parse(data).tree
         edits: list[tuple[int, int, str | None]] = []
         stack = [tree.root_node]
         while stack:

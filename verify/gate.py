@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.model import FileModel
@@ -136,13 +136,13 @@ def kernel_instantiations(
             continue
         offset = caller.span(launch.span)[0]
         if "scalar_t" in args:
-            found = torchext.dispatched_types(data, offset)
+            found = torchext.dispatched_types(data, offset, model.tree)
             if found is not None:
                 out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                 continue
         # A launch inside a template host function passes that template's parameters, and one in a host body may
         # pass its local names (`ILP`, `accscalar_t`): neither is known at file scope.
-        outer = enclosing_template_params(data, offset)
+        outer = enclosing_template_params(data, offset, model.tree)
         out.append(tuple("?" if a in outer or not _file_scope_name(a, model) else a for a in args))
     known = [a for a in out if "?" not in a]
     if not known:
@@ -180,11 +180,13 @@ def _file_scope_name(arg: str, model: object) -> bool:
     return bool(re.search(rb"#\s*define\s+" + re.escape(a.encode()) + rb"\b", text))
 
 
-def enclosing_template_params(data: bytes, offset: int) -> set[str]:
+def enclosing_template_params(data: bytes, offset: int, tree: Any = None) -> set[str]:
     """Return the names of the template parameters of the templates around a byte offset."""
-    from warpwise.analyzers.parse import new_parser
+    from warpwise.analyzers.parse import SourceFile
 
-    node = new_parser().parse(data).root_node.descendant_for_byte_range(offset, offset)
+    node = (tree if tree is not None else SourceFile.parse(data).tree).root_node.descendant_for_byte_range(
+        offset, offset
+    )
     names: set[str] = set()
     while node is not None:
         if node.type == "template_declaration":
@@ -236,7 +238,7 @@ def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ..
                 if not args:
                     continue
                 if "scalar_t" in args:
-                    found = torchext.dispatched_types(model.text, caller.span(launch.span)[0])
+                    found = torchext.dispatched_types(model.text, caller.span(launch.span)[0], model.tree)
                     if found is not None:
                         out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                         continue

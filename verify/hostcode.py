@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.expr import cexpr
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import SourceFile
 
 _CONTAINERS = frozenset(
     {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "namespace_definition", "declaration_list"}
@@ -78,9 +78,12 @@ def _expand(macro: LaunchMacro, args: list[str]) -> str | None:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), body)
 
 
-def expand_launch_macros(text: bytes) -> tuple[bytes, tuple[str, ...]]:
-    """Return the text with every call of a launching macro replaced by its expansion, and the macros expanded."""
-    tree = new_parser().parse(text)
+def expand_launch_macros(text: bytes, tree: Any = None) -> tuple[bytes, tuple[str, ...]]:
+    """Return the text with every call of a launching macro replaced by its expansion, and the macros expanded.
+
+    `tree` is the text's syntax tree when the caller has it (the model's); the text is parsed otherwise.
+    """
+    tree = tree if tree is not None else SourceFile.parse(text).tree
     macros = launch_macros(tree.root_node, text)
     if not macros:
         return text, ()
@@ -119,9 +122,11 @@ def expand_launch_macros(text: bytes) -> tuple[bytes, tuple[str, ...]]:
     return bytes(out), tuple(dict.fromkeys(used))
 
 
-def loop_first_values(src: bytes, offset: int, names: dict[str, int | float]) -> dict[str, tuple[int | float, str]]:
+def loop_first_values(
+    src: bytes, offset: int, names: dict[str, int | float], tree: Any = None
+) -> dict[str, tuple[int | float, str]]:
     """Return, for each loop variable around the byte `offset`, its first value and a description of the loop."""
-    tree = new_parser().parse(src)
+    tree = tree if tree is not None else SourceFile.parse(src).tree
     node = tree.root_node.descendant_for_byte_range(offset, offset)
     fn = node
     while fn is not None and fn.type != "function_definition":

@@ -228,7 +228,7 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
     offset = caller.span(launch.span)[0]
     facts = host_facts(model, caller, offset)
     loop_notes = []
-    for var, (value, where) in hostcode.loop_first_values(model.text, offset, facts.names).items():
+    for var, (value, where) in hostcode.loop_first_values(model.text, offset, facts.names, model.tree).items():
         if var in facts.names:
             continue
         facts.names[var] = value
@@ -242,7 +242,7 @@ def _through_macros(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing
 
     from warpwise.analyzers.build import analyze_text
 
-    expanded, macros = hostcode.expand_launch_macros(model.text)
+    expanded, macros = hostcode.expand_launch_macros(model.text, model.tree)
     if not macros:
         return None
     model2 = analyze_text(expanded, model.path)

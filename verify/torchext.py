@@ -18,7 +18,7 @@ import functools
 import sysconfig
 from typing import Any
 
-from warpwise.analyzers.parse import new_parser
+from warpwise.analyzers.parse import SourceFile
 from warpwise.verify.project import BuildFlags
 
 _FLOATING = ("double", "float")
@@ -86,11 +86,14 @@ def dispatch_of(macro: str, args: list[str]) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys((*_BASE[base], *extra)))
 
 
-def dispatched_types(text: bytes, offset: int) -> tuple[str, tuple[str, ...]] | None:
-    """Return the dispatch macro around byte `offset` and the types it binds `scalar_t` to, if there is one."""
+def dispatched_types(text: bytes, offset: int, tree: Any = None) -> tuple[str, tuple[str, ...]] | None:
+    """Return the dispatch macro around byte `offset` and the types it binds `scalar_t` to, if there is one.
+
+    `tree` is the text's syntax tree when the caller has it (the model's); the text is parsed otherwise.
+    """
     from warpwise.analyzers.expr import cexpr
 
-    tree = new_parser().parse(text)
+    tree = tree if tree is not None else SourceFile.parse(text).tree
     node = tree.root_node.descendant_for_byte_range(offset, offset)
     while node is not None and node.type != "function_definition":
         if node.type == "call_expression":

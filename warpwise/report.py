@@ -368,12 +368,9 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
     """
     out = out or sys.stdout
     catalog = rule_catalog()
-    try:
-        from warpwise.skills.library import builtin_library
+    from warpwise.skills.library import builtin_library
 
-        cards = {c.skill_id: c for c in builtin_library()}
-    except ImportError:
-        cards = {}
+    cards = {c.skill_id: c for c in builtin_library()}
     results = []
     for r in reports:
         seen: dict[str, int] = {}

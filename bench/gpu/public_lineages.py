@@ -89,7 +89,7 @@ def compat_shims(text: str, dropped_includes: tuple[str, ...]) -> tuple[str, lis
     <cstdint>. Blanking keeps line numbers.
     """
     from warpwise.verify.extract import prelude_for
-    from warpwise.verify.nvbuild import cuda_include_dirs
+    from warpwise.verify.worker.nvbuild import cuda_include_dirs
 
     shims: list[str] = []
     blanked = _RUNTIME_HEADERS.sub(lambda m: " " * len(m.group(0)), text)
@@ -114,9 +114,9 @@ def prepare(
     """
     from warpwise.lineages.public_index import PublicIndexError, load_index, version_text
     from warpwise.verify.extract import device_source
-    from warpwise.verify.nvbuild import build as nvbuild
-    from warpwise.verify.nvbuild import toolkit_label
     from warpwise.verify.types import Source
+    from warpwise.verify.worker.nvbuild import build as nvbuild
+    from warpwise.verify.worker.nvbuild import toolkit_label
 
     entries: list[dict[str, Any]] = []
     not_run: list[dict[str, str]] = []

@@ -8,7 +8,6 @@ the problem's reference on three seeds; whether it is slower does not matter her
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from warpwise.skills.engine import card_rewrites
 from warpwise.verify.backends import LocalBackend
 from warpwise.verify.cache import ResultCache
 from warpwise.verify.gate import Gate
+from warpwise.verify.spec import read_problem
 from warpwise.verify.types import Options, Status
 
 pytestmark = pytest.mark.gpu
@@ -68,7 +68,8 @@ def _tiled(tmp: Path, operator: str, card: str) -> Expert:
     _, tiled = card_rewrites(analyze_text(text.encode(), str(k.source)))[(kernel, card)]
     path = tmp / f"{operator}_tiled.cu"
     path.write_bytes(tiled)
-    shutil.copy(k.problem, tmp / f"{operator}_tiled.problem.py")
+    # The copy carries the problem it extends inlined (a relative `problem_extends` would not resolve from tmp).
+    (tmp / f"{operator}_tiled.problem.py").write_text(read_problem(k.problem), encoding="utf-8")
     return load_expert(path)
 
 
