@@ -14,7 +14,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from warpwise.server.settings import Settings
 from warpwise.skills.engine import superseded
 from warpwise.skills.model import Applicability
 from warpwise.skills.rewrite import Edit, Fix
+from warpwise.verify.rule_policy import RulePolicy, policy_for
 
 log = logging.getLogger(__name__)
 
@@ -339,9 +340,31 @@ def collect_items(providers: list[Provider], model: FileModel, settings: Setting
     for p in providers:
         ids = getattr(p, "rule_ids", None)
         known.update(ids() if callable(ids) else ())
+    policy = file_policy(model.path)
+    if policy.config is not None:
+        items = [i for i in items if policy.enabled(i.id)]
+
+    def reported(rule: str) -> bool:
+        return settings.rule_enabled(rule) and policy.enabled(rule)
+
     items, unused = apply_suppressions(
-        model, items, key=lambda i: (i.id, i.span), tree=model.tree, reported=settings.rule_enabled, known=known
+        model, items, key=lambda i: (i.id, i.span), tree=model.tree, reported=reported, known=known
     )
-    items.extend(_item_of_finding(f) for f in unused)
+    items.extend(_item_of_finding(f) for f in unused if policy.enabled(f.rule))
+    if policy.severity:
+        # The project's severity overrides are the last word on a finding's level.
+        items = [replace(i, severity=policy.severity_of(i.id, i.severity)) for i in items]
     items.sort(key=lambda i: (i.span[0], i.id))
     return items, problems
+
+
+def file_policy(path: str) -> RulePolicy:
+    """Return the project configuration's rule settings for a document (none for an unsaved or remote one)."""
+    p = Path(path)
+    if not p.is_absolute() or not p.parent.is_dir():
+        return RulePolicy(path)
+    try:
+        return policy_for(p)
+    except (OSError, ValueError) as exc:  # An unreadable folder or a bad pattern: every rule, and say why.
+        log.warning("the project configuration of %s could not be applied: %s", path, exc)
+        return RulePolicy(path)

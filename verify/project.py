@@ -95,6 +95,10 @@ class ProjectConfig:
     compile_commands: str | None = None
     gpu: tuple[tuple[str, str | float | bool], ...] = ()
     problems: tuple[ConfigProblem, ...] = ()
+    # `per-file-ignores = { "GLOB" = ["rule-id", ...] }`: gitignore-style globs relative to the file's folder.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # `severity = { "rule-id" = "error" | "warning" | "info" | "hint" }`.
+    severity: tuple[tuple[str, str], ...] = ()
 
 
 def find_config(start: str | Path) -> Path | None:
@@ -142,6 +146,8 @@ def _config_from_table(table: Mapping[str, Any], path: Path, prefix: str) -> Pro
     flags = reader.flags(table)
     select = reader.strings(table, "select")
     ignore = reader.strings(table, "ignore")
+    per_file = reader.per_file_ignores(table)
+    severity = reader.severities(table)
     cc = reader.string(table, "compile-commands")
     gpu: list[tuple[str, str | float | bool]] = []
     raw_gpu = table.get("gpu", {})
@@ -149,17 +155,86 @@ def _config_from_table(table: Mapping[str, Any], path: Path, prefix: str) -> Pro
         reader.problem("gpu", "must be a table such as `[tool.warpwise.gpu]`")
     else:
         for k, v in raw_gpu.items():
-            if isinstance(v, str | int | float | bool):
+            why = _gpu_value_problem(str(k), v)
+            if why is None:
                 gpu.append((str(k), v))
             else:
-                reader.problem(f"gpu.{k}", "must be a string, a number or a boolean")
-    known = {"select", "ignore", "compile-commands", "gpu", *_FLAG_KEYS}
+                reader.problem(f"gpu.{k}", why)
+    known = {k for k, *_ in PROJECT_KEYS}
     for k in table:
         if k not in known:
             reader.problem(str(k), f"is not a warpwise setting (known: {', '.join(sorted(known))})")
     cc_path = str((path.parent / cc).resolve()) if cc else None
     flags = replace(flags, origins=(f"{path}",) if _has_flags(table) else (), problems=tuple(reader.problems))
-    return ProjectConfig(str(path), flags, select, ignore, cc_path, tuple(gpu), problems=tuple(reader.problems))
+    return ProjectConfig(
+        str(path),
+        flags,
+        select,
+        ignore,
+        cc_path,
+        tuple(gpu),
+        problems=tuple(reader.problems),
+        per_file_ignores=per_file,
+        severity=severity,
+    )
+
+
+SEVERITIES = ("error", "warning", "info", "hint")
+
+# Every key of `[tool.warpwise]` / `warpwise.toml`: (key, TOML type, default, description). The reader accepts
+# exactly these, and docs/configuration.md is generated from this table (`warpwise.reference`).
+PROJECT_KEYS: tuple[tuple[str, str, str, str], ...] = (
+    ("include-dirs", "array of string", "[]", "Include folders for the file's headers, relative to the file."),
+    ("defines", "array of string or table", "[]", '`-D` macros: `["BLOCK=128"]` or `{ BLOCK = 128 }`.'),
+    ("std", "string", '"c++17"', "The C++ standard: c++03, c++11, c++14, c++17 or c++20."),
+    ("nvrtc-flags", "array of string", "[]", "Extra options for NVRTC builds."),
+    ("nvcc-flags", "array of string", "[]", "Extra options for nvcc builds (the fallback builder)."),
+    ("arch", "string", "the GPU's", "Target architecture such as `sm_90`."),
+    (
+        "compile-commands",
+        "string",
+        "found like clangd",
+        "A `compile_commands.json`, or the folder holding it, relative to the file.",
+    ),
+    ("select", "array of string", "[] (every rule)", 'Report only these rule ids (`"all"`: every rule).'),
+    ("ignore", "array of string", "[]", 'Never report these rule ids (`"all"`: none at all).'),
+    (
+        "per-file-ignores",
+        "table of glob = array of string",
+        "{}",
+        "Rule ids not reported on the files a gitignore-style glob matches (relative to this file's folder).",
+    ),
+    (
+        "severity",
+        "table of rule id = string",
+        "{}",
+        "Severity overrides: `error`, `warning`, `info` or `hint`; the last word on a finding's level.",
+    ),
+    (
+        "gpu",
+        "table",
+        "{}",
+        "Defaults of `warpwise verify`, `[tool.warpwise.gpu]`: `backend` (auto, local, compile-only, cluster), "
+        "`scheduler` (a Dask address), `seeds` (>= 3), `time-limit` (seconds > 0); command-line options win.",
+    ),
+)
+
+GPU_BACKENDS = ("auto", "local", "compile-only", "cluster")
+
+
+def _gpu_value_problem(key: str, value: object) -> str | None:
+    """Return why `[tool.warpwise.gpu]`'s `key = value` is not valid, or None when it is."""
+    if key == "backend":
+        return None if value in GPU_BACKENDS else f"`{value}` is not one of {', '.join(GPU_BACKENDS)}"
+    if key == "scheduler":
+        return None if isinstance(value, str) and value else "must be a Dask scheduler address such as `tcp://h:8786`"
+    if key == "seeds":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 3
+        return None if ok else "must be a whole number of at least 3"
+    if key == "time-limit":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 86400
+        return None if ok else "must be a number of seconds above 0"
+    return "is not a GPU setting (known: backend, scheduler, seeds, time-limit)"
 
 
 _FLAG_KEYS = ("include-dirs", "defines", "std", "nvrtc-flags", "nvcc-flags", "arch")
@@ -202,6 +277,40 @@ class _Reader:
             self.problem(key, f"must be a string, not {type(value).__name__}")
             return None
         return value
+
+    def per_file_ignores(self, table: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Return `per-file-ignores` as (glob, rule ids) pairs; a bad glob or value is a problem and is skipped."""
+        raw = table.get("per-file-ignores", {})
+        if not isinstance(raw, dict):
+            self.problem("per-file-ignores", 'must be a table such as `{ "tests/**" = ["rule-id"] }`')
+            return ()
+        out = []
+        for glob, ids in raw.items():
+            key = f'per-file-ignores."{glob}"'
+            if isinstance(ids, str):
+                ids = [ids]
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                self.problem(key, f"must be a list of rule ids, not {type(ids).__name__}")
+                continue
+            if not glob.strip():
+                self.problem(key, "the pattern is empty")
+                continue
+            out.append((str(glob), tuple(ids)))
+        return tuple(out)
+
+    def severities(self, table: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """Return `severity` as (rule id, level) pairs; an unknown level is a problem and is skipped."""
+        raw = table.get("severity", {})
+        if not isinstance(raw, dict):
+            self.problem("severity", 'must be a table such as `{ "rule-id" = "hint" }`')
+            return ()
+        out = []
+        for rule, level in raw.items():
+            if not isinstance(level, str) or level.lower() not in SEVERITIES:
+                self.problem(f"severity.{rule}", f"`{level}` is not one of {', '.join(SEVERITIES)}")
+                continue
+            out.append((str(rule), level.lower()))
+        return tuple(out)
 
     def flags(self, table: Mapping[str, Any]) -> BuildFlags:
         """Return the build flags of a table (include folders resolved against the table's folder)."""

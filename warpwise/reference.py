@@ -4,7 +4,8 @@ Three sources, each the single source of truth for its part:
 - the editor and server settings: `server/settings.schema.json` (itself generated from `server/settings.py`),
   shipped in the package as `warpwise/server/settings.schema.json`;
 - the VS Code client's own settings: the keys of `vscode-extension/package.json` that the server does not read;
-- the command line: the argument parser of every `warpwise` subcommand.
+- the command line: the argument parser of every `warpwise` subcommand;
+- the project configuration file: `warpwise.verify.project.PROJECT_KEYS`, the table its reader accepts.
 
     python -m warpwise.reference docs/configuration.md           (rewrite it)
     python -m warpwise.reference --check docs/configuration.md   (exit 1 when it is stale; a test runs this)
@@ -71,6 +72,14 @@ def _settings_table(props: dict[str, dict[str, Any]]) -> list[str]:
     return rows
 
 
+def _project_table() -> list[str]:
+    from warpwise.verify.project import PROJECT_KEYS
+
+    rows = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{k}` | {t} | `{d}` | {_cell(text)} |" for k, t, d, text in PROJECT_KEYS]
+    return rows
+
+
 def _client_settings(server_keys: set[str]) -> dict[str, dict[str, Any]]:
     """Return the VS Code client's own settings (those the server does not read), when the manifest is at hand."""
     if not EXTENSION_MANIFEST.is_file():
@@ -116,8 +125,11 @@ def render() -> str:
         "vscode-extension/package.json and the command-line parser; tests/warpwise/test_reference.py fails when it "
         "is stale. Do not edit by hand. -->",
         "",
-        "warpwise is configured in three places:",
+        "warpwise is configured in four places:",
         "",
+        "- **The project configuration**: `[tool.warpwise]` in the nearest `pyproject.toml`, or a `warpwise.toml` "
+        "(or `.warpwise.toml`), found by walking up from each file as ruff finds its configuration; the CLI and "
+        "the editor read the same file.",
         "- **Editor settings** (`warpwise.*` in VS Code's settings, or the `initializationOptions` / "
         "`workspace/configuration` answers of any LSP client). An invalid value is reported and replaced by its "
         "default.",
@@ -125,8 +137,32 @@ def render() -> str:
         "- **Source comments**: `// NOLINT(warpwise-<id>)` and its relatives suppress findings "
         "([suppressions](suppressions.md)).",
         "",
-        "A project configuration file (`[tool.warpwise]` in `pyproject.toml`, or `warpwise.toml`) is not read by "
-        "this version; it is being added separately, and its keys will be listed here from the same kind of schema.",
+        "## Project configuration",
+        "",
+        "Keys of `[tool.warpwise]` (in `pyproject.toml`) or of the top level of `warpwise.toml`. A key of the wrong "
+        "type or an unknown key is reported with the file and the key, and the default stands in. Build flags: "
+        "[verification](verification.md#building-real-projects); rule settings: `warpwise.verify.rule_policy`.",
+        "",
+        *_project_table(),
+        "",
+        "```toml",
+        "[tool.warpwise]",
+        'include-dirs = ["include"]',
+        'ignore = ["division-by-power-of-two"]',
+        "",
+        "[tool.warpwise.per-file-ignores]",
+        '"tests/**" = ["all"]                      # gitignore-style, relative to this file',
+        '"*.cuh" = ["missing-launch-bounds"]       # no slash: a file name at any depth',
+        "",
+        "[tool.warpwise.severity]",
+        '"missing-restrict" = "hint"',
+        '"int32-index-overflow" = "error"',
+        "```",
+        "",
+        "Command-line `--select` replaces the configured `select` and `--ignore` adds to `ignore`; the editor's "
+        "`warpwise.cards.enabled` / `warpwise.cards.disabled` apply on top (a rule reports only where every layer "
+        "lets it). A severity override applies after warpwise decides a finding's default level, in `check` "
+        "(text, JSON, SARIF) and in the editor, whose hover names the file it came from.",
         "",
         "## Editor and language-server settings",
         "",

@@ -17,7 +17,7 @@ from warpwise.server import convert
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
-from warpwise.server.providers import Item
+from warpwise.server.providers import Item, file_policy
 from warpwise.server.verification import CandidateState
 from warpwise.skills.model import Applicability
 
@@ -143,6 +143,9 @@ def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
     if item.card is not None and item.card.status:
         head += f" ({item.card.status})"
     out = [head, "", item.message]
+    configured = file_policy(analysis.model.path).describe(item.id)
+    if configured is not None:
+        out += ["", f"*Configured: {configured}.*"]
     if item.card is not None:
         out += ["", f"**Intent.** {item.card.intent}"]
     elif item.summary:

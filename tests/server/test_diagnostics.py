@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 
 from tests.server.conftest import KERNELS, Session
@@ -60,3 +62,24 @@ async def test_full_text_change_and_close(session: Session) -> None:
     )
     cleared = await session.pushed(uri, lambda p: p.version is None)
     assert list(cleared.diagnostics) == []
+
+
+async def test_project_rule_settings_reach_the_editor(session: Session, tmp_path: Path) -> None:
+    """`[tool.warpwise]` per-file-ignores and severity overrides apply to open documents, as in `check`."""
+    root = tmp_path
+    (root / "pyproject.toml").write_text(
+        "[tool.warpwise]\n"
+        'per-file-ignores = { "quiet/**" = ["uncoalesced-global-access"] }\n'
+        'severity = { "missing-restrict" = "error" }\n'
+    )
+    (root / "quiet").mkdir()
+    shown = root / "kernels.cu"
+    quiet = root / "quiet" / "kernels.cu"
+    for p in (shown, quiet):
+        p.write_bytes(KERNELS.read_bytes())
+    diags = await session.static(session.open(shown))
+    by_code = {str(d.code): d for d in diags}
+    assert by_code["missing-restrict"].severity == types.DiagnosticSeverity.Error
+    assert "uncoalesced-global-access" in by_code
+    codes = {str(d.code) for d in await session.static(session.open(quiet))}
+    assert "uncoalesced-global-access" not in codes and "missing-restrict" in codes

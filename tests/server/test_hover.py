@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 
 from tests.server.conftest import KERNELS, Session
@@ -33,6 +35,16 @@ async def test_hover_on_a_rule_finding_shows_its_summary(session: Session) -> No
     text = _text(await session.hover(uri, 22, 6))
     assert "**uncoalesced-global-access** · warning · rule" in text
     assert "Adjacent threads access global memory far apart." in text
+
+
+async def test_hover_says_where_a_configured_severity_comes_from(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "warpwise.toml").write_text('severity = { "uncoalesced-global-access" = "hint" }\n')
+    (tmp_path / "kernels.cu").write_bytes(KERNELS.read_bytes())
+    uri = session.open(tmp_path / "kernels.cu")
+    await session.static(uri)
+    text = _text(await session.hover(uri, 22, 6))
+    assert "**uncoalesced-global-access** · hint · rule" in text
+    assert f"*Configured: severity `hint` from `{tmp_path / 'warpwise.toml'}`.*" in text
 
 
 async def test_hover_on_a_kernel_name_shows_launches_and_resources(session: Session) -> None:

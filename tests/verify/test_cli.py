@@ -196,3 +196,18 @@ def test_no_grid_shrink_where_the_problem_file_does_not_launch_or_the_rewrite_ke
     (tmp_path / "loop.cu").write_text(loop)
     _, none, _ = _skill_candidate(str(tmp_path / "loop.cu"), loop, "twice", "scalar-global-access")
     assert none is None
+
+
+def test_verify_takes_its_gpu_defaults_from_the_project_configuration(tmp_path: Path, cand: Path) -> None:
+    (tmp_path / "warpwise.toml").write_text('[gpu]\nbackend = "compile-only"\nseeds = 2\nflavour = "x"\n')
+    original = tmp_path / "vector_ops.cu"
+    original.write_bytes((EXAMPLES / "vector_ops.cu").read_bytes())
+    code, out, err = run("verify", str(original), "--kernel", "saxpy", "--candidate", str(cand), cache=tmp_path)
+    assert "(compile-only)" in err and "compile-only (sm_90" in out, err
+    assert "`gpu.seeds`: must be a whole number of at least 3" in err
+    assert "`gpu.flavour`: is not a GPU setting" in err
+    # The command line wins over the configuration.
+    code, out, err = run(
+        "verify", str(original), "--kernel", "saxpy", "--candidate", str(cand), "--seeds", "2", cache=tmp_path
+    )
+    assert code == 2 and "--seeds must be at least 3" in err

@@ -96,3 +96,58 @@ def test_help_documents_exit_codes() -> None:
     assert code == 0 and "Exit codes" in out
     code, out = run("check", "--help")
     assert code == 0 and "--format" in out
+
+
+def _configured_project(tmp_path: Path, table: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.warpwise]\n" + table)
+    for rel in ("src/vector_ops.cu", "tests/vector_ops.cu"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((EXAMPLES / "vector_ops.cu").read_bytes())
+    return tmp_path
+
+
+def _rules_by_file(out: str) -> dict[str, set[tuple[str, str]]]:
+    doc = json.loads(out)
+    return {Path(f["path"]).parent.name: {(x["rule"], x["severity"]) for x in f["findings"]} for f in doc["files"]}
+
+
+def test_check_applies_the_project_rule_settings_per_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _configured_project(
+        tmp_path,
+        'ignore = ["missing-launch-bounds"]\n'
+        'per-file-ignores = { "tests/**" = ["all"], "src/*.cu" = ["streaming-cache-hints"] }\n'
+        'severity = { "uncoalesced-global-access" = "error", "missing-restrict" = "hint" }\n',
+    )
+    main(["check", "--format", "json", str(root)])
+    found = _rules_by_file(capsys.readouterr().out)
+    assert found["tests"] == set()
+    rules = {r for r, _ in found["src"]}
+    assert "missing-launch-bounds" not in rules and "streaming-cache-hints" not in rules
+    assert ("uncoalesced-global-access", "error") in found["src"]
+    assert ("missing-restrict", "hint") in found["src"]
+    assert ("scalar-global-access", "info") in found["src"]  # untouched rules keep their default
+
+
+def test_command_line_select_replaces_the_configured_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _configured_project(tmp_path, 'select = ["missing-restrict"]\n')
+    main(["check", "--format", "json", str(root / "src")])
+    assert {r for r, _ in _rules_by_file(capsys.readouterr().out)["src"]} == {"missing-restrict"}
+    main(["check", "--format", "json", "--select", "scalar-global-access", str(root / "src")])
+    assert {r for r, _ in _rules_by_file(capsys.readouterr().out)["src"]} == {"scalar-global-access"}
+
+
+def test_configuration_problems_are_warnings_printed_once(tmp_path: Path) -> None:
+    root = _configured_project(tmp_path, 'ignore = ["no-such-rule"]\nseverity = { "missing-restrict" = "loud" }\n')
+    code, out = run("check", str(root))
+    assert code == 1  # the findings still come; a bad key never stops the check
+    assert out.count("warning: ") >= 2
+    assert out.count("`no-such-rule` is not a warpwise rule id") == 1
+    assert "`tool.warpwise.severity.missing-restrict`: `loud` is not one of error, warning, info, hint" in out
+
+
+def test_fix_leaves_files_whose_rules_are_ignored_alone(tmp_path: Path) -> None:
+    root = _configured_project(tmp_path, 'per-file-ignores = { "tests/**" = ["all"] }\n')
+    before = (root / "tests/vector_ops.cu").read_bytes()
+    assert main(["check", "--fix", str(root)]) == 0
+    assert (root / "tests/vector_ops.cu").read_bytes() == before
+    assert (root / "src/vector_ops.cu").read_bytes() != before

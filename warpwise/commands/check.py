@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from warpwise.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, command
+
+if TYPE_CHECKING:
+    from warpwise.engine import FileReport, InputProblem
+    from warpwise.verify.rule_policy import RulePolicy
 
 MAX_FILE_SIZE_MIB = 1024
 
@@ -47,7 +52,7 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from warpwise.engine import FileReport, InputProblem, analyze_path, collect_sources
+    from warpwise.engine import FileReport, collect_sources
     from warpwise.report import JsonWriter, TextWriter, render_sarif, rule_catalog
 
     known = set(rule_catalog())
@@ -59,7 +64,7 @@ def _run_check(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_ERROR
-    select = (args.select or known) - args.ignore
+    rules = _RuleSettings(known, args.select, args.ignore)
     if not (0 < args.max_file_size <= MAX_FILE_SIZE_MIB):
         print(
             f"warpwise check: error: --max-file-size {args.max_file_size:g} is not between 0 and "
@@ -70,7 +75,7 @@ def _run_check(args: argparse.Namespace) -> int:
     max_bytes = int(args.max_file_size * 2**20)
     files, problems = collect_sources(args.paths)
     if args.fix or args.diff:
-        return _run_fixes(args, files, problems, select, max_bytes)
+        return _run_fixes(args, files, problems, rules, max_bytes)
     found = False
     if args.format == "sarif":
         # SARIF lists its results inside one run object, written once every file is analysed; each file is
@@ -78,7 +83,7 @@ def _run_check(args: argparse.Namespace) -> int:
         def analysed() -> Iterator[FileReport]:
             nonlocal found
             for path in files:
-                res = analyze_path(path, select, max_bytes)
+                res = rules.analyze(path, max_bytes)
                 if isinstance(res, FileReport):
                     found = found or bool(res.findings)
                     yield res
@@ -92,7 +97,7 @@ def _run_check(args: argparse.Namespace) -> int:
         writer = JsonWriter() if args.format == "json" else TextWriter(color=color)
         late: list[InputProblem] = []
         for path in files:
-            res = analyze_path(path, select, max_bytes)
+            res = rules.analyze(path, max_bytes)
             if isinstance(res, FileReport):
                 writer.file(res)
                 found = found or bool(res.findings)
@@ -124,7 +129,50 @@ def _run_rules(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, select: set[str], max_bytes: int) -> int:
+class _RuleSettings:
+    """The rules of each file: the project configuration's (`warpwise.verify.rule_policy`) with the command line's.
+
+    Configuration problems (a bad glob, an unknown rule id, a wrong type) are printed once per configuration
+    file, as warnings: they never stop the check.
+    """
+
+    def __init__(self, known: set[str], select: set[str] | None, ignore: set[str]) -> None:
+        self.known = known
+        self.select = select
+        self.ignore = ignore
+        self.folders: dict[str, str | None] = {}
+        self.reported: set[str] = set()
+
+    def policy(self, path: str) -> RulePolicy:
+        """Return the rule policy of one file, reporting its configuration's problems the first time."""
+        from warpwise.verify.rule_policy import policy_for
+
+        pol = policy_for(path, self.folders).with_cli(self.select, self.ignore)
+        if pol.config is not None and pol.config not in self.reported:
+            self.reported.add(pol.config)
+            for prob in [*pol.problems, *pol.unknown(self.known)]:
+                print(f"warpwise check: warning: {prob}", file=sys.stderr)
+        return pol
+
+    def selected(self, path: str) -> set[str]:
+        """Return the rule ids that report on `path`."""
+        pol = self.policy(path)
+        return {r for r in self.known if pol.enabled(r)}
+
+    def analyze(self, path: str, max_bytes: int) -> FileReport | InputProblem:
+        """Analyse one file under its rules; configured severities replace the defaults."""
+        from dataclasses import replace
+
+        from warpwise.engine import FileReport, analyze_path
+
+        pol = self.policy(path)
+        res = analyze_path(path, {r for r in self.known if pol.enabled(r)}, max_bytes)
+        if isinstance(res, FileReport) and pol.severity:
+            res.findings = [replace(f, severity=pol.severity_of(f.rule, f.severity)) for f in res.findings]
+        return res
+
+
+def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, rules: _RuleSettings, max_bytes: int) -> int:
     """Apply (or show) fixes file by file, then report what is left."""
     import difflib
     from pathlib import Path
@@ -140,7 +188,7 @@ def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, selec
             print(f"{path}: error: {data.message}", file=sys.stderr)
             problems.append(data)
             continue
-        outcome = fix_text(data, path, include_unsafe=args.unsafe_fixes, select=select)
+        outcome = fix_text(data, path, include_unsafe=args.unsafe_fixes, select=rules.selected(path))
         if outcome.text == data:
             continue
         changed += 1

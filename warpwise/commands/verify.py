@@ -38,10 +38,11 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", action="store_true", help="also profile both kernels with Nsight Compute")
     p.add_argument("--sanitize", action="store_true", help="also run the candidate under compute-sanitizer")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--backend", choices=BACKENDS, default="auto", help="where to run (default: local GPU if any)")
+    # The defaults of these four come from `[tool.warpwise.gpu]` when the project sets them (`_gpu_defaults`).
+    p.add_argument("--backend", choices=BACKENDS, help="where to run (default: local GPU if any)")
     p.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address for --backend cluster")
-    p.add_argument("--seeds", type=int, default=3, metavar="N", help="random input sets to check (default: 3)")
-    p.add_argument("--time-limit", type=float, default=120.0, metavar="S", help="per-job limit in seconds")
+    p.add_argument("--seeds", type=int, metavar="N", help="random input sets to check (default: 3)")
+    p.add_argument("--time-limit", type=float, metavar="S", help="per-job limit in seconds (default: 120)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not update the result cache")
     add_build_flags(p)
     p.set_defaults(handler=_run_verify)
@@ -65,6 +66,22 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         metavar="NAME[=VALUE]",
         help="a preprocessor define for the build (repeatable)",
     )
+
+
+_GPU_DEFAULTS: dict[str, str | float] = {"backend": "auto", "seeds": 3, "time-limit": 120.0}
+
+
+def _gpu_defaults(args: argparse.Namespace) -> None:
+    """Fill the GPU options the command line left out from `[tool.warpwise.gpu]`, then from the built-in defaults."""
+    from warpwise.verify import project
+
+    found = project.find_config(args.file)
+    config = dict(project.load_config(found).gpu) if found is not None else {}
+    for key, default in (*_GPU_DEFAULTS.items(), ("scheduler", None)):
+        attr = key.replace("-", "_")
+        if getattr(args, attr) is None:
+            value = config.get(key, default)
+            setattr(args, attr, int(value) if key == "seeds" and value is not None else value)
 
 
 def _backend_name(args: argparse.Namespace) -> str:
@@ -110,6 +127,8 @@ def _run_verify(args: argparse.Namespace) -> int:
     from warpwise.verify.cache import ResultCache
     from warpwise.verify.gate import Candidate, Gate
     from warpwise.verify.types import Options, Status
+
+    _gpu_defaults(args)
 
     try:
         original = Path(args.file).read_text(encoding="utf-8", errors="replace")
