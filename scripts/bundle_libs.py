@@ -1,15 +1,19 @@
 """Bundle the language server's Python libraries into the VS Code extension (`vscode-extension/bundled/libs`).
 
-    python scripts/bundle_libs.py WHEEL OUT [--pythons 3.11,3.12,3.13]
+    python scripts/bundle_libs.py WHEEL OUT [--target linux-x64] [--pythons 3.11,3.12,3.13]
 
 `OUT/` receives warpwise and every pure-Python dependency (pygls, lsprotocol, pydantic, ...), `OUT/abi3/` the
 compiled ones built for CPython's stable ABI (tree-sitter-cuda), and `OUT/cpXY/` those built for one CPython X.Y
-(tree-sitter, pydantic-core, PyYAML), all for this machine's platform, so that the extension runs the server with
-any of those Pythons the user has, with nothing installed in it:
+(tree-sitter, pydantic-core, PyYAML), all for one platform (`--target`, a VS Code target such as `win32-x64`;
+this machine's by default), so that the extension runs the server with any of those Pythons the user has, with
+nothing installed in it:
 `PYTHONPATH=OUT:OUT/abi3:OUT/cpXY python -m warpwise serve`. `OUT/bundle.json` says which platform and Pythons the
 bundle serves; the extension reads it (`warpwise.importStrategy`: `useBundled`) and falls back to the
 interpreter's own packages for any other. Everything comes from the package index as wheels (`pip install
---target --only-binary=:all:`); nothing is compiled.
+--target --only-binary=:all:`); nothing is compiled. A Python for which the package index has no wheel of some
+dependency on that platform is left out of the bundle and named (the manifest lists only the Pythons it serves);
+a target none of whose Pythons can be served fails. `scripts/check_vsix.py` checks a packaged VSIX against its
+target, down to the machine type in every native library's header.
 """
 
 from __future__ import annotations
@@ -20,24 +24,47 @@ import platform
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
-PLATFORMS = {
-    ("Linux", "x86_64"): ("linux", "x64", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"])
+# VS Code target -> (Node's process.platform, process.arch, the wheel platform tags that serve it). The macOS
+# tags name the oldest macOS VS Code itself supports (11); pip also takes wheels for older ones.
+TARGETS: dict[str, tuple[str, str, list[str]]] = {
+    "linux-x64": ("linux", "x64", ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"]),
+    "linux-arm64": ("linux", "arm64", ["manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64"]),
+    "darwin-x64": ("darwin", "x64", ["macosx_11_0_x86_64"]),
+    "darwin-arm64": ("darwin", "arm64", ["macosx_11_0_arm64"]),
+    "win32-x64": ("win32", "x64", ["win_amd64"]),
+    "win32-arm64": ("win32", "arm64", ["win_arm64"]),
+    "alpine-x64": ("linux", "x64", ["musllinux_1_2_x86_64"]),
+}
+HOSTS = {
+    ("Linux", "x86_64"): "linux-x64",
+    ("Linux", "aarch64"): "linux-arm64",
+    ("Darwin", "x86_64"): "darwin-x64",
+    ("Darwin", "arm64"): "darwin-arm64",
+    ("Windows", "AMD64"): "win32-x64",
+    ("Windows", "ARM64"): "win32-arm64",
 }
 
 
-def _install(wheel: Path, target: Path, python: str, tags: list[str]) -> None:
-    """Install the wheel and its dependencies for CPython `python` into `target` (wheels only)."""
+def _install(wheel: Path, target: Path, python: str, tags: list[str]) -> str | None:
+    """Install the wheel and its dependencies for CPython `python` into `target` (wheels only).
+
+    Return None on success, else pip's last error line (the index has no wheel of some dependency there).
+    """
     abi = "cp" + python.replace(".", "")
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     cmd += ["--target", str(target)]
     cmd += ["--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--abi", abi]
     for tag in tags:
         cmd += ["--platform", tag]
-    subprocess.run([*cmd, str(wheel)], check=True)
+    proc = subprocess.run([*cmd, str(wheel)], capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return None
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
+    # pip's last error names the requirement it could not satisfy; earlier ones list versions it ignored.
+    return errors[-1] if errors else f"pip exited with {proc.returncode}"
 
 
 def _kind(dist_info: Path) -> str:
@@ -67,21 +94,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("wheel", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--pythons", default="3.11,3.12,3.13")
+    ap.add_argument("--target", choices=sorted(TARGETS), help="a VS Code target (default: this machine's)")
     args = ap.parse_args(argv)
-    key = (platform.system(), platform.machine())
-    if key not in PLATFORMS:
-        print(f"bundle_libs: no bundle for {key[0]} {key[1]}; the extension will use the interpreter's packages")
+    target_name = args.target or HOSTS.get((platform.system(), platform.machine()))
+    if target_name is None:
+        print(
+            f"bundle_libs: no bundle for {platform.system()} {platform.machine()}; the extension will use the "
+            "interpreter's packages"
+        )
         return 0
-    os_name, arch, tags = PLATFORMS[key]
-    pythons = [p.strip() for p in args.pythons.split(",") if p.strip()]
+    os_name, arch, tags = TARGETS[target_name]
+    wanted = [p.strip() for p in args.pythons.split(",") if p.strip()]
+    pythons: list[str] = []
     if args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True)
     shared_done: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="warpwise-bundle-") as tmp:
-        for python in pythons:
+        for python in wanted:
             target = Path(tmp) / python
-            _install(args.wheel, target, python, tags)
+            missing = _install(args.wheel, target, python, tags)
+            if missing is not None:
+                print(f"bundle_libs: {target_name}: CPython {python} left out: {missing}", file=sys.stderr)
+                continue
+            pythons.append(python)
             native_dir = args.out / ("cp" + python.replace(".", ""))
             for dist_info in sorted(target.glob("*.dist-info")):
                 kind = _kind(dist_info)
@@ -93,10 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     for bin_dir in [args.out / "bin", *args.out.glob("*/bin")]:
         if bin_dir.is_dir():
             shutil.rmtree(bin_dir)
-    manifest = {"platform": os_name, "arch": arch, "pythons": pythons, "soabi": sysconfig.get_config_var("SOABI")}
+    if not pythons:
+        print(f"bundle_libs: {target_name}: no CPython of {', '.join(wanted)} can be served", file=sys.stderr)
+        return 1
+    manifest = {"target": target_name, "platform": os_name, "arch": arch, "pythons": pythons}
     (args.out / "bundle.json").write_text(json.dumps(manifest, indent=2) + "\n")
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file()) / 2**20
-    print(f"bundle_libs: {args.out} ({size:.1f} MiB) for {os_name}-{arch}, CPython {', '.join(pythons)}")
+    print(f"bundle_libs: {args.out} ({size:.1f} MiB) for {target_name}, CPython {', '.join(pythons)}")
     return 0
 
 
