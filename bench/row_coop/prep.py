@@ -34,9 +34,7 @@ def main(out: Path) -> int:
     assert card is not None and card.rules is not None
     rc = card.rules
     mappings = {
-        "warp4": rc.Mapping("warp", 4),
-        "block256": rc.Mapping("block", threads=256),
-        "block1024": rc.Mapping("block", threads=1024),
+        (f"warp{mp.rows_per_block}" if mp.mode == "warp" else f"block{mp.threads}"): mp for mp in rc.MAPPING_CHOICES
     }
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     entries = []

@@ -1545,4 +1545,20 @@ __all__ = [
     "rewrite_source",
     "row_cooperative_reduction",
     "row_launches_rewritable",
+    "search_variants",
 ]
+
+
+def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any]]]:
+    """Return the search's parameter choices: (label, rewrite arguments, launch steps for a problem file).
+
+    A launch step `(block, scale)` sets the block and, along the scaled axes, keeps the number of threads: the
+    first step turns a grid of threads over rows into a grid of blocks of `rows` rows, the second sets the block.
+    """
+    out = []
+    for mp in MAPPING_CHOICES:
+        args = {"mode": mp.mode, "rows_per_block": mp.rows_per_block, "threads": mp.threads}
+        launch = [((mp.rows, 1, 1), (True, False, False)), ((mp.block, 1, 1), (False, False, False))]
+        label = f"warp per row x{mp.rows_per_block}" if mp.mode == "warp" else f"block of {mp.threads} per row"
+        out.append((label, args, launch))
+    return out
