@@ -74,8 +74,12 @@ def main(out: Path) -> int:
                             "kernel": fn.name,
                             "mapping": key,
                             "reductions": rk.summary,
-                            "mechanism": f"transformation row-cooperative-reduction, params mode={mp.mode} "
-                            f"rows_per_block={mp.rows_per_block} threads={mp.threads}",
+                            "mechanism": "transformation row-cooperative-reduction, params "
+                            + (
+                                f"mode=warp rows_per_block={mp.rows_per_block}"
+                                if mp.mode == "warp"
+                                else f"mode=block threads={mp.threads}"
+                            ),
                             "launch": [c.to_dict() for c in changes],
                         }
                     )
