@@ -48,7 +48,7 @@ def main() -> int:
             original = Path(e["original"]).read_text()
             cand = (prep / e["candidate"]).read_text()
             changes = tuple(LaunchChange.from_dict(c) for c in e["launch"])
-            spec = changed_problem_spec(e["original"], original, e["kernel"], changes)
+            spec = changed_problem_spec(e["original"], original, e["kernel"], changes) if changes else None
             t1 = time.time()
             try:
                 r = gate.verify(

@@ -29,6 +29,6 @@ echo "gate: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/env.txt"
 t0=$(date +%s)
 SRC=$(cd "$CARRY/src" && pwd)
 (cd /tmp && timeout "${TEST_TIMEOUT:-60}" python3 -m pytest -p no:cacheprovider --import-mode=append --rootdir "$SRC" \
-  -c "$SRC/pyproject.toml" -m gpu "$SRC/tests/skills/test_row_cooperative_reduction.py" -v) > "$OUT/gpu_tests.log" 2>&1
+  -c "$SRC/pyproject.toml" -m gpu $(for f in ${TEST_FILES:-tests/skills/test_row_cooperative_reduction.py}; do echo "$SRC/$f"; done) -v) > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/env.txt"
 tail -3 "$OUT/gpu_tests.log"

@@ -7,7 +7,8 @@ the card's `LaunchChange`s applied to its `launch`) into OUT/<operator>/<style>_
 suite folder, so `bench/gpu/corpus_check.py --suite OUT` checks each candidate against the problem's torch
 reference and times it against torch eager. It also writes OUT/manifest.json: for each candidate the original
 file, the kernel, the mapping and the mechanism ("transformation row-cooperative-reduction, params ..."), which
-`bench/row_coop/gate_check.py` reads to verify each candidate against its naive kernel through the gate.
+`bench/row_coop/gate_check.py` reads to verify each candidate against its naive kernel through the gate. The
+kernels the `barrier-per-step-tree-reduction` card rewrites are added as `<style>__tree.cu` (launched as before).
 
 Usage: .venv/bin/python bench/row_coop/prep.py OUT
 """
@@ -83,6 +84,39 @@ def main(out: Path) -> int:
                             "launch": [c.to_dict() for c in changes],
                         }
                     )
+    tree = builtin_library().get("barrier-per-step-tree-reduction")
+    if tree is not None and tree.rules is not None:
+        from warpwise.skills.engine import compute_fix, match_file, merge_fixes
+        from warpwise.skills.rewrite import apply_edits
+
+        for suite in SUITES:
+            for cu in sorted((ROOT / suite).glob("*/*.cu")):
+                problem = cu.with_name(cu.stem + ".problem.py")
+                if not problem.exists():
+                    continue
+                model = analyze_text(cu.read_bytes(), str(cu))
+                found = match_file(model, enabled={tree.skill_id})
+                fixes = [f for f in (compute_fix(model, m) for m in found) if f is not None]
+                if not fixes:
+                    continue
+                op = cu.parent.name + ("_ood" if suite.endswith("_ood") else "")
+                dst = out / op / f"{cu.stem}__tree.cu"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(apply_edits(model.text, merge_fixes(fixes)))
+                dst.with_name(f"{cu.stem}__tree.problem.py").write_text(problem.read_text())
+                entries.append(
+                    {
+                        "original": str(cu.relative_to(ROOT)),
+                        "candidate": str(dst.relative_to(out)),
+                        "kernel": found[0].function,
+                        "mapping": "tree",
+                        "reductions": ", ".join(
+                            f"{m.region.facts['op']} of `{m.region.facts['array']}`" for m in found
+                        ),
+                        "mechanism": "transformation barrier-per-step-tree-reduction (warp shuffles)",
+                        "launch": [],
+                    }
+                )
     (out / "manifest.json").write_text(json.dumps({"commit": commit, "entries": entries, "refused": refused}, indent=1))
     print(f"{len(entries)} candidates of {len({e['original'] for e in entries})} kernels; {len(refused)} refused")
     return 0

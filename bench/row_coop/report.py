@@ -20,7 +20,9 @@ ROW_OPERATORS = {"softmax", "layernorm", "rmsnorm", "cross_entropy", "gemv", "ma
 
 
 def _mechanism(mapping: str) -> str:
-    """Return the mechanism of a candidate from its mapping key (`warp4`, `block256`)."""
+    """Return the mechanism of a candidate from its mapping key (`warp4`, `block256`, `tree`)."""
+    if mapping == "tree":
+        return "transformation barrier-per-step-tree-reduction (warp shuffles)"
     if mapping.startswith("warp"):
         return f"transformation row-cooperative-reduction, params mode=warp rows_per_block={mapping[4:]}"
     return f"transformation row-cooperative-reduction, params mode=block threads={mapping[5:]}"
@@ -57,10 +59,11 @@ def main(stem: str, pairs: list[str]) -> int:
             e = meta.get(key)
             if e is None:
                 continue
-            by_candidate[key] = {**e, "mechanism": _mechanism(e["mapping"]), "run": r["dir"], "check": res}
+            prev = by_candidate.get(key, {})
+            by_candidate[key] = {**prev, **e, "mechanism": _mechanism(e["mapping"]), "run": r["dir"], "check": res}
         for g in r["gate"]:
             key = g["candidate"][: -len(".cu")]
-            by_candidate.setdefault(key, dict(g))["gate"] = {
+            by_candidate.setdefault(key, dict(g))["gate"] = {"run": r["dir"]} | {
                 k: g.get(k)
                 for k in ("status", "message", "speedup", "original_ms", "candidate_ms", "mismatch", "wall_s")
             }
@@ -105,14 +108,15 @@ def main(stem: str, pairs: list[str]) -> int:
             op = original.split("/")[2]
             best_rows.append((original, b, op))
     md = [
-        "# row-cooperative-reduction on the H200: both naive suites, against torch eager and through the gate "
-        "(2026-12-01)",
+        "# Row-cooperative and tree reductions on the H200: both naive suites, against torch eager and through the "
+        "gate (2026-12-01)",
         "",
-        "What: the rewrite of the `row-cooperative-reduction` card (`skills/row-cooperative-reduction/`), applied by "
+        "What: the rewrites of the `row-cooperative-reduction` card (`skills/row-cooperative-reduction/`), applied by "
         "`bench/row_coop/prep.py` to every kernel of `bench/suite` and `bench/suite_ood` that the card recognises "
         "(14 of 67: the others are refused with a reason, listed in the JSON), once per mapping the search may "
-        "choose. Mechanism of every row: transformation row-cooperative-reduction with the parameters named (no "
-        "lineage, no LLM, no other card).",
+        "choose, and of the `barrier-per-step-tree-reduction` card (`skills/barrier-per-step-tree-reduction/`) on "
+        "every kernel it recognises (13). Mechanism of every row: the transformation named, with its parameters (no "
+        "lineage, no LLM, no other card). Each card is applied alone to the naive kernel.",
         "",
         "Commands: here `.venv/bin/python bench/row_coop/prep.py .carry-wt19s/prep` (manifest and candidates), "
         "then on the device machine `CARRY=.carry-wt19s bash .carry-wt19s/src/bench/row_coop/gpu_batch.sh` (which "
