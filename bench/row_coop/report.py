@@ -28,6 +28,22 @@ def _mechanism(mapping: str) -> str:
     return f"transformation row-cooperative-reduction, params mode=block threads={mapping[5:]}"
 
 
+def _by_card(kernels: dict[str, list[dict]]) -> list[str]:
+    """Return one line per card: kernels, geometric mean of its best candidate per kernel against eager."""
+    out = []
+    for family in ("row-cooperative-reduction", "barrier-per-step-tree-reduction"):
+        per = []
+        for cands in kernels.values():
+            good = [c for c in cands if family in c["mechanism"] and c.get("check", {}).get("status") == "ok"]
+            if good:
+                per.append(max(c["check"]["timing"]["speedup_vs_eager"] for c in good))
+        if per:
+            gm = math.exp(sum(map(math.log, per)) / len(per))
+            at = sum(1 for x in per if x >= 0.95)
+            out.append(f"- {family} alone: {len(per)} kernels, {gm:.2f}x of eager (geomean), {at} at or above 0.95x.")
+    return out
+
+
 def _load(run: Path, manifest: Path) -> tuple[dict, list[dict], list[dict], dict]:
     corpus = json.loads((run / "corpus" / "corpus_check.json").read_text())
     gate = [json.loads(line) for line in (run / "gate.jsonl").read_text().splitlines() if line.strip()]
@@ -174,7 +190,9 @@ def main(stem: str, pairs: list[str]) -> int:
         "Below 0.95x of eager: " + (", ".join(below) if below else "none") + ".",
         "",
         f"Geometric mean of the best candidates against eager: {math.exp(sum(logs) / len(logs)):.2f}x over "
-        f"{len(logs)} kernels.",
+        f"{len(logs)} kernels. By card:",
+        "",
+        *_by_card(kernels),
         "",
         "## Every candidate",
         "",
