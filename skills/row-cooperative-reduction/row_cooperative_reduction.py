@@ -472,7 +472,7 @@ def _unit_step(s: _Syntax, e: Node) -> str | None:
 
 
 def _bound_ok(s: _Syntax, cond: Node | None, var: str) -> bool:
-    """Whether a condition is `var < E` or `var <= E` (or `E > var`) with E not reading var."""
+    """Whether a condition is `var < E` or `var <= E` (or `E > var`, `E >= var`) with E not reading var."""
     if cond is None:
         return False
     cond = unparen(cond)
@@ -480,7 +480,8 @@ def _bound_ok(s: _Syntax, cond: Node | None, var: str) -> bool:
         return False
     op = s.text(cond.child_by_field_name("operator"))
     left, right = unparen(cond.child_by_field_name("left")), unparen(cond.child_by_field_name("right"))
-    if op in ("<", "<=", "!=") and left.type == "identifier" and s.text(left) == var:
+    # `!=` is not a bound a strided index can meet: it may step past the end.
+    if op in ("<", "<=") and left.type == "identifier" and s.text(left) == var:
         return var not in s.names(right)
     if op in (">", ">=") and right.type == "identifier" and s.text(right) == var:
         return var not in s.names(left)
@@ -1352,7 +1353,8 @@ def generate_edits(rk: RowKernel, mp: Mapping, data: bytes) -> list[Edit]:
     lanes = mp.lanes
     edits: list[Edit] = []
     if b"WARPWISE_ROW_COOPERATIVE_HELPERS" not in data:
-        edits.append(Edit(rk.fn_start, rk.fn_start, HELPERS + "\n"))
+        at = _annotation_start(data, rk.fn_start)  # The helpers go above the kernel's `// warpwise:` lines.
+        edits.append(Edit(at, at, HELPERS + "\n"))
     if mp.mode == "warp":
         head = (
             f"\n  // warpwise row-cooperative-reduction: {mp.describe()} ({rk.summary}), launched with blocks of "
@@ -1429,6 +1431,68 @@ def _launch_texts(grid: str, block: str, mp: Mapping) -> tuple[str, str]:
     return f"dim3({gx}, dim3({grid}).y, dim3({grid}).z)", f"dim3({mp.block})"
 
 
+def _annotation_start(data: bytes, fn_start: int) -> int:
+    """Return the offset of the first `// warpwise:` line directly above a kernel (the kernel's start if none)."""
+    end = fn_start
+    while end > 0:
+        line_start = data.rfind(b"\n", 0, end - 1) + 1
+        if not data[line_start:end].strip().startswith(b"// warpwise:"):
+            break
+        end = line_start
+    return end
+
+
+def _annotation_tokens(data: bytes, fn_start: int) -> list[tuple[str, int, int, str]]:
+    """Return (key, start, end, value) of the `grid=` and `block=` tokens of the `// warpwise:` lines above a kernel."""
+    out = []
+    end = fn_start
+    while True:
+        line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
+        line = data[line_start:end].decode("utf-8", "replace")
+        if end == 0 or not line.strip().startswith("// warpwise:"):
+            break
+        for m in re.finditer(r"(?<![\w.])(grid|block)=", line):
+            i, depth = m.end(), 0
+            while i < len(line) and (depth or not line[i].isspace()):
+                depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(line[i], 0)
+                i += 1
+            out.append((m.group(1), line_start + m.end(), line_start + len(line[:i].encode()), line[m.end() : i]))
+        end = line_start
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        cur += ch
+    return [*parts, cur]
+
+
+def annotation_edits(data: bytes, fn_start: int, mp: Mapping) -> list[Edit] | None:
+    """Return the edits of an annotation's launch: the same rows covered, `mp.rows` rows per block.
+
+    Empty when there is no annotation; None when its block is not one-dimensional.
+    """
+    toks = {k: (a, b, v) for k, a, b, v in _annotation_tokens(data, fn_start)}
+    if "grid" not in toks or "block" not in toks:
+        return []
+    grid, block = _split_top(toks["grid"][2]), _split_top(toks["block"][2])
+    if any(x.strip() not in ("", "1") for x in block[1:]):
+        return None
+    rows = f"({grid[0]})*({block[0]})"
+    gx = rows if mp.rows == 1 else f"({rows}+{mp.rows - 1})/{mp.rows}"
+    new_grid = ",".join([gx, *grid[1:]])
+    return [
+        Edit(toks["grid"][0], toks["grid"][1], new_grid),
+        Edit(toks["block"][0], toks["block"][1], str(mp.block)),
+    ]
+
+
 def launch_changes(mp: Mapping) -> tuple[LaunchChange, ...]:
     """Return the launch change for a problem file: the rows the old grid covered, `mp.rows` rows per block."""
     if mp.rows == 1:
@@ -1482,6 +1546,8 @@ def row_launches_rewritable(ctx: CheckContext) -> Verdict:
     rk: RowKernel | None = ctx.fact("row_kernel")
     if rk is None:
         return unknown("no row kernel was recognised here")
+    if annotation_edits(ctx.model.text, rk.fn_start, Mapping()) is None:
+        return unknown(f"the `// warpwise:` annotation of `{rk.kernel}` launches a block of more than one dimension")
     for host, launch in launches_of(ctx.model, rk.kernel):
         if launch_syntax(ctx.model, host, launch) is None:
             return unknown(f"the launch of `{rk.kernel}` in `{host.name}` cannot be rewritten to a grid over rows")
@@ -1501,6 +1567,10 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     if ctx.function.launch_bounds is not None:
         return None  # A kernel with its own launch bounds may not take the new block size.
     edits = generate_edits(rk, mp, ctx.data)
+    notes = annotation_edits(ctx.data, rk.fn_start, mp)
+    if notes is None:
+        return None  # An annotation with a 2-D block: its launch cannot become a grid over rows.
+    edits += notes
     for host, launch in launches_of(ctx.model, rk.kernel):
         ls = launch_syntax(ctx.model, host, launch)
         if ls is None:
@@ -1537,6 +1607,7 @@ __all__ = [
     "Reduction",
     "RowKernel",
     "RowLoop",
+    "annotation_edits",
     "generate_edits",
     "launch_changes",
     "problem_launch_changes",

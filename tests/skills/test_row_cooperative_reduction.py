@@ -198,3 +198,25 @@ def test_gate_finds_the_rewrite_correct(rel: str, kernel: str, mapping) -> None:
     finally:
         backend.close()
     assert r.status in (Status.VERIFIED, Status.NOT_FASTER), (r.status, r.message)
+
+
+def test_annotation_launch_is_rewritten_and_still_resolves() -> None:
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    path = FIXTURES / "pos_annotation_launch.cu"
+    model = analyze_text(path.read_bytes(), str(path))
+    out = rc.rewrite_source(model, "xent", rc.Mapping("warp", 4))
+    assert out is not None
+    before = resolve_spec(str(path), path.read_text(), "xent")
+    after = resolve_spec(str(path), out.decode(), "xent")
+    assert isinstance(before, ProblemSpec) and isinstance(after, ProblemSpec), after
+    g0, g1 = before.run.original_geometry, after.run.original_geometry
+    assert g1.block == (128, 1, 1)
+    assert g1.grid[0] * 4 == g0.grid[0] * g0.block[0]  # the same rows, four a block
+    assert out.index(b"WARPWISE_ROW_COOPERATIVE_HELPERS") < out.index(b"// warpwise:")
+
+
+def test_a_two_dimensional_annotated_block_is_not_rewritten() -> None:
+    src = (FIXTURES / "pos_annotation_launch.cu").read_text().replace("block=128", "block=64,2")
+    model = analyze_text(src.encode())
+    assert rc.rewrite_source(model, "xent") is None
