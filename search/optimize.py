@@ -26,6 +26,7 @@ from warpwise.search.lineage import LineageActions, describe, plans_for
 from warpwise.search.llm import LLMClient, LLMConfig, LLMError
 from warpwise.search.params import ParamActions
 from warpwise.search.report import SearchReport, build_report
+from warpwise.search.transformations import TransformationActions
 from warpwise.search.tree import MAX_DEPTH, STRATEGIES, Node, Progress, Search
 from warpwise.search.version import Version
 from warpwise.verify.spec import ProblemSpec, SpecMissing, kernel_function, resolve_spec
@@ -152,6 +153,7 @@ def optimize(
     sources: list[ActionSource] = []
     if opts.cards:
         sources.append(CardActions(opts.enabled_cards))
+        sources.append(TransformationActions(opts.enabled_cards))
     if opts.params:
         sources.append(ParamActions())
     if opts.lineage:

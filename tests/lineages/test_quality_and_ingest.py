@@ -38,12 +38,16 @@ def shuffles_pay(original: str, candidate: str) -> tuple[Status, float]:
     return Status.NOT_FASTER, 1.0
 
 
+# The cards whose rewrite of `sum_naive` brings in warp shuffles (whichever the proposals reach first is taken).
+SHUFFLE_CARDS = {"shared-memory-block-reduction", "barrier-per-step-tree-reduction"}
+
+
 def test_greedy_cards_takes_the_first_verified_proposal_and_matches_again() -> None:
     (k,) = suite_kernels(SUITE, {"sum"})
     backend = ScriptedBackend(shuffles_pay)
     ctx = QualityContext(Gate(backend), Options(), Budget())
     out = GreedyCards().run(k, ctx)
-    assert [r["card"] for r in out.chain] == ["shared-memory-block-reduction"]
+    assert len(out.chain) == 1 and out.chain[0]["card"] in SHUFFLE_CARDS
     assert out.attempts[0]["card"] == "readonly-data-without-restrict" and out.attempts[0]["status"] == "not_faster"
     # The rejected card is not proposed again after the accepted step.
     assert [a["card"] for a in out.attempts].count("readonly-data-without-restrict") == 1
@@ -81,12 +85,12 @@ def test_a_quality_row_measures_naive_against_final() -> None:
     (k,) = suite_kernels(SUITE, {"sum"})
     ctx = QualityContext(Gate(ScriptedBackend(shuffles_pay)), Options(), Budget())
     row = run_kernel(k, GreedyCards(), ctx, {"copy_gbps": 4000.0}, measure_eager=False)
-    assert row["chain"] == ["shared-memory-block-reduction"]
+    assert len(row["chain"]) == 1 and row["chain"][0] in SHUFFLE_CARDS
     assert row["speedup"]["median"] == pytest.approx(1.3)
     assert row["naive_ms"] == pytest.approx(1.3) and row["final_ms"] == pytest.approx(1.0)
     assert row["gpu_s"] > 0 and row["jobs"] == len(row["attempts"]) + 1
     md = quality_markdown({"meta": {"strategy": "greedy-cards", "peaks": {"copy_gbps": 4000.0}}, "rows": [row]})
-    assert "`shared-memory-block-reduction`" in md and "1.30x" in md
+    assert f"`{row['chain'][0]}`" in md and "1.30x" in md
 
 
 def test_roofline_takes_the_slower_ceiling() -> None:

@@ -1,0 +1,50 @@
+"""Transformation actions: each parameter choice of a transformation card is one search action."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import ROOT
+from warpwise.search.cards import CardActions
+from warpwise.search.context import SearchContext
+from warpwise.search.transformations import TransformationActions
+from warpwise.search.version import Version
+from warpwise.skills.library import builtin_library
+from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+OOD = ROOT / "bench" / "suite_ood"
+
+
+def context(path: Path, kernel: str) -> tuple[SearchContext, Version]:
+    text = path.read_text()
+    spec = resolve_spec(str(path), text, kernel)
+    return SearchContext(
+        str(path), kernel, spec if isinstance(spec, ProblemSpec) else None, library=builtin_library()
+    ), Version(text)
+
+
+def _geometry(override, grid: tuple[int, int, int], block: tuple[int, int, int]) -> tuple:
+    ns: dict = {"launch": lambda inputs: (grid, block)}
+    exec(compile(override.source(), "launch.py", "exec"), ns)
+    return ns["launch_candidate"]({})
+
+
+def test_each_row_mapping_is_an_action_with_its_launch_override() -> None:
+    ctx, v = context(OOD / "softmax" / "row_per_thread.cu", "softmax_row_per_thread")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    warp = acts["transform:row-cooperative-reduction:warp per row x4"].produce()
+    block = acts["transform:row-cooperative-reduction:block of 512 per row"].produce()
+    assert warp is not None and block is not None
+    assert "blockIdx.x * 4u + threadIdx.x / 32u" in warp.text and "ww_rc_reduce<512>" in block.text
+    # The problem file launches 8192 rows as 64 blocks of 128 threads: a warp per row covers them with 2048 blocks
+    # of 128 threads, a block per row with 8192 blocks of 512.
+    assert _geometry(warp.launch, (64, 1, 1), (128, 1, 1))[:2] == ((2048, 1, 1), (128, 1, 1))
+    assert _geometry(block.launch, (64, 1, 1), (128, 1, 1))[:2] == ((8192, 1, 1), (512, 1, 1))
+    assert warp.block == (128, 1, 1)
+    assert len([a for a in acts if a.startswith("transform:row-cooperative-reduction:")]) == 7
+
+
+def test_the_plain_card_action_is_not_offered_for_a_problem_file_launch() -> None:
+    ctx, v = context(OOD / "softmax" / "row_per_thread.cu", "softmax_row_per_thread")
+    names = {a.name for a in CardActions().actions(v, ctx)}
+    assert "card:row-cooperative-reduction" not in names
