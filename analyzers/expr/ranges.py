@@ -3,7 +3,7 @@
 The interval arithmetic of the one expression evaluator. A range is a pair of Python integers; an operation whose
 result is not known (a divisor that may be zero or negative, a shift by a negative amount, a result outside the
 64-bit range) is None, and so is every operation on None. Walking a syntax tree and deciding what a name or a
-type means is the caller's part (`warpwise.skills.facts_reduce.int_range` follows locals to their initializers
+type means is the caller's part (`warpwise.analyzers.facts_reduce.int_range` follows locals to their initializers
 and converts through C types); the arithmetic, and the hardware ranges of the built-in index variables, are here.
 """
 

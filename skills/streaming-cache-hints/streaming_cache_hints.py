@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from warpwise.analyzers.facts import tree_of
+from warpwise.analyzers.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.analyzers.parse import captures, query
-from warpwise.skills.facts import tree_of
-from warpwise.skills.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

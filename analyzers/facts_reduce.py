@@ -16,8 +16,8 @@ from typing import Any
 
 from warpwise.analyzers.expr import ranges
 from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Span
-from warpwise.skills.facts import tree_of
 
 Node = Any
 
