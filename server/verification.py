@@ -1,7 +1,7 @@
 """Everything the server needs from verification and profiling, behind one service (`VerificationService`).
 
-The server never touches `warpwise.verify` anywhere else. The work is done in three modules, which this one
-puts together and re-exports: `gate_adapter.py` (the gate's queue and the jobs that use it), `compile_only.py`
+The server touches `warpwise.verify` nowhere but here and in the three modules this one puts together and
+re-exports: `gate_adapter.py` (the gate's queue and the jobs that use it), `compile_only.py`
 (the per-save nvcc report) and `gpu_detection.py`; `trust.py` says what an untrusted workspace may not do. What
 the server uses:
 
