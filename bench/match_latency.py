@@ -26,7 +26,7 @@ from warpwise.skills.engine import MatchCache, match_file
 from warpwise.skills.library import builtin_library
 
 # Commits before the model held its `SourceFile` handed the tree to the card engine this way (for baselines).
-_set_tree = getattr(importlib.import_module("warpwise.skills.facts"), "set_tree", None)
+_set_tree = getattr(importlib.import_module("warpwise.analyzers.facts"), "set_tree", None)
 
 
 def _analyze(doc: CudaDocument) -> FileModel:

@@ -1,10 +1,11 @@
 """List the definitions of the shared engine modules that only one card uses, which belong in that card's folder.
 
 A card folder's rules module (`skills/<card-id>/<card_id>.py`) holds what only that card uses; the engine modules
-(`skills/matchers/`, `skills/checks/`, `skills/rewrites/`, `skills/facts*.py`) hold what several cards share. This
-reads the code's own imports and names (AST, nothing is imported): each card's roots are the shared names its rules
-module imports and the registered matcher and checks its `card.md` names; a shared definition reached from exactly
-one card and from nothing else in the repository (other modules, tests, module-level code) is reported.
+(`skills/matchers/`, `skills/checks/`, `skills/rewrites/`) and the shared facts (`analyzers/facts*.py`) hold what
+several cards share. This reads the code's own imports and names (AST, nothing is imported): each card's roots are
+the shared names its rules module imports and the registered matcher and checks its `card.md` names; a shared
+definition reached from exactly one card and from nothing else in the repository (other modules, tests,
+module-level code) is reported.
 
     python scripts/card_owned_code.py          # prints `module.name  <- card` lines; exit 1 when any is found
 """
@@ -23,7 +24,7 @@ PACKAGE = "warpwise.skills"
 
 
 def _engine_modules() -> dict[str, Path]:
-    mods = {f"{PACKAGE}.{p.stem}": p for p in SKILLS.glob("facts*.py")}
+    mods = {f"warpwise.analyzers.{p.stem}": p for p in (ROOT / "analyzers").glob("facts*.py")}
     for pkg in ("matchers", "checks", "rewrites"):
         mods.update({f"{PACKAGE}.{pkg}.{p.stem}": p for p in (SKILLS / pkg).glob("*.py") if p.stem != "__init__"})
     return mods

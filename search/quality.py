@@ -22,26 +22,7 @@ DEFAULT_CANDIDATES = 16
 
 def launch_changes(launch: LaunchOverride | None) -> tuple[Any, ...] | None:
     """Return a launch override as the quality report's launch changes (None when it cannot be expressed)."""
-    from warpwise.verify.launch import LaunchChange
-
-    if launch is None:
-        return ()
-    out = []
-    for t in launch.transforms:
-        if t.kind == "grid_div":
-            out.append(
-                LaunchChange("grid", 0, f"max(1, -(-value // {t.factor}))", f"grid.x = ceil(grid.x / {t.factor})")
-            )
-        elif t.kind == "block":
-            for d, axis in enumerate("xyz"):
-                if t.scale[d]:
-                    expr = f"max(1, -(-(value * g[1][{d}]) // {t.block[d]}))"
-                    out.append(LaunchChange("grid", d, expr, f"grid.{axis} scaled to block.{axis} = {t.block[d]}"))
-            for d, axis in enumerate("xyz"):
-                out.append(LaunchChange("block", d, str(t.block[d]), f"block.{axis} = {t.block[d]}"))
-        else:
-            return None
-    return tuple(out)
+    return () if launch is None else launch.changes()
 
 
 class SearchStrategy:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from warpwise.verify.launch import LaunchChange, apply_lines, set_block, shrink_grid
+
 
 @dataclass(frozen=True, slots=True)
 class Transform:
@@ -32,6 +34,15 @@ class Transform:
     rename: tuple[tuple[str, str], ...] = ()
     label: str = ""
 
+    @property
+    def changes(self) -> tuple[LaunchChange, ...] | None:
+        """Return the transform as launch changes (`warpwise.verify.launch`); None for a `python` transform."""
+        if self.kind == "grid_div":
+            return shrink_grid(self.factor)
+        if self.kind == "block":
+            return set_block(self.block, self.scale)
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class LaunchOverride:
@@ -44,6 +55,16 @@ class LaunchOverride:
         if t.kind == "python":
             return LaunchOverride((t,))
         return LaunchOverride((*self.transforms, t))
+
+    def changes(self) -> tuple[LaunchChange, ...] | None:
+        """Return the transforms as launch changes, or None when one replaces the whole launch (`python`)."""
+        out: list[LaunchChange] = []
+        for t in self.transforms:
+            changes = t.changes
+            if changes is None:
+                return None
+            out += changes
+        return tuple(out)
 
     @property
     def summary(self) -> str:
@@ -82,13 +103,7 @@ class LaunchOverride:
             "    _smem = int(_g[2]) if len(_g) > 2 else 0",
         ]
         for t in rest:
-            if t.kind == "block":
-                for d in range(3):
-                    if t.scale[d]:
-                        lines.append(f"    _grid[{d}] = max(1, _math.ceil(_grid[{d}] * _block[{d}] / {t.block[d]}))")
-                lines.append(f"    _block = list({list(t.block)!r})")
-            elif t.kind == "grid_div":
-                lines.append(f"    _grid[0] = max(1, _math.ceil(_grid[0] / {t.factor}))")
+            lines += apply_lines(t.changes or ())
         lines += [
             "    return tuple(_grid), tuple(_block), _smem",
             "",

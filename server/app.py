@@ -23,7 +23,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Coroutine, Generator
-from typing import Any
+from typing import Any, cast
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
@@ -32,11 +32,12 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from warpwise import __version__
-from warpwise.server.analysis import Analysis, AnalysisFailure, AnalysisLane
+from warpwise.server.analysis import Analysis, AnalysisFailure, AnalysisLane, warm_up
 from warpwise.server.documents import DocumentStore, OpenDocument
 from warpwise.server.jobs import Job
 from warpwise.server.providers import CardProvider, Provider, RuleProvider
-from warpwise.server.settings import DEFAULTS, SettingProblem, Settings
+from warpwise.server.services import ClientFeatures, Config, ProgressBook, Services, Timers
+from warpwise.server.settings import Settings
 from warpwise.server.verification import VerificationService
 
 log = logging.getLogger("warpwise.server")
@@ -132,34 +133,6 @@ class _ClientLogHandler(logging.Handler):
             pass
 
 
-class ClientFeatures:
-    """What the connected client can do, read once from its capabilities."""
-
-    def __init__(self, caps: types.ClientCapabilities | None = None) -> None:
-        caps = caps or types.ClientCapabilities()
-        td = caps.text_document or types.TextDocumentClientCapabilities()
-        ws = caps.workspace or types.WorkspaceClientCapabilities()
-        window = caps.window or types.WindowClientCapabilities()
-        pub = td.publish_diagnostics
-        self.related_information = bool(pub and pub.related_information)
-        self.code_description = bool(pub and pub.code_description_support)
-        self.pull_diagnostics = td.diagnostic is not None
-        self.diagnostic_refresh = bool(ws.diagnostics and ws.diagnostics.refresh_support)
-        ca = td.code_action
-        self.code_action_literals = bool(ca and ca.code_action_literal_support)
-        self.code_action_data = bool(ca and ca.data_support)
-        self.resolve_edit = bool(
-            ca and ca.resolve_support and "edit" in (ca.resolve_support.properties or []) and self.code_action_data
-        )
-        self.code_action_disabled = bool(ca and ca.disabled_support)
-        self.code_lens = td.code_lens is not None
-        self.code_lens_refresh = bool(ws.code_lens and ws.code_lens.refresh_support)
-        self.work_done_progress = bool(window.work_done_progress)
-        self.configuration = bool(ws.configuration)
-        hover = td.hover
-        self.markdown = not hover or not hover.content_format or types.MarkupKind.Markdown in hover.content_format
-
-
 class WarpwiseServer(LanguageServer):
     """The language server's state; the handlers in `features/` read and change it on the event loop."""
 
@@ -170,10 +143,7 @@ class WarpwiseServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=WarpwiseProtocol,
         )
-        self.settings: Settings = DEFAULTS
-        self.initialization_options: Any = None
-        self.setting_problems: list[SettingProblem] = []
-        self.generation = 0
+        self.config = Config()
         self.documents = DocumentStore()
         self.analyses: dict[str, Analysis] = {}
         self._waiters: dict[str, list[tuple[int, int, asyncio.Future]]] = {}
@@ -191,14 +161,36 @@ class WarpwiseServer(LanguageServer):
         self.last_failure = ""
         self.tasks: set[asyncio.Task] = set()
         self.pushed_profile: dict[str, bool] = {}
-        self.job_progress: dict[str, Any] = {}
-        self.progress_jobs: dict[str | int, str] = {}
+        self.progress_book = ProgressBook()
         self._status_scheduled = False
         self._last_status: dict[str, Any] | None = None
         self.feature_failures: dict[str, int] = {}
-        self.debounce: dict[str, asyncio.TimerHandle] = {}
-        self.gpu_detection: asyncio.Task | None = None
+        self.timers = Timers()
+        self.once_done: set[str] = set()
+        self.services = Services(
+            documents=self.documents,
+            config=self.config,
+            client=self.client,
+            analyses=_ServerAnalyses(self),
+            verification=self.verification,
+            cards=self.card_provider,
+            editor=_ServerEditor(self),
+            tasks=_ServerTasks(self),
+            timers=self.timers,
+            progress=self.progress_book,
+            pushed=self.pushed_profile,
+        )
         logging.getLogger("warpwise").addHandler(_ClientLogHandler(self))
+
+    @property
+    def settings(self) -> Settings:
+        """Return the current settings."""
+        return self.config.settings
+
+    @property
+    def generation(self) -> int:
+        """Return the settings' generation (bumped on every change)."""
+        return self.config.generation
 
     # -- background tasks -------------------------------------------------------------------------------------
 
@@ -276,11 +268,11 @@ class WarpwiseServer(LanguageServer):
             return
         self.analyses[result.uri] = result
         self._resolve(result.uri, result.version, result)
-        diagnostics.on_analysis(self, doc, result)
-        if self.gpu_detection is None:
+        self.services.call(diagnostics.on_analysis, doc, result)
+        if "detect-gpu" not in self.once_done:
             from warpwise.server.features.lifecycle import start_gpu_detection
 
-            start_gpu_detection(self)
+            self.services.call(start_gpu_detection)
 
     def _resolve(self, uri: str, version: int, result: Analysis | None, only_older: bool = False) -> None:
         waiters = self._waiters.get(uri)
@@ -337,11 +329,11 @@ class WarpwiseServer(LanguageServer):
         """React to a job's state change (event loop): progress, results, status."""
         from warpwise.server.features import diagnostics, progress
 
-        progress.on_job_event(self, job, event)
+        self.services.call(progress.on_job_event, job, event)
         if event == "end" and job.kind == "profile":
-            diagnostics.on_profile(self, job)
+            self.services.call(diagnostics.on_profile, job)
         elif event == "end" and job.kind in ("verify", "gpu-profile"):
-            diagnostics.on_result(self, job)
+            self.services.call(diagnostics.on_result, job)
         self.notify_status()
 
     def status_payload(self) -> dict[str, Any]:
@@ -417,6 +409,111 @@ class WarpwiseServer(LanguageServer):
         if source is FeatureRequestError:
             return
         log.error("protocol error (%s): %s", getattr(source, "__name__", source), error)
+
+
+class _ServerAnalyses:
+    """The `Analyses` service: the server's analysis lane and the analyses it delivered."""
+
+    def __init__(self, server: WarpwiseServer) -> None:
+        self._server = server
+
+    def current(self, uri: str) -> Analysis | None:
+        return self._server.current_analysis(uri)
+
+    async def wait_for(self, uri: str) -> Analysis | None:
+        return await self._server.analysis_for(uri)
+
+    def schedule(self, doc: OpenDocument) -> None:
+        self._server.schedule(doc)
+
+    def reset(self, uri: str) -> None:
+        self._server.analyses.pop(uri, None)
+        self._server.drop_waiters(uri)
+
+    def close(self, uri: str) -> None:
+        if self._server.lane is not None:
+            self._server.lane.forget(uri)
+        self._server.analyses.pop(uri, None)
+
+    def restart(self, reason: str | None = None) -> None:
+        self._server.start_lane()
+        if reason is not None:
+            self._server.worker_state = "running"
+            self._server.worker_detail = reason
+
+    def stop(self) -> None:
+        if self._server.lane is not None:
+            self._server.lane.stop()
+
+    def warm_up(self) -> float:
+        return warm_up(self._server.providers, self._server.settings)
+
+
+class _ServerEditor:
+    """The `Editor` service: the server's connection to the client."""
+
+    def __init__(self, server: WarpwiseServer) -> None:
+        self._server = server
+
+    @property
+    def initialized(self) -> bool:
+        return self._server.initialized
+
+    @property
+    def progress(self) -> Any:
+        return self._server.work_done_progress
+
+    def connect(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._server.loop = loop
+
+    def mark_initialized(self) -> None:
+        self._server.initialized = True
+
+    def show_message(self, kind: types.MessageType, text: str) -> None:
+        self._server.window_show_message(types.ShowMessageParams(type=kind, message=text))
+
+    def notify_status(self) -> None:
+        self._server.notify_status()
+
+    def status_payload(self) -> dict[str, Any]:
+        return self._server.status_payload()
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        cast(WarpwiseProtocol, self._server.protocol).notify_json(method, params)
+
+    def unstructure(self, value: Any) -> Any:
+        return cast(WarpwiseProtocol, self._server.protocol).unstructure(value)
+
+    def publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
+        self._server.text_document_publish_diagnostics(params)
+
+    def refresh_code_lenses(self) -> None:
+        self._server.workspace_code_lens_refresh(None)
+
+    def refresh_diagnostics(self) -> None:
+        self._server.workspace_diagnostic_refresh(None)
+
+    async def configuration(self, params: types.ConfigurationParams) -> Any:
+        return await self._server.workspace_configuration_async(params)
+
+
+class _ServerTasks:
+    """The `Tasks` service: the server's background tasks."""
+
+    def __init__(self, server: WarpwiseServer) -> None:
+        self._server = server
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task:
+        return self._server.spawn(coro, name)
+
+    def once(self, name: str) -> bool:
+        first = name not in self._server.once_done
+        self._server.once_done.add(name)
+        return first
+
+    def cancel_all(self) -> None:
+        for task in list(self._server.tasks):
+            task.cancel()
 
 
 def create_server() -> WarpwiseServer:

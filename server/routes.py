@@ -6,20 +6,21 @@ Lanes (see the design notes, "Execution lanes in the server"):
 * `ANALYSIS`: reads the immutable `Analysis` of the document's current version, computed on the analysis thread
   (waiting for it if that version is still being analysed); the lookup itself runs on the loop and is cheap.
   `register` does the lookup: the route names how to find the request's document, and the handler is called as
-  `handler(ls, analysis, params)` with that version's analysis, or never (the route's fallback answers, or its
-  `gone` hook refuses) when the document is closed or not analysed in time. Edits that need real work
+  `handler(analysis, params, **services)` with that version's analysis, or never (the route's fallback answers,
+  or its `gone` hook refuses) when the document is closed or not analysed in time. Edits that need real work
   (`codeAction/resolve`) are computed in a worker thread over that analysis.
 * `QUEUE`: long work, submitted to the job queue, with `$/progress` and cancellation; the handler only submits
   (and, for a command, awaits the job's answer without holding the loop).
 
-Every handler is wrapped so that one failing feature is logged and answers "nothing" instead of an error (or, for
-a notification, is skipped); protocol errors a handler raises on purpose (`ContentModified`) pass through.
+No handler sees the server: each names the services it uses as keyword-only parameters (`services.py`), and
+`register` binds them once. Every handler is wrapped so that one failing feature is logged and answers "nothing"
+instead of an error (or, for a notification, is skipped); protocol errors a handler raises on purpose
+(`ContentModified`) pass through.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from warpwise.server.features import (
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
+    from warpwise.server.services import Analyses, Services
 
 log = logging.getLogger(__name__)
 
@@ -146,64 +148,81 @@ COMMANDS: tuple[CommandRoute, ...] = (
 )
 
 
-def _guard(name: str, handler: Callable[..., Any], fallback: Any, request: bool) -> Callable[..., Any]:
-    """Wrap a handler so a failure is logged and skipped (pygls passes the server as `ls`)."""
+def _guard(
+    name: str, handler: Callable[..., Any], fallback: Any, request: bool, failures: dict[str, int]
+) -> Callable[..., Any]:
+    """Wrap a handler so a failure is logged, counted in `failures` and skipped.
 
-    def failed(ls: WarpwiseServer, started: float) -> Any:
+    The wrapper takes `*args` only, so pygls passes it the params and never the server.
+    """
+
+    def failed(started: float) -> Any:
         log.exception("%s failed after %.1f ms; skipped", name, (time.perf_counter() - started) * 1000)
-        ls.feature_failures[name] = ls.feature_failures.get(name, 0) + 1
+        failures[name] = failures.get(name, 0) + 1
         return fallback if request else None
 
     if asyncio.iscoroutinefunction(handler):
 
-        @functools.wraps(handler)
-        async def run_async(ls: WarpwiseServer, *args: Any) -> Any:
+        async def run_async(*args: Any) -> Any:
             started = time.perf_counter()
             try:
-                return await handler(ls, *args)
+                return await handler(*args)
             except (JsonRpcException, asyncio.CancelledError):
                 raise
             except Exception:  # One failing feature is logged and skipped.
-                return failed(ls, started)
+                return failed(started)
 
-        return run_async
+        return _named(run_async, handler)
 
-    @functools.wraps(handler)
-    def run(ls: WarpwiseServer, *args: Any) -> Any:
+    def run(*args: Any) -> Any:
         started = time.perf_counter()
         try:
-            return handler(ls, *args)
+            return handler(*args)
         except JsonRpcException:
             raise
         except Exception:  # One failing feature is logged and skipped.
-            return failed(ls, started)
+            return failed(started)
 
-    return run
+    return _named(run, handler)
 
 
-def in_lane(route: Route) -> Callable[..., Any]:
-    """Return the handler as its lane runs it: ANALYSIS handlers get the current version's analysis."""
+def _named(wrapper: Callable[..., Any], handler: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a wrapper its handler's name and docstring (not its signature: pygls reads that to pass the server)."""
+    inner = getattr(handler, "func", handler)  # A handler with its services bound is a functools.partial.
+    wrapper.__name__ = getattr(inner, "__name__", wrapper.__name__)
+    wrapper.__qualname__ = getattr(inner, "__qualname__", wrapper.__qualname__)
+    wrapper.__doc__ = getattr(inner, "__doc__", None)
+    return wrapper
+
+
+def in_lane(route: Route, services: Services) -> Callable[..., Any]:
+    """Return the handler as its lane runs it, with its services bound: ANALYSIS handlers get the current
+    version's analysis first."""
+    handler = services.bind(route.handler)
     if route.lane is not Lane.ANALYSIS:
-        return route.handler
+        return handler
     if route.document is None or not asyncio.iscoroutinefunction(route.handler):
         raise TypeError(f"{route.method}: an analysis-lane route needs a coroutine handler and a document lookup")
-    handler, document, gone, fallback = route.handler, route.document, route.gone, route.fallback
+    document, fallback = route.document, route.fallback
+    gone = services.bind(route.gone) if route.gone is not None else None
+    analyses: Analyses = services.analyses
 
-    @functools.wraps(handler)
-    async def with_analysis(ls: WarpwiseServer, params: Any) -> Any:
-        analysis = await ls.analysis_for(document(params))
+    async def with_analysis(params: Any) -> Any:
+        analysis = await analyses.wait_for(document(params))
         if analysis is None:
-            return gone(ls, params) if gone is not None else fallback
-        return await handler(ls, analysis, params)
+            return gone(params) if gone is not None else fallback
+        return await handler(analysis, params)
 
     return with_analysis
 
 
 def register(server: WarpwiseServer) -> None:
-    """Register every route and command with pygls, each run as its lane says."""
+    """Register every route and command with pygls, each run as its lane says and given only its services."""
+    services = server.services
     for route in ROUTES:
-        wrapped = _guard(route.method, in_lane(route), route.fallback, route.request)
+        wrapped = _guard(route.method, in_lane(route, services), route.fallback, route.request, server.feature_failures)
         server.feature(route.method, route.options)(wrapped)
     for cmd in COMMANDS:
         fallback = {"ok": False, "status": "failed", "message": f"{cmd.name} failed; see the warpwise log"}
-        server.command(cmd.name)(_guard(cmd.name, cmd.handler, fallback, True))
+        handler = services.bind(cmd.handler)
+        server.command(cmd.name)(_guard(cmd.name, handler, fallback, True, server.feature_failures))

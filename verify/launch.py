@@ -7,7 +7,8 @@ launched (each thread now covers several elements, a lineage's simpler kernel ne
 original's geometry from `launch(inputs)` and a candidate's from `launch_candidate(inputs)`, so `problem_source`
 appends both to the problem file's text; the result is deterministic, so the same pair always has the same
 cache key. Without any change the problem file is used as it is. The search's launch overrides
-(`warpwise.search.version`) and the lineages' steps are both written as these changes.
+(`warpwise.search.version`: its block and grid transforms are `set_block` and `shrink_grid`, applied by
+`apply_lines`) and the lineages' steps are both written as these changes.
 """
 
 from __future__ import annotations
@@ -99,3 +100,30 @@ def describe(changes: Sequence[LaunchChange]) -> str:
 def shrink_grid(factor: int) -> tuple[LaunchChange, ...]:
     """Return the launch change of a rewrite whose threads each cover `factor` elements."""
     return (LaunchChange("grid", 0, f"max(1, -(-value // {factor}))", f"grid.x / {factor} (rounded up)"),)
+
+
+def set_block(
+    block: tuple[int, int, int], scale: tuple[bool, bool, bool] = (False, False, False)
+) -> tuple[LaunchChange, ...]:
+    """Return the launch changes that set the block to `block`, keeping the number of threads along each
+    dimension in `scale` by scaling the grid (rounded up)."""
+    out = []
+    for d, axis in enumerate("xyz"):
+        if scale[d]:
+            expr = f"max(1, -(-(value * g[1][{d}]) // {block[d]}))"
+            out.append(LaunchChange("grid", d, expr, f"grid.{axis} scaled to block.{axis} = {block[d]}"))
+    out += [LaunchChange("block", d, str(block[d]), f"block.{axis} = {block[d]}") for d, axis in enumerate("xyz")]
+    return tuple(out)
+
+
+def apply_lines(changes: Sequence[LaunchChange], indent: str = "    ") -> list[str]:
+    """Return Python statements that apply the changes in order to the lists `_grid` and `_block` (with `_smem`
+    and `inputs` in scope), as `problem_source`'s generated `launch_candidate` does."""
+    lines = []
+    for c in changes:
+        dim = "_grid" if c.part == "grid" else "_block"
+        lines.append(
+            f"{indent}{dim}[{c.axis}] = int((lambda value, inputs, g: {c.python})"
+            f"({dim}[{c.axis}], inputs, (_grid, _block, _smem)))  # {c.text}"
+        )
+    return lines

@@ -24,12 +24,15 @@ from warpwise.server import convert
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.providers import Item
+from warpwise.server.services import ClientFeatures
 from warpwise.server.verification import CandidateState, SpecAnnotation, has_spec_annotation, spec_annotation
 from warpwise.skills.model import Applicability
 from warpwise.skills.rewrite import Edit, Fix
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.providers import CardProvider
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +70,17 @@ def title_suffix(state: CandidateState, prediction: Any = None) -> str:
 
 
 async def code_action(
-    ls: WarpwiseServer, analysis: Analysis, params: types.CodeActionParams
+    analysis: Analysis,
+    params: types.CodeActionParams,
+    *,
+    client: ClientFeatures,
+    verification: VerificationService,
+    documents: DocumentStore,
+    cards: CardProvider,
 ) -> list[types.CodeAction] | None:
     """Answer `textDocument/codeAction` (analysis lane; edits are left to `codeAction/resolve`)."""
     uri = params.text_document.uri
-    if not ls.client.code_action_literals:
+    if not client.code_action_literals:
         return None
     lines = analysis.model.lines
     start = convert.offset(lines, params.range.start)
@@ -80,12 +89,13 @@ async def code_action(
     actions: list[types.CodeAction] = []
     base = {"uri": uri, "version": analysis.version, "hash": analysis.content_hash}
     if _wanted(only, types.CodeActionKind.QuickFix):
-        preds = await asyncio.to_thread(ranking.predictions, ls, analysis) if analysis.items_at(start, end) else {}
+        listed = analysis.items_at(start, end)
+        preds = await asyncio.to_thread(ranking.predictions, verification, analysis) if listed else {}
         fixes: list[tuple[tuple[float, int], types.CodeAction]] = []
         for item in analysis.items_at(start, end):
             if not item.has_fix:
                 continue
-            state = ls.verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
+            state = verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
             if state.state in FAILED_STATES:
                 continue
             diags = [d for d in params.context.diagnostics if d.code == item.id]
@@ -107,7 +117,7 @@ async def code_action(
         actions += [a for _, a in sorted(fixes, key=lambda f: f[0])]
         actions += _suppress_actions(analysis, start, end, params.context.diagnostics, base)
     if _wanted(only, FIX_ALL_KIND):
-        safe = _safe_items(ls, analysis)
+        safe = _safe_items(verification, analysis)
         if safe:
             actions.append(
                 types.CodeAction(
@@ -126,11 +136,15 @@ async def code_action(
                     data={**base, "action": "spec", "kernel": fn.name},
                 )
             )
-    if not ls.client.resolve_edit:
+    if not client.resolve_edit:
         resolved = []
         for action in actions:
             try:
-                resolved.append(await resolve(ls, analysis, action))
+                resolved.append(
+                    await resolve(
+                        analysis, action, documents=documents, verification=verification, cards=cards, client=client
+                    )
+                )
             except JsonRpcException as exc:
                 log.info("code action %r not offered: %s", action.title, exc.message)
         actions = resolved
@@ -159,12 +173,12 @@ def _suppress_actions(
     return out
 
 
-def _safe_items(ls: WarpwiseServer, analysis: Analysis) -> list[Item]:
+def _safe_items(verification: VerificationService, analysis: Analysis) -> list[Item]:
     out = []
     for item in analysis.items:
         if not item.has_fix or item.applicability is not Applicability.SAFE:
             continue
-        state = ls.verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
+        state = verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
         # A result only reported by another machine never joins a bulk edit.
         if state.state not in FAILED_STATES and state.state != "reported":
             out.append(item)
@@ -183,16 +197,24 @@ def action_document(action: types.CodeAction) -> str:
     return str(_data(action)["uri"])
 
 
-def action_gone(ls: WarpwiseServer, action: types.CodeAction) -> types.CodeAction:
+def action_gone(action: types.CodeAction) -> types.CodeAction:
     """Refuse to resolve an action whose document is closed or has no analysis of its current version."""
     raise JsonRpcContentModified("the document of this action is closed or changed; request the actions again")
 
 
-async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeAction) -> types.CodeAction:
+async def resolve(
+    analysis: Analysis,
+    action: types.CodeAction,
+    *,
+    documents: DocumentStore,
+    verification: VerificationService,
+    cards: CardProvider,
+    client: ClientFeatures,
+) -> types.CodeAction:
     """Compute a code action's edit (`codeAction/resolve`; a worker thread over the listed version's analysis)."""
     data = _data(action)
     uri = data["uri"]
-    doc = ls.documents.get(uri)
+    doc = documents.get(uri)
     listed_hash = data.get("hash")
     if doc is None or doc.version != data["version"] or listed_hash != doc.content_hash:
         raise JsonRpcContentModified(
@@ -203,40 +225,40 @@ async def resolve(ls: WarpwiseServer, analysis: Analysis, action: types.CodeActi
         raise JsonRpcContentModified("the document changed while the action was being resolved")
     kind = data.get("action")
     if kind == "fix":
-        edits = await _fix_edits(ls, analysis, str(data.get("id")), data.get("span"))
+        edits = await _fix_edits(cards, analysis, str(data.get("id")), data.get("span"))
     elif kind == "fixAll":
-        edits = await _fix_all_edits(ls, analysis)
+        edits = await _fix_all_edits(verification, cards, analysis)
     elif kind == "suppress":
         edits = _suppress_edits(analysis, str(data.get("id")), data.get("line"))
     elif kind == "spec":
         edits = await _spec_edits(analysis, str(data.get("kernel")))
     else:
         raise RequestFailed(f"unknown warpwise code action {kind!r}")
-    if ls.documents.get(uri) is not doc or doc.version != analysis.version or doc.content_hash != listed_hash:
+    if documents.get(uri) is not doc or doc.version != analysis.version or doc.content_hash != listed_hash:
         raise JsonRpcContentModified("the document changed while the edit was being computed")
-    action.edit = _workspace_edit(ls, uri, analysis, edits)
+    action.edit = _workspace_edit(client, uri, analysis, edits)
     return action
 
 
-async def _fix_edits(ls: WarpwiseServer, analysis: Analysis, item_id: str, span: Any) -> list[Edit]:
+async def _fix_edits(cards: CardProvider, analysis: Analysis, item_id: str, span: Any) -> list[Edit]:
     item = next(
         (i for i in analysis.items if i.id == item_id and list(i.span) == list(span or ()) and i.has_fix),
         None,
     )
     if item is None:
         raise RequestFailed(f"`{item_id}` no longer applies at this place")
-    fix: Fix | None = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
+    fix: Fix | None = await asyncio.to_thread(cards.compute_fix, analysis.model, item)
     if fix is None:
         raise RequestFailed(f"the rewrite of `{item_id}` does not apply exactly here; no edit is offered")
     return list(fix.edits)
 
 
-async def _fix_all_edits(ls: WarpwiseServer, analysis: Analysis) -> list[Edit]:
-    items = _safe_items(ls, analysis)
+async def _fix_all_edits(verification: VerificationService, cards: CardProvider, analysis: Analysis) -> list[Edit]:
+    items = _safe_items(verification, analysis)
 
     def compute() -> list[Edit]:
-        fixes = [f for f in (ls.card_provider.compute_fix(analysis.model, i) for i in items) if f is not None]
-        return ls.card_provider.merge([f for f in fixes if f.applicability is Applicability.SAFE])
+        fixes = [f for f in (cards.compute_fix(analysis.model, i) for i in items) if f is not None]
+        return cards.merge([f for f in fixes if f.applicability is Applicability.SAFE])
 
     edits = await asyncio.to_thread(compute)
     if not edits:
@@ -261,11 +283,10 @@ async def _spec_edits(analysis: Analysis, kernel: str) -> list[Edit]:
     return [Edit(at, at, spec.text + "\n")]
 
 
-def _workspace_edit(ls: WarpwiseServer, uri: str, analysis: Analysis, edits: list[Edit]) -> types.WorkspaceEdit:
+def _workspace_edit(client: ClientFeatures, uri: str, analysis: Analysis, edits: list[Edit]) -> types.WorkspaceEdit:
     lines = analysis.model.lines
     text_edits = [types.TextEdit(range=convert.span_range(lines, (e.start, e.end)), new_text=e.text) for e in edits]
-    caps = ls.client_capabilities.workspace
-    if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
+    if client.document_changes:
         return types.WorkspaceEdit(
             document_changes=[
                 types.TextDocumentEdit(

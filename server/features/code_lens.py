@@ -11,16 +11,17 @@ from warpwise.server.analysis import Analysis
 from warpwise.server.features.code_actions import FAILED_STATES
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.verification import VerificationService
 
 
 async def code_lens(
-    ls: WarpwiseServer, analysis: Analysis, params: types.CodeLensParams
+    analysis: Analysis, params: types.CodeLensParams, *, documents: DocumentStore, verification: VerificationService
 ) -> list[types.CodeLens] | None:
     """Answer `textDocument/codeLens` (analysis lane: reads the current version's analysis)."""
     uri = params.text_document.uri
-    doc = ls.documents.get(uri)
-    report = ls.verification.reports.get(uri)
+    doc = documents.get(uri)
+    report = verification.reports.get(uri)
     stale = report is not None and doc is not None and doc.content_hash != report.content_hash
     lenses: list[types.CodeLens] = []
     seen: set[str] = set()
@@ -29,7 +30,7 @@ async def code_lens(
             continue
         seen.add(fn.name)
         rng = convert.span_range(analysis.model.lines, fn.span(fn.name_span))
-        gpu_entry = ls.verification.gpu_profiles.get(uri)
+        gpu_entry = verification.gpu_profiles.get(uri)
         timed = gpu_entry[1].get(fn.name) if gpu_entry is not None else None
         if timed is not None and timed.median_ms is not None:
             before = (
@@ -65,7 +66,7 @@ async def code_lens(
         for item in analysis.items:
             if item.function != fn.name or not item.has_fix:
                 continue
-            state = ls.verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
+            state = verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
             if state.state == "verified":
                 verified += 1
             elif state.state not in FAILED_STATES:

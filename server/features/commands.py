@@ -16,12 +16,16 @@ from lsprotocol import types
 
 from warpwise.server import convert
 from warpwise.server.features import profiling, verifying
+from warpwise.server.features import progress as progress_feature
 from warpwise.server.features.hover import verification_line
 from warpwise.server.jobs import JobState, Priority
+from warpwise.server.services import Analyses, ClientFeatures, Config, Editor, ProgressBook, Tasks
 from warpwise.server.verification import OptimizeOutcome, ProfileReport
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.providers import CardProvider
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,7 @@ class Target:
     position: types.Position | None = None
 
 
-def _target(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> Target:
+def _target(params: types.ExecuteCommandParams) -> Target:
     args = list(params.arguments or [])
     first = args[0] if args else None
     if isinstance(first, dict):
@@ -63,22 +67,22 @@ def _reply(ok: bool, status: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"ok": ok, "status": status, "message": message, **extra}
 
 
-def _refuse_to_run(ls: WarpwiseServer, not_done: str) -> dict[str, Any] | None:
+def _refuse_to_run(config: Config, not_done: str) -> dict[str, Any] | None:
     """Return the reply refusing a command that compiles and runs code, when the settings forbid it (else None)."""
-    if not ls.settings.verification_trusted_workspace:
+    if not config.settings.verification_trusted_workspace:
         return _reply(False, "untrusted", f"{not_done}: this workspace is not trusted to run code")
-    if ls.settings.gpu_backend == "off":
+    if config.settings.gpu_backend == "off":
         return _reply(False, "off", f"{not_done}: `warpwise.gpu.backend` is `off`")
     return None
 
 
-async def _kernel(ls: WarpwiseServer, target: Target) -> tuple[str | None, str]:
+async def _kernel(analyses: Analyses, target: Target) -> tuple[str | None, str]:
     """Return the kernel a command is about (named, or under the cursor), or why there is none."""
     if target.uri is None:
         return None, "no document given; run the command with a CUDA file open"
     if target.kernel:
         return target.kernel, ""
-    analysis = await ls.analysis_for(target.uri)
+    analysis = await analyses.wait_for(target.uri)
     if analysis is None:
         return None, "the document is not open in the server"
     if target.position is None:
@@ -89,20 +93,33 @@ async def _kernel(ls: WarpwiseServer, target: Target) -> tuple[str | None, str]:
     return fn.name, ""
 
 
-async def verify_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+async def verify_kernel(
+    params: types.ExecuteCommandParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    config: Config,
+    cards: CardProvider,
+    tasks: Tasks,
+    progress: ProgressBook,
+    client: ClientFeatures,
+    editor: Editor,
+) -> dict[str, Any]:
     """Verify the candidate rewrites of one kernel on the GPU (job queue)."""
-    target = _target(ls, params)
-    kernel, why = await _kernel(ls, target)
+    target = _target(params)
+    kernel, why = await _kernel(analyses, target)
     if kernel is None:
         return _reply(False, "no_kernel", why)
-    refused = _refuse_to_run(ls, f"`{kernel}` is not verified")
+    refused = _refuse_to_run(config, f"`{kernel}` is not verified")
     if refused is not None:
         return refused
-    available, reason = ls.verification.verification_available()
+    available, reason = verification.verification_available()
     if not available:
         return _reply(False, "unavailable", f"`{kernel}` cannot be verified: {reason}")
     assert target.uri is not None
-    jobs = await verifying.verify_candidates(ls, target.uri, kernel, Priority.INTERACTIVE, params.work_done_token)
+    v = verifying.Verifier(documents, analyses, verification, config, cards, tasks, progress)
+    jobs = await verifying.verify_candidates(v, target.uri, kernel, Priority.INTERACTIVE, params.work_done_token)
     if not jobs:
         return _reply(False, "no_candidates", f"`{kernel}` has no candidate rewrite to verify in this version")
     for job in jobs:
@@ -119,27 +136,36 @@ async def verify_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) 
                 (job.cancel_reason or job.error or "") if job.state is not JobState.DONE else "superseded by newer text"
             )
             lines.append(f"{job.title}: {job.state.value}: {why}")
-    if ls.client.code_lens_refresh:
-        ls.workspace_code_lens_refresh(None)
+    if client.code_lens_refresh:
+        editor.refresh_code_lenses()
     return _reply(verified > 0, "verified" if verified else "not_verified", "; ".join(lines))
 
 
-async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+async def optimize_kernel(
+    params: types.ExecuteCommandParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    config: Config,
+    progress: ProgressBook,
+    client: ClientFeatures,
+) -> dict[str, Any]:
     """Search for a faster version of one kernel under the GPU-time budget (job queue).
 
     Optional arguments beside `uri`/`kernel`: `budgetSeconds`, `candidates`, `strategy` (mcts, greedy, random).
     The reply carries the best verified version as a workspace edit (`edit`) and the search's report (`markdown`);
     without a GPU the search is a compile-only dry run and proposes nothing.
     """
-    target = _target(ls, params)
-    kernel, why = await _kernel(ls, target)
+    target = _target(params)
+    kernel, why = await _kernel(analyses, target)
     if kernel is None:
         return _reply(False, "no_kernel", why)
-    refused = _refuse_to_run(ls, f"`{kernel}` is not optimized")
+    refused = _refuse_to_run(config, f"`{kernel}` is not optimized")
     if refused is not None:
         return refused
     assert target.uri is not None
-    doc = ls.documents.get(target.uri)
+    doc = documents.get(target.uri)
     if doc is None:
         return _reply(False, "no_document", "the document is not open in the server")
     first = (params.arguments or [None])[0]
@@ -147,17 +173,15 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     budget = extra.get("budgetSeconds")
     count = extra.get("candidates")
     strategy = extra.get("strategy") if extra.get("strategy") in ("mcts", "greedy", "random") else "mcts"
-    job = ls.verification.submit_optimize(
-        doc.capture(ls.settings, ls.generation),
+    job = verification.submit_optimize(
+        doc.capture(config.settings, config.generation),
         kernel,
         strategy=strategy,
         budget_s=float(budget) if isinstance(budget, int | float) and budget > 0 else 120.0,
         candidates=int(count) if isinstance(count, int) and count > 0 else 30,
     )
     if params.work_done_token is not None:
-        from warpwise.server.features import progress
-
-        progress.attach_client_token(ls, job, params.work_done_token)
+        progress_feature.attach_client_token(progress, job, params.work_done_token)
     await job.done
     if job.state is JobState.CANCELLED:
         return _reply(False, "cancelled", f"the search was cancelled: {job.cancel_reason}", jobId=job.id)
@@ -168,7 +192,7 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     if report.speedup is None:
         status = "no_gpu" if outcome.mode == "compile-only" else "not_verified"
         return _reply(False, status, outcome.detail, jobId=job.id, markdown=report.markdown())
-    current = ls.documents.get(outcome.uri)
+    current = documents.get(outcome.uri)
     if current is None or current.version != outcome.version:
         message = f"{outcome.detail}, but the document changed during the search; run it again (results are cached)"
         return _reply(False, "changed", message, jobId=job.id, markdown=report.markdown())
@@ -178,12 +202,14 @@ async def optimize_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
         outcome.detail,
         jobId=job.id,
         speedup=report.speedup,
-        edit=_search_edit(ls, outcome),
+        edit=_search_edit(client, outcome),
         markdown=report.markdown(),
     )
 
 
-async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+async def generate_kernel(
+    params: types.ExecuteCommandParams, *, config: Config, verification: VerificationService, progress: ProgressBook
+) -> dict[str, Any]:
     """Write a problem file and a first kernel from a description with the configured LLM, checked by the gate.
 
     Arguments: `description`, `name` (a C identifier; the files are `NAME.cu` and `NAME.problem.py`), and `folder`
@@ -217,12 +243,12 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     cu, problem = folder / f"{name}.cu", folder / f"{name}.problem.py"
     if cu.exists() or problem.exists():
         return _reply(False, "exists", f"{cu.name} or {problem.name} exists already in {folder}; choose another name")
-    refused = _refuse_to_run(ls, "nothing is generated")
+    refused = _refuse_to_run(config, "nothing is generated")
     if refused is not None:
         return refused
     from warpwise.search.llm import LLMConfig
 
-    if LLMConfig.resolve(ls.settings.llm_endpoint, ls.settings.llm_model) is None:
+    if LLMConfig.resolve(config.settings.llm_endpoint, config.settings.llm_model) is None:
         return _reply(
             False,
             "no_llm",
@@ -236,11 +262,9 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
             "kernels cannot be generated: the `openai` package is not installed (pip install "
             "'warpwise[llm]' in the server's environment)",
         )
-    job = ls.verification.submit_generate(ls.settings, description, name, str(folder))
+    job = verification.submit_generate(config.settings, description, name, str(folder))
     if params.work_done_token is not None:
-        from warpwise.server.features import progress
-
-        progress.attach_client_token(ls, job, params.work_done_token)
+        progress_feature.attach_client_token(progress, job, params.work_done_token)
     await job.done
     if job.state is JobState.CANCELLED:
         return _reply(False, "cancelled", f"generation was cancelled: {job.cancel_reason}", jobId=job.id)
@@ -260,7 +284,7 @@ async def generate_kernel(ls: WarpwiseServer, params: types.ExecuteCommandParams
     )
 
 
-def _search_edit(ls: WarpwiseServer, outcome: OptimizeOutcome) -> types.WorkspaceEdit:
+def _search_edit(client: ClientFeatures, outcome: OptimizeOutcome) -> types.WorkspaceEdit:
     """Return the search's edits (the kernel's file, and the problem file when the launch changed) for the client."""
     from pathlib import Path
 
@@ -276,8 +300,7 @@ def _search_edit(ls: WarpwiseServer, outcome: OptimizeOutcome) -> types.Workspac
             data = path.read_bytes() if path.is_file() else b""
         rng = convert.span_range(line_index(data), (e.start, e.end))
         changes.append((uri, version, types.TextEdit(range=rng, new_text=e.text)))
-    caps = ls.client_capabilities.workspace
-    if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
+    if client.document_changes:
         return types.WorkspaceEdit(
             document_changes=[
                 types.TextDocumentEdit(
@@ -293,12 +316,23 @@ def _search_edit(ls: WarpwiseServer, outcome: OptimizeOutcome) -> types.Workspac
     return types.WorkspaceEdit(changes=by_uri)
 
 
-async def profile_file(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+async def profile_file(
+    params: types.ExecuteCommandParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    config: Config,
+    cards: CardProvider,
+    tasks: Tasks,
+    progress: ProgressBook,
+) -> dict[str, Any]:
     """Profile the kernels of a document now and answer when the report is in (job queue)."""
-    target = _target(ls, params)
-    if target.uri is None or ls.documents.get(target.uri) is None:
+    target = _target(params)
+    if target.uri is None or documents.get(target.uri) is None:
         return _reply(False, "no_document", "no open CUDA document given")
-    job = await profiling.profile(ls, target.uri, Priority.INTERACTIVE, params.work_done_token)
+    v = verifying.Verifier(documents, analyses, verification, config, cards, tasks, progress)
+    job = await profiling.profile(v, target.uri, Priority.INTERACTIVE, params.work_done_token)
     if job is None:
         return _reply(False, "changed", "the document changed before the profile could be queued; try again")
     await job.done
@@ -310,19 +344,19 @@ async def profile_file(ls: WarpwiseServer, params: types.ExecuteCommandParams) -
     return _reply(report.status == "ok", report.status, report.detail, jobId=job.id, mode=report.mode)
 
 
-def show_lineage(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+def show_lineage(params: types.ExecuteCommandParams, *, analyses: Analyses, cards: CardProvider) -> dict[str, Any]:
     """Show where a skill card comes from and the measurements behind it (event loop)."""
-    target = _target(ls, params)
+    target = _target(params)
     card_id = target.card
     if target.position is not None and target.uri is not None:
-        analysis = ls.current_analysis(target.uri)
+        analysis = analyses.current(target.uri)
         if analysis is not None:
             at = convert.offset(analysis.model.lines, target.position)
             items = [i for i in analysis.items_at(at, at) if i.source == "card"]
             card_id = items[0].id if items else None
     if not card_id:
         return _reply(False, "no_card", "no skill card under the cursor (put it on a warpwise finding)")
-    card = ls.card_provider.card(card_id)
+    card = cards.card(card_id)
     if card is None:
         return _reply(False, "unknown_card", f"no skill card called `{card_id}` is loaded")
     h = card.header
@@ -354,34 +388,36 @@ def show_lineage(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict
     return _reply(True, "ok", f"lineage of {h.skill_id}", markdown="\n".join(out))
 
 
-def clear_cache(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+def clear_cache(
+    params: types.ExecuteCommandParams, *, verification: VerificationService, cards: CardProvider, analyses: Analyses
+) -> dict[str, Any]:
     """Forget cached reports, reload the cards and re-analyse open documents from scratch (event loop)."""
-    message = ls.verification.clear_cache()
-    ls.card_provider.reload()
-    ls.start_lane()
+    message = verification.clear_cache()
+    cards.reload()
+    analyses.restart()
     return _reply(True, "ok", f"{message}; skill cards reloaded; open documents re-analysed")
 
 
-async def restart_worker(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+async def restart_worker(
+    params: types.ExecuteCommandParams, *, verification: VerificationService, analyses: Analyses, editor: Editor
+) -> dict[str, Any]:
     """Stop every job and build process and restart the analysis worker (event loop)."""
-    message = await ls.verification.restart()
-    ls.start_lane()
-    ls.worker_state = "running"
-    ls.worker_detail = "restarted on request"
-    ls.notify_status()
+    message = await verification.restart()
+    analyses.restart(reason="restarted on request")
+    editor.notify_status()
     return _reply(True, "ok", f"{message}; analysis worker restarted")
 
 
-def cancel_job(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+def cancel_job(params: types.ExecuteCommandParams, *, verification: VerificationService) -> dict[str, Any]:
     """Cancel a queued or running job by id (event loop)."""
-    target = _target(ls, params)
+    target = _target(params)
     if target.job_id is None:
         return _reply(False, "no_job", "no job id given")
-    if ls.verification.queue.cancel(target.job_id, "cancelled by command"):
+    if verification.queue.cancel(target.job_id, "cancelled by command"):
         return _reply(True, "ok", f"cancelled {target.job_id}")
     return _reply(False, "unknown_job", f"no queued or running job {target.job_id}")
 
 
-def status(ls: WarpwiseServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+def status(params: types.ExecuteCommandParams, *, editor: Editor) -> dict[str, Any]:
     """Return the same payload as the `warpwise/status` notification (event loop)."""
-    return ls.status_payload()
+    return editor.status_payload()

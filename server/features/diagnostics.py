@@ -20,10 +20,12 @@ from warpwise.server import convert
 from warpwise.server.analysis import Analysis
 from warpwise.server.documents import OpenDocument
 from warpwise.server.jobs import Job, JobState
+from warpwise.server.services import Analyses, ClientFeatures, Editor
 from warpwise.server.verification import KernelProfile, ProfileReport
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +34,13 @@ PROFILE_SOURCE = "warpwise profile"
 MAX_COMPILER_MESSAGES = 20
 
 
-def static_diagnostics(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list[types.Diagnostic]:
+def static_diagnostics(client: ClientFeatures, analysis: Analysis, uri: str) -> list[types.Diagnostic]:
     """Return the findings of an analysis as LSP diagnostics."""
     lines = analysis.model.lines
     out = []
     for item in analysis.items:
         related = None
-        if item.related and ls.client.related_information:
+        if item.related and client.related_information:
             related = [
                 types.DiagnosticRelatedInformation(
                     location=types.Location(uri=uri, range=convert.span_range(lines, span)), message=msg
@@ -52,7 +54,7 @@ def static_diagnostics(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list
                 severity=convert.SEVERITY[item.severity],
                 code=item.id,
                 code_description=(
-                    types.CodeDescription(href=item.doc_url) if item.doc_url and ls.client.code_description else None
+                    types.CodeDescription(href=item.doc_url) if item.doc_url and client.code_description else None
                 ),
                 source=STATIC_SOURCE,
                 related_information=related,
@@ -62,7 +64,7 @@ def static_diagnostics(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list
     return out
 
 
-def static_diagnostics_json(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list[dict[str, Any]]:
+def static_diagnostics_json(client: ClientFeatures, analysis: Analysis, uri: str) -> list[dict[str, Any]]:
     """Return the findings of an analysis as LSP diagnostics in JSON values, ready to send.
 
     The same diagnostics as `static_diagnostics`, unstructured; built directly because this runs on every
@@ -70,8 +72,8 @@ def static_diagnostics_json(ls: WarpwiseServer, analysis: Analysis, uri: str) ->
     the rest of publishing.
     """
     lines = analysis.model.lines
-    related_info = ls.client.related_information
-    code_description = ls.client.code_description
+    related_info = client.related_information
+    code_description = client.code_description
     out = []
     for item in analysis.items:
         diag: dict[str, Any] = {
@@ -210,9 +212,11 @@ def gpu_profile_line(p: KernelProfile) -> str:
     return f"`{p.kernel}`: " + "; ".join(parts)
 
 
-def gpu_profile_diagnostics(ls: WarpwiseServer, doc: OpenDocument, analysis: Analysis) -> list[types.Diagnostic]:
+def gpu_profile_diagnostics(
+    verification: VerificationService, doc: OpenDocument, analysis: Analysis
+) -> list[types.Diagnostic]:
     """Return GPU profiles of the current text on the kernels' names."""
-    entry = ls.verification.gpu_profiles.get(doc.uri)
+    entry = verification.gpu_profiles.get(doc.uri)
     if entry is None or entry[0] != doc.content_hash:
         return []
     out = []
@@ -233,10 +237,12 @@ def gpu_profile_diagnostics(ls: WarpwiseServer, doc: OpenDocument, analysis: Ana
     return out
 
 
-def verification_diagnostics(ls: WarpwiseServer, doc: OpenDocument, analysis: Analysis) -> list[types.Diagnostic]:
+def verification_diagnostics(
+    verification: VerificationService, doc: OpenDocument, analysis: Analysis
+) -> list[types.Diagnostic]:
     """Return the finished verifications of candidates of the current text, on their findings."""
     out = []
-    for card_id, span, state in ls.verification.candidates_for(doc.uri, doc.content_hash):
+    for card_id, span, state in verification.candidates_for(doc.uri, doc.content_hash):
         if state.state in ("unverified", "queued", "running"):
             continue
         item = next((i for i in analysis.items if i.id == card_id and tuple(i.span) == tuple(span)), None)
@@ -261,85 +267,119 @@ def verification_diagnostics(ls: WarpwiseServer, doc: OpenDocument, analysis: An
     return out
 
 
-def visible_report(ls: WarpwiseServer, doc: OpenDocument) -> ProfileReport | None:
+def visible_report(verification: VerificationService, doc: OpenDocument) -> ProfileReport | None:
     """Return the document's last profile if it was taken of exactly the current text."""
-    report = ls.verification.reports.get(doc.uri)
+    report = verification.reports.get(doc.uri)
     if report is None or report.content_hash != doc.content_hash:
         return None
     return report
 
 
-def publish(ls: WarpwiseServer, doc: OpenDocument, analysis: Analysis) -> None:
+def publish(
+    doc: OpenDocument,
+    analysis: Analysis,
+    *,
+    verification: VerificationService,
+    client: ClientFeatures,
+    editor: Editor,
+    pushed: dict[str, bool],
+) -> None:
     """Push the document's diagnostics (both sources, or profiling alone for pull clients)."""
-    report = visible_report(ls, doc)
+    report = visible_report(verification, doc)
     profile = profile_diagnostics(report, analysis) if report is not None else []
-    profile += gpu_profile_diagnostics(ls, doc, analysis) + verification_diagnostics(ls, doc, analysis)
-    if ls.client.pull_diagnostics:
-        if not profile and not ls.pushed_profile.get(doc.uri):
+    profile += gpu_profile_diagnostics(verification, doc, analysis)
+    profile += verification_diagnostics(verification, doc, analysis)
+    if client.pull_diagnostics:
+        if not profile and not pushed.get(doc.uri):
             return
-        ls.pushed_profile[doc.uri] = bool(profile)
+        pushed[doc.uri] = bool(profile)
         diags = []
     else:
-        diags = static_diagnostics_json(ls, analysis, doc.uri)
-    diags += [ls.protocol.unstructure(d) for d in profile]
-    ls.protocol.notify_json(
+        diags = static_diagnostics_json(client, analysis, doc.uri)
+    diags += [editor.unstructure(d) for d in profile]
+    editor.notify_json(
         types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": diags, "version": analysis.version}
     )
 
 
-def on_analysis(ls: WarpwiseServer, doc: OpenDocument, analysis: Analysis) -> None:
+def on_analysis(
+    doc: OpenDocument,
+    analysis: Analysis,
+    *,
+    verification: VerificationService,
+    client: ClientFeatures,
+    editor: Editor,
+    pushed: dict[str, bool],
+) -> None:
     """Publish after a fresh analysis of the current version (event loop)."""
     if analysis.skipped:
         log.info("%s: %s", doc.uri, analysis.skipped)
-    publish(ls, doc, analysis)
+    publish(doc, analysis, verification=verification, client=client, editor=editor, pushed=pushed)
 
 
-def on_result(ls: WarpwiseServer, job: Job) -> None:
+def on_result(
+    job: Job,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    client: ClientFeatures,
+    editor: Editor,
+    pushed: dict[str, bool],
+) -> None:
     """Show a finished verification or GPU profile if the document still has that text (event loop)."""
-    if job.uri is None or (doc := ls.documents.get(job.uri)) is None:
+    if job.uri is None or (doc := documents.get(job.uri)) is None:
         return
-    analysis = ls.current_analysis(doc.uri)
+    analysis = analyses.current(doc.uri)
     if analysis is not None:
-        publish(ls, doc, analysis)
-    if ls.client.code_lens_refresh:
-        ls.workspace_code_lens_refresh(None)
+        publish(doc, analysis, verification=verification, client=client, editor=editor, pushed=pushed)
+    if client.code_lens_refresh:
+        editor.refresh_code_lenses()
 
 
-def on_profile(ls: WarpwiseServer, job: Job) -> None:
+def on_profile(
+    job: Job,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    client: ClientFeatures,
+    editor: Editor,
+    pushed: dict[str, bool],
+) -> None:
     """Keep a finished profile and show it if the document still has the profiled text (event loop)."""
     report = job.result
     if job.state is not JobState.DONE or not isinstance(report, ProfileReport):
         return
-    doc = ls.documents.get(report.uri)
+    doc = documents.get(report.uri)
     if doc is None:
         return
-    previous = ls.verification.reports.get(report.uri)
+    previous = verification.reports.get(report.uri)
     if previous is not None and previous.finished_at > report.finished_at:
         return
-    ls.verification.reports[report.uri] = report
+    verification.reports[report.uri] = report
     if report.status == "no_compiler":
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=f"warpwise: {report.detail}")
-        )
-    analysis = ls.current_analysis(doc.uri)
+        editor.show_message(types.MessageType.Info, f"warpwise: {report.detail}")
+    analysis = analyses.current(doc.uri)
     if analysis is not None:
-        publish(ls, doc, analysis)
-    if ls.client.code_lens_refresh:
-        ls.workspace_code_lens_refresh(None)
+        publish(doc, analysis, verification=verification, client=client, editor=editor, pushed=pushed)
+    if client.code_lens_refresh:
+        editor.refresh_code_lenses()
 
 
-def clear(ls: WarpwiseServer, uri: str) -> None:
+def clear(uri: str, *, editor: Editor, pushed: dict[str, bool]) -> None:
     """Remove every diagnostic of a closed document."""
-    ls.pushed_profile.pop(uri, None)
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    pushed.pop(uri, None)
+    editor.publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 async def pull(
-    ls: WarpwiseServer, analysis: Analysis, params: types.DocumentDiagnosticParams
+    analysis: Analysis, params: types.DocumentDiagnosticParams, *, client: ClientFeatures
 ) -> types.DocumentDiagnosticReport:
     """Return the static findings of the current version (`textDocument/diagnostic`; analysis lane)."""
     uri = params.text_document.uri
     result_id = f"{analysis.version}.{analysis.generation}"
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    return types.RelatedFullDocumentDiagnosticReport(items=static_diagnostics(ls, analysis, uri), result_id=result_id)
+    items = static_diagnostics(client, analysis, uri)
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)

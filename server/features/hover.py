@@ -18,16 +18,25 @@ from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
 from warpwise.server.providers import Item, file_policy
+from warpwise.server.services import ClientFeatures
 from warpwise.server.verification import CandidateState
 from warpwise.skills.model import Applicability
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.verification import VerificationService
 
 _VERDICT_MARK = {"holds": "✅ holds", "violated": "❌ violated", "unknown": "❔ unknown"}
 
 
-async def hover(ls: WarpwiseServer, analysis: Analysis, params: types.HoverParams) -> types.Hover | None:
+async def hover(
+    analysis: Analysis,
+    params: types.HoverParams,
+    *,
+    verification: VerificationService,
+    documents: DocumentStore,
+    client: ClientFeatures,
+) -> types.Hover | None:
     """Answer `textDocument/hover` (analysis lane: reads the current version's analysis)."""
     lines = analysis.model.lines
     offset = convert.offset(lines, params.position)
@@ -37,13 +46,14 @@ async def hover(ls: WarpwiseServer, analysis: Analysis, params: types.HoverParam
     if items:
         items.sort(key=lambda i: i.span[1] - i.span[0])
         if any(i.source == "card" and i.has_fix for i in items[:3]):
-            await asyncio.to_thread(ranking.predictions, ls, analysis)  # Computed once per version, off the loop.
+            # Computed once per version, off the loop.
+            await asyncio.to_thread(ranking.predictions, verification, analysis)
         for item in items[:3]:
-            sections.append(_item_markdown(ls, analysis, item))
+            sections.append(_item_markdown(verification, analysis, item))
         rng = convert.span_range(lines, items[0].span)
     kernel, name_span = _kernel_at(analysis.model, offset)
     if kernel is not None and name_span is not None:
-        sections.append(_kernel_markdown(ls, analysis, kernel))
+        sections.append(_kernel_markdown(verification, documents, analysis, kernel))
         rng = rng or convert.span_range(lines, name_span)
     elif not items:
         found = _identifier_markdown(analysis.model, offset)
@@ -53,7 +63,7 @@ async def hover(ls: WarpwiseServer, analysis: Analysis, params: types.HoverParam
     if not sections:
         return None
     text = "\n\n---\n\n".join(sections)
-    kind = types.MarkupKind.Markdown if ls.client.markdown else types.MarkupKind.PlainText
+    kind = types.MarkupKind.Markdown if client.markdown else types.MarkupKind.PlainText
     return types.Hover(contents=types.MarkupContent(kind=kind, value=text), range=rng)
 
 
@@ -136,7 +146,7 @@ def verification_line(state: CandidateState) -> str:
     return f"{state.state.replace('_', ' ')}{': ' + state.detail if state.detail else ''}"
 
 
-def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
+def _item_markdown(verification: VerificationService, analysis: Analysis, item: Item) -> str:
     lines = analysis.model.lines
     kind = "skill card" if item.source == "card" else "rule"
     head = f"**{item.id}** · {item.severity.value} · {kind}"
@@ -167,12 +177,12 @@ def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
             out += ["", "**Evidence.** no measured records yet"]
     if item.source == "card":
         analysis_hash = analysis.content_hash
-        state = ls.verification.candidate_state(analysis.uri, analysis_hash, item.id, item.span)
+        state = verification.candidate_state(analysis.uri, analysis_hash, item.id, item.span)
         if item.has_fix:
             out += ["", f"**Verification.** {verification_line(state)}"]
-            pred = ranking.predictions(ls, analysis).get((item.function or "", item.id))
+            pred = ranking.predictions(verification, analysis).get((item.function or "", item.id))
             if pred is not None and state.state != "verified":
-                gpu = ls.verification.gpu
+                gpu = verification.gpu
                 out += ["", ranking.hover_line(pred, gpu.name if gpu is not None and gpu.found else None)]
         elif item.applicability is Applicability.DISPLAY_ONLY:
             out += ["", "**Fix.** advice only; this card has no automatic rewrite"]
@@ -199,7 +209,9 @@ def _flags_line(path: str, analysis: Analysis) -> str:
     return text + (f" (`{shown}`)" if flags.origins else "") + (f"; problems: {problems}" if problems else "")
 
 
-def _kernel_markdown(ls: WarpwiseServer, analysis: Analysis, fn: Function) -> str:
+def _kernel_markdown(
+    verification: VerificationService, documents: DocumentStore, analysis: Analysis, fn: Function
+) -> str:
     model = analysis.model
     out = [f"**kernel `{fn.name}`**", "", "```cuda", fn.signature.strip(), "```"]
     launches = model.launches_of(fn.name)
@@ -211,8 +223,8 @@ def _kernel_markdown(ls: WarpwiseServer, analysis: Analysis, fn: Function) -> st
             out.append(f"- line {line}: grid `{launch.grid}`, block `{launch.block}`{smem}")
     else:
         out += ["", "No launch of this kernel in this file."]
-    report = ls.verification.reports.get(analysis.uri)
-    doc = ls.documents.get(analysis.uri)
+    report = verification.reports.get(analysis.uri)
+    doc = documents.get(analysis.uri)
     out += ["", f"**Build**: {_flags_line(model.path, analysis)}"]
     out += ["", "**Resources**", ""]
     if report is None:
@@ -232,8 +244,8 @@ def _kernel_markdown(ls: WarpwiseServer, analysis: Analysis, fn: Function) -> st
             f"*{report.mode} report of the text saved {age}" + ("; the text has changed since*" if stale else "*")
         )
     out += ["", "**Last profile**", ""]
-    available, reason = ls.verification.verification_available()
-    entry = ls.verification.gpu_profiles.get(analysis.uri)
+    available, reason = verification.verification_available()
+    entry = verification.gpu_profiles.get(analysis.uri)
     profile = entry[1].get(fn.name) if entry is not None else None
     if profile is not None:
         if profile.median_ms is not None:

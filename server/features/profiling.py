@@ -9,29 +9,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from warpwise.server.features import progress
 from warpwise.server.jobs import Job
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.features.verifying import Verifier
 
 
-async def profile(ls: WarpwiseServer, uri: str, priority: int, token: str | int | None = None) -> Job | None:
+async def profile(v: Verifier, uri: str, priority: int, token: str | int | None = None) -> Job | None:
     """Queue the profile of a document's current version; return the job (None if the document is gone)."""
-    doc = ls.documents.get(uri)
+    doc = v.documents.get(uri)
     if doc is None:
         return None
     version = doc.version
-    analysis = await ls.analysis_for(uri)
-    doc = ls.documents.get(uri)
+    analysis = await v.analyses.wait_for(uri)
+    doc = v.documents.get(uri)
     if analysis is None or doc is None or doc.version != version:
         return None
-    snap = doc.capture(ls.settings, ls.generation)
-    job = ls.verification.submit_profile(snap, analysis.model, priority)
-    if ls.verification.verification_available()[0] and analysis.model.kernels:
+    snap = doc.capture(v.config.settings, v.config.generation)
+    job = v.verification.submit_profile(snap, analysis.model, priority)
+    if v.verification.verification_available()[0] and analysis.model.kernels:
         kernels = sorted({k.name for k in analysis.model.kernels})
-        ls.verification.submit_gpu_profile(snap, kernels, model=analysis.model)
+        v.verification.submit_gpu_profile(snap, kernels, model=analysis.model)
     if token is not None:
-        from warpwise.server.features import progress
-
-        progress.attach_client_token(ls, job, token)
+        progress.attach_client_token(v.progress, job, token)
     return job

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from warpwise.server.jobs import Job, JobState
+from warpwise.server.services import ClientFeatures, Editor, ProgressBook, Tasks
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
@@ -33,29 +34,38 @@ class JobProgress:
     events: asyncio.Queue = field(default_factory=asyncio.Queue)
 
 
-def attach_client_token(ls: WarpwiseServer, job: Job, token: str | int) -> None:
+def attach_client_token(book: ProgressBook, job: Job, token: str | int) -> None:
     """Report a job's progress on a token the client created (from `ExecuteCommandParams.workDoneToken`)."""
-    p = ls.job_progress.get(job.id)
+    p = book.jobs.get(job.id)
     if p is not None and p.token is None:
         p.token = token
         p.client_token = True
 
 
-def on_job_event(ls: WarpwiseServer, job: Job, event: str) -> None:
+def on_job_event(
+    job: Job,
+    event: str,
+    *,
+    progress: ProgressBook,
+    verification: VerificationService,
+    client: ClientFeatures,
+    editor: Editor,
+    tasks: Tasks,
+) -> None:
     """Queue a job's state change for its progress channel."""
-    p = ls.job_progress.get(job.id)
+    p = progress.jobs.get(job.id)
     if p is None:
         if event != "queued":
             return
         p = JobProgress(job)
-        ls.job_progress[job.id] = p
-        asyncio.get_running_loop().call_soon(_start, ls, p)
-    p.events.put_nowait((event, _message(ls, job, event), job.percentage))
+        progress.jobs[job.id] = p
+        asyncio.get_running_loop().call_soon(_start, progress, client, editor, tasks, p)
+    p.events.put_nowait((event, _message(verification, job, event), job.percentage))
 
 
-def _message(ls: WarpwiseServer, job: Job, event: str) -> str:
+def _message(verification: VerificationService, job: Job, event: str) -> str:
     if event == "queued":
-        ahead = ls.verification.queue.length - 1 + (1 if ls.verification.queue.running is not None else 0)
+        ahead = verification.queue.length - 1 + (1 if verification.queue.running is not None else 0)
         return f"queued ({ahead} ahead)" if ahead > 0 else "queued"
     if event == "end":
         if job.state is JobState.CANCELLED:
@@ -66,56 +76,58 @@ def _message(ls: WarpwiseServer, job: Job, event: str) -> str:
     return job.stage
 
 
-def _start(ls: WarpwiseServer, p: JobProgress) -> None:
+def _start(book: ProgressBook, client: ClientFeatures, editor: Editor, tasks: Tasks, p: JobProgress) -> None:
     if p.token is None:
-        if not ls.client.work_done_progress:
-            ls.job_progress.pop(p.job.id, None)
+        if not client.work_done_progress:
+            book.jobs.pop(p.job.id, None)
             return
         p.token = f"warpwise/{p.job.id}"
-    ls.spawn(_report(ls, p), f"progress {p.job.id}")
+    tasks.spawn(_report(book, editor.progress, p), f"progress {p.job.id}")
 
 
-async def _report(ls: WarpwiseServer, p: JobProgress) -> None:
+async def _report(book: ProgressBook, work_done: Any, p: JobProgress) -> None:
     token = p.token
     assert token is not None
     try:
         if not p.client_token:
             try:
-                await ls.work_done_progress.create_async(token)
+                await work_done.create_async(token)
             except Exception as exc:  # A client that refuses progress still gets the job done.
                 log.info("the client did not create progress token %s: %s", token, exc)
                 return
-        ls.progress_jobs[token] = p.job.id
+        book.tokens[token] = p.job.id
         begun = False
         while True:
             event, message, percentage = await p.events.get()
             if not begun:
-                ls.work_done_progress.begin(
+                work_done.begin(
                     token, types.WorkDoneProgressBegin(title=p.job.title, cancellable=True, message=message)
                 )
                 begun = True
                 if event == "queued":
                     continue
             if event == "end":
-                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+                work_done.end(token, types.WorkDoneProgressEnd(message=message))
                 return
-            ls.work_done_progress.report(
+            work_done.report(
                 token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
             )
     finally:
-        ls.job_progress.pop(p.job.id, None)
-        ls.progress_jobs.pop(token, None)
-        ls.work_done_progress.tokens.pop(token, None)
+        book.jobs.pop(p.job.id, None)
+        book.tokens.pop(token, None)
+        work_done.tokens.pop(token, None)
 
 
-def cancel(ls: WarpwiseServer, params: types.WorkDoneProgressCancelParams) -> None:
+def cancel(
+    params: types.WorkDoneProgressCancelParams, *, progress: ProgressBook, verification: VerificationService
+) -> None:
     """Cancel the job behind a progress token (event loop)."""
-    job_id = ls.progress_jobs.get(params.token)
+    job_id = progress.tokens.get(params.token)
     if job_id is None:
         return
-    ls.verification.queue.cancel(job_id, "cancelled from the editor")
+    verification.queue.cancel(job_id, "cancelled from the editor")
 
 
-def describe(ls: WarpwiseServer) -> list[dict[str, Any]]:
+def describe(book: ProgressBook) -> list[dict[str, Any]]:
     """Return the jobs that currently report progress."""
-    return [p.job.describe() | {"token": p.token} for p in ls.job_progress.values()]
+    return [p.job.describe() | {"token": p.token} for p in book.jobs.values()]

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 from warpwise.server.analysis import Analysis
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.verification import VerificationService
 
 
-def predictions(ls: WarpwiseServer, analysis: Analysis) -> dict[tuple[str, str], Any]:
+def predictions(verification: VerificationService, analysis: Analysis) -> dict[tuple[str, str], Any]:
     """Return the prediction per (kernel, card) for the card fixes of one analysed version."""
     from warpwise.ranking import predictions_for
 
     matches = [i.payload for i in analysis.items if i.source == "card" and i.has_fix and i.payload is not None]
     if not matches:
         return {}
-    gpu = ls.verification.gpu
+    gpu = verification.gpu
     name = gpu.name if gpu is not None and gpu.found else None
     return predictions_for((analysis.uri, analysis.content_hash), analysis.model, matches, name)
 

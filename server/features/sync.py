@@ -8,34 +8,47 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from warpwise.server import convert
-from warpwise.server.documents import OpenDocument, is_cuda
+from warpwise.server.documents import DocumentStore, OpenDocument, is_cuda
 from warpwise.server.features import diagnostics, profiling, verifying
 from warpwise.server.jobs import Priority
+from warpwise.server.services import Analyses, Config, Editor, ProgressBook, Tasks, Timers
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.providers import CardProvider
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
 
-def _path(ls: WarpwiseServer, uri: str) -> str:
+def _path(uri: str) -> str:
     from pygls.uris import to_fs_path
 
     return to_fs_path(uri) or uri
 
 
-def did_open(ls: WarpwiseServer, params: types.DidOpenTextDocumentParams) -> None:
+def did_open(params: types.DidOpenTextDocumentParams, *, documents: DocumentStore, analyses: Analyses) -> None:
     """Start tracking a CUDA document and queue its analysis (event loop)."""
     td = params.text_document
     if not is_cuda(td.uri, td.language_id, td.text):
         return
-    doc = ls.documents.open(td.uri, _path(ls, td.uri), td.language_id, td.version, td.text)
-    ls.schedule(doc)
+    doc = documents.open(td.uri, _path(td.uri), td.language_id, td.version, td.text)
+    analyses.schedule(doc)
 
 
-def did_change(ls: WarpwiseServer, params: types.DidChangeTextDocumentParams) -> None:
+def did_change(
+    params: types.DidChangeTextDocumentParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    config: Config,
+    timers: Timers,
+    tasks: Tasks,
+    cards: CardProvider,
+    progress: ProgressBook,
+) -> None:
     """Apply the changes to the server's copy and queue the new version for analysis (event loop)."""
-    doc = ls.documents.get(params.text_document.uri)
+    doc = documents.get(params.text_document.uri)
     if doc is None:
         return
     for change in params.content_changes:
@@ -51,12 +64,15 @@ def did_change(ls: WarpwiseServer, params: types.DidChangeTextDocumentParams) ->
     else:
         doc.version += 1
     if doc.version <= old_version:
-        reset(ls, doc, old_version)
-    ls.schedule(doc)
-    verifying.on_change(ls, doc.uri)
+        reset(doc, old_version, analyses=analyses, verification=verification, timers=timers)
+    analyses.schedule(doc)
+    verify = verifying.Verifier(documents, analyses, verification, config, cards, tasks, progress)
+    verifying.on_change(verify, doc.uri, timers)
 
 
-def reset(ls: WarpwiseServer, doc: OpenDocument, old_version: int) -> None:
+def reset(
+    doc: OpenDocument, old_version: int, *, analyses: Analyses, verification: VerificationService, timers: Timers
+) -> None:
     """Forget what was computed for a document whose version did not increase (event loop).
 
     Versions are how results find their text; a version that goes backwards or repeats could match an analysis,
@@ -67,40 +83,56 @@ def reset(ls: WarpwiseServer, doc: OpenDocument, old_version: int) -> None:
     log.info("%s went from version %d to %d; its results are dropped", doc.uri, old_version, doc.version)
     doc.pending = None
     doc.snapshot_version = None
-    ls.analyses.pop(doc.uri, None)
-    ls.verification.forget(doc.uri)
-    ls.drop_waiters(doc.uri)
-    if (timer := ls.debounce.pop(doc.uri, None)) is not None:
-        timer.cancel()
-    for job in ls.verification.queue.active_jobs():
+    analyses.reset(doc.uri)
+    verification.forget(doc.uri)
+    timers.cancel(doc.uri)
+    for job in verification.queue.active_jobs():
         if job.uri == doc.uri:
-            ls.verification.queue.cancel(job.id, f"the document's version went back to {doc.version}")
+            verification.queue.cancel(job.id, f"the document's version went back to {doc.version}")
 
 
-def did_save(ls: WarpwiseServer, params: types.DidSaveTextDocumentParams) -> None:
+def did_save(
+    params: types.DidSaveTextDocumentParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    config: Config,
+    cards: CardProvider,
+    tasks: Tasks,
+    progress: ProgressBook,
+) -> None:
     """Queue the profile of the saved version when `warpwise.profile.onSave` is on (job queue)."""
-    doc = ls.documents.get(params.text_document.uri)
+    doc = documents.get(params.text_document.uri)
     if doc is None:
         return
-    if ls.settings.profile_on_save:
-        ls.spawn(profiling.profile(ls, doc.uri, Priority.ON_SAVE), f"profile-on-save {doc.uri}")
-    verifying.on_save(ls, doc.uri)
+    verify = verifying.Verifier(documents, analyses, verification, config, cards, tasks, progress)
+    if config.settings.profile_on_save:
+        tasks.spawn(profiling.profile(verify, doc.uri, Priority.ON_SAVE), f"profile-on-save {doc.uri}")
+    verifying.on_save(verify, doc.uri)
 
 
-def did_close(ls: WarpwiseServer, params: types.DidCloseTextDocumentParams) -> None:
+def did_close(
+    params: types.DidCloseTextDocumentParams,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    verification: VerificationService,
+    cards: CardProvider,
+    timers: Timers,
+    editor: Editor,
+    pushed: dict[str, bool],
+) -> None:
     """Stop tracking a document, drop its state and clear its diagnostics (event loop)."""
     uri = params.text_document.uri
-    doc = ls.documents.close(uri)
+    doc = documents.close(uri)
     if doc is None:
         return
-    if ls.lane is not None:
-        ls.lane.forget(uri)
-    ls.analyses.pop(uri, None)
-    ls.verification.forget(uri)
-    ls.card_provider.forget(doc.path)
-    if (timer := ls.debounce.pop(uri, None)) is not None:
-        timer.cancel()
-    for job in ls.verification.queue.active_jobs():
+    analyses.close(uri)
+    verification.forget(uri)
+    cards.forget(doc.path)
+    timers.cancel(uri)
+    for job in verification.queue.active_jobs():
         if job.uri == uri:
-            ls.verification.queue.cancel(job.id, "the document was closed")
-    diagnostics.clear(ls, uri)
+            verification.queue.cancel(job.id, "the document was closed")
+    diagnostics.clear(uri, editor=editor, pushed=pushed)

@@ -11,35 +11,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from warpwise.server.features import progress as progress_feature
 from warpwise.server.features import ranking
 from warpwise.server.jobs import Job, Priority
+from warpwise.server.services import Analyses, Config, ProgressBook, Tasks, Timers
 from warpwise.skills.rewrite import apply_edits
 
 if TYPE_CHECKING:
-    from warpwise.server.app import WarpwiseServer
+    from warpwise.server.documents import DocumentStore
+    from warpwise.server.providers import CardProvider
+    from warpwise.server.verification import VerificationService
 
 log = logging.getLogger(__name__)
 
 ON_TYPE_DEBOUNCE_S = 1.5
 
 
+@dataclass(frozen=True, slots=True)
+class Verifier:
+    """What queueing a document's jobs (verification, profiles) reads and submits to."""
+
+    documents: DocumentStore
+    analyses: Analyses
+    verification: VerificationService
+    config: Config
+    cards: CardProvider
+    tasks: Tasks
+    progress: ProgressBook
+
+
 async def verify_candidates(
-    ls: WarpwiseServer, uri: str, kernel: str | None, priority: int, token: str | int | None = None
+    v: Verifier, uri: str, kernel: str | None, priority: int, token: str | int | None = None
 ) -> list[Job]:
     """Queue the verification of every candidate rewrite of a document (or of one kernel)."""
-    available, _ = ls.verification.verification_available()
-    doc = ls.documents.get(uri)
+    available, _ = v.verification.verification_available()
+    doc = v.documents.get(uri)
     if not available or doc is None:
         return []
-    analysis = await ls.analysis_for(uri)
-    doc = ls.documents.get(uri)
+    analysis = await v.analyses.wait_for(uri)
+    doc = v.documents.get(uri)
     if analysis is None or doc is None or doc.version != analysis.version:
         return []
-    snap = doc.capture(ls.settings, ls.generation)
+    snap = doc.capture(v.config.settings, v.config.generation)
     jobs = []
-    preds = await asyncio.to_thread(ranking.predictions, ls, analysis)
+    preds = await asyncio.to_thread(ranking.predictions, v.verification, analysis)
     items = [
         i for i in analysis.items if i.has_fix and i.function is not None and (kernel is None or i.function == kernel)
     ]
@@ -49,11 +67,11 @@ async def verify_candidates(
     for item in items:
         assert item.function is not None
         pred = preds.get((item.function, item.id))
-        fix = await asyncio.to_thread(ls.card_provider.compute_fix, analysis.model, item)
+        fix = await asyncio.to_thread(v.cards.compute_fix, analysis.model, item)
         if fix is None:
             continue
         candidate = apply_edits(analysis.model.text, fix.edits)
-        job = ls.verification.submit_verify(
+        job = v.verification.submit_verify(
             snap,
             item.id,
             item.span,
@@ -65,29 +83,24 @@ async def verify_candidates(
             model=analysis.model,
         )
         if token is not None:
-            from warpwise.server.features import progress
-
-            progress.attach_client_token(ls, job, token)
+            progress_feature.attach_client_token(v.progress, job, token)
             token = None
         jobs.append(job)
     return jobs
 
 
-def on_save(ls: WarpwiseServer, uri: str) -> None:
+def on_save(v: Verifier, uri: str) -> None:
     """Queue verification of the saved version when the trigger is `onSave`."""
-    if ls.settings.verification_trigger == "onSave" and ls.verification.verification_available()[0]:
-        ls.spawn(verify_candidates(ls, uri, None, Priority.ON_SAVE), f"verify-on-save {uri}")
+    if v.config.settings.verification_trigger == "onSave" and v.verification.verification_available()[0]:
+        v.tasks.spawn(verify_candidates(v, uri, None, Priority.ON_SAVE), f"verify-on-save {uri}")
 
 
-def on_change(ls: WarpwiseServer, uri: str) -> None:
+def on_change(v: Verifier, uri: str, timers: Timers) -> None:
     """Restart the debounce timer of `onType` verification."""
-    if ls.settings.verification_trigger != "onType" or not ls.verification.verification_available()[0]:
+    if v.config.settings.verification_trigger != "onType" or not v.verification.verification_available()[0]:
         return
-    timer = ls.debounce.pop(uri, None)
-    if timer is not None:
-        timer.cancel()
-    loop = asyncio.get_running_loop()
-    ls.debounce[uri] = loop.call_later(
+    timers.start(
+        uri,
         ON_TYPE_DEBOUNCE_S,
-        lambda: ls.spawn(verify_candidates(ls, uri, None, Priority.BACKGROUND), f"verify-on-type {uri}"),
+        lambda: v.tasks.spawn(verify_candidates(v, uri, None, Priority.BACKGROUND), f"verify-on-type {uri}"),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts_reduce import (
     AtomicTarget,
     atomic_target,
     bare_type,

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.facts_memory import launches_of
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import Function, FunctionKind
-from warpwise.skills.facts_memory import launches_of
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
 

@@ -10,9 +10,7 @@ import math
 import re
 from typing import Any
 
-from warpwise.analyzers.model import AccessKind, FileModel, Function, MemorySpace
-from warpwise.analyzers.parse import captures, query
-from warpwise.skills.facts_memory import (
+from warpwise.analyzers.facts_memory import (
     KernelSyntax,
     ceil_div,
     is_wide_type,
@@ -23,6 +21,8 @@ from warpwise.skills.facts_memory import (
     linear,
     node_text,
 )
+from warpwise.analyzers.model import AccessKind, FileModel, Function, MemorySpace
+from warpwise.analyzers.parse import captures, query
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 from warpwise.skills.rewrite import RewriteContext
 

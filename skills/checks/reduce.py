@@ -7,9 +7,8 @@ answers one precondition with holds / violated / unknown and a one-line reason n
 
 from __future__ import annotations
 
-from warpwise.analyzers.model import AccessKind
-from warpwise.skills.facts import identifier_uses
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts import identifier_uses
+from warpwise.analyzers.facts_reduce import (
     TreeReduction,
     bare_type,
     ctype,
@@ -18,6 +17,7 @@ from warpwise.skills.facts_reduce import (
     launch_bound,
     launches_text,
 )
+from warpwise.analyzers.model import AccessKind
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 
 _ASSOCIATIVE = {"+", "*", "&", "|", "^", "max", "min", "fmaxf", "fminf", "fmax", "fmin", "::max", "::min"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warpwise.skills.facts import loop_label
+from warpwise.analyzers.facts import loop_label
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

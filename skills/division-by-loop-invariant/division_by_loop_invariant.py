@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warpwise.analyzers.model import AccessKind, FileModel, Function
-from warpwise.skills.facts import loop_label
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts import loop_label
+from warpwise.analyzers.facts_reduce import (
     DIVIDE,
     Node,
     binary_nodes,
@@ -32,6 +31,7 @@ from warpwise.skills.facts_reduce import (
     unparen,
     variable_type,
 )
+from warpwise.analyzers.model import AccessKind, FileModel, Function
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterator
 
 from warpwise.analyzers.expr.values import parse_int_literal
-from warpwise.analyzers.model import FileModel, Function, Loop, Span
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts_reduce import (
     DIVIDE,
     Node,
     _same,
@@ -35,6 +34,7 @@ from warpwise.skills.facts_reduce import (
     unparen,
     variable_type,
 )
+from warpwise.analyzers.model import FileModel, Function, Loop, Span
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Span
-from warpwise.skills.facts import tree_of
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

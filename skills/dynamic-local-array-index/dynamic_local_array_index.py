@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator
 
 from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.facts import loop_label
+from warpwise.analyzers.facts_reduce import Node, geometry_limits, int_range, single_definition
 from warpwise.analyzers.model import Loop, MemorySpace
-from warpwise.skills.facts import loop_label
-from warpwise.skills.facts_reduce import Node, geometry_limits, int_range, single_definition
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

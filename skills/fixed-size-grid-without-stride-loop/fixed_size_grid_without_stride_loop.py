@@ -7,7 +7,7 @@ what several cards share stays in the engine modules (`warpwise.skills.matchers`
 
 from __future__ import annotations
 
-from warpwise.skills.facts_memory import Elementwise
+from warpwise.analyzers.facts_memory import Elementwise
 from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.memory import _bound_text, _drop_const, _indent_more
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from warpwise.analyzers.facts import WRITES, is_written, loop_label
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, MemorySpace, Span
-from warpwise.skills.facts import WRITES, is_written, loop_label
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

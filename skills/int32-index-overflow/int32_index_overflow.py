@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts_reduce import (
     GLOBAL_INDEX_FORMS,
     CType,
     Node,

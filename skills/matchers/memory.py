@@ -8,19 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from warpwise.analyzers.facts_memory import (
+    KernelSyntax,
+    kernel_syntax,
+    launches_of,
+    linear,
+    unparen,
+)
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import (
     Access,
     FileModel,
     Function,
     FunctionKind,
-)
-from warpwise.skills.facts_memory import (
-    KernelSyntax,
-    kernel_syntax,
-    launches_of,
-    linear,
-    unparen,
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher

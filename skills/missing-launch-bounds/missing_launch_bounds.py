@@ -13,9 +13,9 @@ import math
 import re
 from collections.abc import Iterator
 
+from warpwise.analyzers.facts_memory import launches_of
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import FunctionKind
-from warpwise.skills.facts_memory import launches_of
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

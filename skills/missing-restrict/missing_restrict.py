@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warpwise.analyzers.facts import distinct_launch_args, pointer_params
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import AccessKind, FunctionKind, MemorySpace
-from warpwise.skills.facts import distinct_launch_args, pointer_params
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from warpwise.analyzers.facts_memory import Elementwise
 from warpwise.skills.checks.memory import _PURE_CALLS, _line
-from warpwise.skills.facts_memory import Elementwise
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.memory import _fresh, _indent_more, _shrink_launches

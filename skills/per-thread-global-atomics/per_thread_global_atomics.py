@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from warpwise.analyzers.expr.values import parse_int_literal
-from warpwise.analyzers.model import Span
-from warpwise.skills.facts import identifier_uses, nodes
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts import identifier_uses, nodes
+from warpwise.analyzers.facts_reduce import (
     AtomicTarget,
     Node,
     atomic_target,
@@ -34,6 +33,7 @@ from warpwise.skills.facts_reduce import (
     single_definition,
     unparen,
 )
+from warpwise.analyzers.model import Span
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

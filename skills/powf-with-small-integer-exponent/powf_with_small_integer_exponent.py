@@ -13,7 +13,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from warpwise.analyzers.build import MATH_CALLS
-from warpwise.skills.facts_reduce import Node, clean, expr_type, field, float_literal_value, node_at, text_of, unparen
+from warpwise.analyzers.facts_reduce import (
+    Node,
+    clean,
+    expr_type,
+    field,
+    float_literal_value,
+    node_at,
+    text_of,
+    unparen,
+)
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

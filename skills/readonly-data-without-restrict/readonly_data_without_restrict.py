@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warpwise.analyzers.facts import distinct_launch_args, function_node, identifier_uses, is_written
+from warpwise.analyzers.facts_memory import launches_of, node_text
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import AccessKind, FunctionKind, MemorySpace
 from warpwise.skills.checks.memory import _ks
-from warpwise.skills.facts import distinct_launch_args, function_node, identifier_uses, is_written
-from warpwise.skills.facts_memory import launches_of, node_text
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from warpwise.analyzers.facts import loop_label
+from warpwise.analyzers.facts_memory import binary_parts, kernel_syntax, squash, unparen
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, MemorySpace
-from warpwise.skills.facts import loop_label
-from warpwise.skills.facts_memory import binary_parts, kernel_syntax, squash, unparen
 from warpwise.skills.matchers.memory import index_form
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from warpwise.skills.facts_memory import (
+from warpwise.analyzers.facts_memory import (
     Elementwise,
     KernelSyntax,
     ceil_div,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 
-from warpwise.analyzers.model import Span
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts_reduce import (
     TreeReduction,
     ctype,
     expr_type,
     field,
 )
+from warpwise.analyzers.model import Span
 from warpwise.skills.rewrite import Edit, RewriteContext
 
 FULL_MASK = "0xffffffffu"

@@ -14,10 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from warpwise.analyzers.expr.values import type_size
-from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
-from warpwise.skills.checks.memory import _ks, _line, _template_names
-from warpwise.skills.facts import distinct_launch_args
-from warpwise.skills.facts_memory import (
+from warpwise.analyzers.facts import distinct_launch_args
+from warpwise.analyzers.facts_memory import (
     Elementwise,
     KernelSyntax,
     kernel_syntax,
@@ -26,6 +24,8 @@ from warpwise.skills.facts_memory import (
     squash,
     unparen,
 )
+from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
+from warpwise.skills.checks.memory import _ks, _line, _template_names
 from warpwise.skills.matchers.memory import _related_launches, _within
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from warpwise.analyzers.build import eval_numeric_text
 from warpwise.analyzers.expr.values import parse_int_literal
-from warpwise.analyzers.model import AccessKind, FileModel, Function, Span
-from warpwise.skills.facts import identifier_uses, nodes
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts import identifier_uses, nodes
+from warpwise.analyzers.facts_reduce import (
     GLOBAL_INDEX_FORMS,
     Node,
     _rel,
@@ -35,6 +34,7 @@ from warpwise.skills.facts_reduce import (
     text_of,
     unparen,
 )
+from warpwise.analyzers.model import AccessKind, FileModel, Function, Span
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

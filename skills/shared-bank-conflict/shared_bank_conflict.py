@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from warpwise.analyzers.facts import identifier_uses
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import AccessKind, AccessPattern, MemorySpace
-from warpwise.skills.facts import identifier_uses
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

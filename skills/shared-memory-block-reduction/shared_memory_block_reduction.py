@@ -8,8 +8,8 @@ too; what several cards share stays in the engine modules (`warpwise.skills.matc
 
 from __future__ import annotations
 
+from warpwise.analyzers.facts_reduce import TreeReduction, ctype, fresh_name
 from warpwise.skills.checks.reduce import _ASSOCIATIVE, _NOT_ASSOCIATIVE
-from warpwise.skills.facts_reduce import TreeReduction, ctype, fresh_name
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.reduce import FULL_MASK, _own_line, _step

@@ -8,8 +8,8 @@ here too; what several cards share stays in the engine modules (`warpwise.skills
 
 from __future__ import annotations
 
+from warpwise.analyzers.facts_reduce import TreeReduction, fresh_name
 from warpwise.analyzers.model import AccessKind
-from warpwise.skills.facts_reduce import TreeReduction, fresh_name
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.reduce import FULL_MASK, _in_block, _own_line, _step

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from warpwise.analyzers.facts import tree_of
+from warpwise.analyzers.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.analyzers.parse import captures, query
-from warpwise.skills.facts import tree_of
-from warpwise.skills.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -106,7 +106,15 @@ def _bare_type(text: str) -> str:
 
 def type_aliases(model: FileModel) -> tuple[dict[str, str], frozenset[str]]:
     """Return the file's `typedef` / `using` aliases (name -> aliased type text) and its struct, class and union
-    names."""
+    names (read from the whole file's tree once per model, kept on the model: every candidate pointer asks)."""
+    key = f"{__name__}.type_aliases"
+    found = model.memo.get(key)
+    if found is None:
+        found = model.memo.setdefault(key, _read_type_aliases(model))
+    return found
+
+
+def _read_type_aliases(model: FileModel) -> tuple[dict[str, str], frozenset[str]]:
     root = tree_of(model).root_node
     aliases: dict[str, str] = {}
     for source in (_TYPEDEFS, _ALIASES):

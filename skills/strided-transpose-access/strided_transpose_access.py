@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.facts_memory import KernelSyntax, builtin_axis, kernel_syntax, lane_class, squash
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
-from warpwise.skills.facts_memory import KernelSyntax, builtin_axis, kernel_syntax, lane_class, squash
 from warpwise.skills.matchers.memory import _within, index_form
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher

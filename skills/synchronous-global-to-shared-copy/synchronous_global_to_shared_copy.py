@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.expr.values import type_size
+from warpwise.analyzers.facts import distinct_launch_args, pointer_params, tree_of
+from warpwise.analyzers.facts_memory import KernelSyntax, kernel_syntax
 from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.skills.checks.memory import _line, _template_names
-from warpwise.skills.facts import distinct_launch_args, pointer_params, tree_of
-from warpwise.skills.facts_memory import KernelSyntax, kernel_syntax
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from warpwise.analyzers.model import FileModel, Function, Span
-from warpwise.skills.facts_reduce import (
+from warpwise.analyzers.facts_reduce import (
     Node,
     _rel,
     _same,
@@ -33,6 +32,7 @@ from warpwise.skills.facts_reduce import (
     unparen,
     variable_type,
 )
+from warpwise.analyzers.model import FileModel, Function, Span
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,

@@ -13,10 +13,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, MemorySpace
-from warpwise.skills.checks.memory import _WARP_CALLS, _ks
-from warpwise.skills.facts import tree_of
-from warpwise.skills.facts_memory import (
+from warpwise.analyzers.facts import tree_of
+from warpwise.analyzers.facts_memory import (
     builtin_axis,
     kernel_syntax,
     lane_class,
@@ -25,6 +23,8 @@ from warpwise.skills.facts_memory import (
     squash,
     unparen,
 )
+from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, MemorySpace
+from warpwise.skills.checks.memory import _WARP_CALLS, _ks
 from warpwise.skills.matchers.memory import _related_launches, index_form
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (

@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.facts import function_node, tree_of
+from warpwise.analyzers.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
-from warpwise.skills.facts import function_node, tree_of
-from warpwise.skills.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext

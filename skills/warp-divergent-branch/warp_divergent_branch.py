@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from warpwise.analyzers.facts_memory import kernel_syntax, linear, unparen
 from warpwise.analyzers.model import Function, FunctionKind
-from warpwise.skills.facts_memory import kernel_syntax, linear, unparen
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
 

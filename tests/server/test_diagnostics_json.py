@@ -9,9 +9,10 @@ from tests.conftest import ANCHOR, EXAMPLES
 from warpwise.analyzers.build import analyze_document
 from warpwise.analyzers.parse import CudaDocument
 from warpwise.server.analysis import Analysis
-from warpwise.server.app import ClientFeatures, create_server
+from warpwise.server.app import create_server
 from warpwise.server.features.diagnostics import static_diagnostics, static_diagnostics_json
 from warpwise.server.providers import collect_items
+from warpwise.server.services import ClientFeatures
 
 NON_ASCII = """// Größe: ü — the kernel below reads `x` with scalar loads
 __global__ void scale(float* x, float* y, int n) {
@@ -44,15 +45,15 @@ def test_json_diagnostics_equal_the_unstructured_types(source: str, full: bool) 
     else:
         text = NON_ASCII
     ls = create_server()
-    ls.client = ClientFeatures(_capabilities(full))
+    client = ClientFeatures(_capabilities(full))
     doc = CudaDocument("/tmp/warpwise-test/file.cu", text)
     model = analyze_document(doc)
     items, _ = collect_items(ls.providers, model, ls.settings)
     assert items
     analysis = Analysis("file:///tmp/warpwise-test/file.cu", 3, "hash", model, tuple(items), (), ls.settings, 0, 0.0)
     uri = analysis.uri
-    expected = [ls.protocol.unstructure(d) for d in static_diagnostics(ls, analysis, uri)]
-    assert static_diagnostics_json(ls, analysis, uri) == expected
+    expected = [ls.protocol.unstructure(d) for d in static_diagnostics(client, analysis, uri)]
+    assert static_diagnostics_json(client, analysis, uri) == expected
     # Both shapes of the optional fields are covered: related locations and links only for clients that take them.
     assert any("relatedInformation" in d for d in expected) is full
     assert any("codeDescription" in d for d in expected) is full

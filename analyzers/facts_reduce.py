@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.expr import ranges
 from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Span
-from warpwise.skills.facts import tree_of
 
 Node = Any
 
@@ -385,20 +386,7 @@ _FLOAT_CALLS = {"sqrtf", "expf", "logf", "fabsf", "fmaxf", "fminf", "rsqrtf", "_
 
 # -- integer ranges -----------------------------------------------------------------------------------------------
 
-_THREAD_LIMITS = {
-    "threadIdx.x": (0, 1023),
-    "threadIdx.y": (0, 1023),
-    "threadIdx.z": (0, 63),
-    "blockDim.x": (1, 1024),
-    "blockDim.y": (1, 1024),
-    "blockDim.z": (1, 64),
-    "blockIdx.x": (0, INT32_MAX - 1),
-    "blockIdx.y": (0, 65534),
-    "blockIdx.z": (0, 65534),
-    "gridDim.x": (1, INT32_MAX),
-    "gridDim.y": (1, 65535),
-    "gridDim.z": (1, 65535),
-}
+_THREAD_LIMITS = ranges.BUILTIN_LIMITS
 
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
@@ -444,14 +432,13 @@ def int_range(
     t = node.type
     if t == "number_literal":
         v = parse_int_literal(text_of(model, node))
-        return (v, v) if v is not None else None
+        return ranges.point(v) if v is not None else None
     if t == "field_expression":
         return limits.get(clean(text_of(model, node)).replace(" ", ""))
     if t == "identifier":
         name = text_of(model, node)
         if name in model.constants and variable_type(fn, name) is None:
-            v = model.constants[name]
-            return (v, v)
+            return ranges.point(model.constants[name])
         value = single_definition(model, fn, name)
         declared = ctype(variable_type(fn, name))
         if value is None or declared is None or not declared.is_int:
@@ -471,59 +458,31 @@ def int_range(
             if c is None or c <= 0:
                 return None
             if op == "&":
-                return (0, c) if a is None or a[0] >= 0 else None
+                return ranges.mask(a, c)
             if a is None:
                 left = expr_type(model, fn, field(node, "left"))
-                return (0, c - 1) if left is not None and left.kind == "unsigned" else None
-            if a[0] < 0:
-                return None
-            return (0, min(c - 1, a[1]))
-        b = int_range(model, fn, field(node, "right"), limits, depth + 1)
-        if a is None or b is None:
+                return ranges.remainder(None, c, left is not None and left.kind == "unsigned")
+            return ranges.remainder(a, c)
+        if a is None:
             return None
-        if op == "+":
-            r = (a[0] + b[0], a[1] + b[1])
-        elif op == "-":
-            r = (a[0] - b[1], a[1] - b[0])
-        elif op == "*":
-            products = [x * y for x in a for y in b]
-            r = (min(products), max(products))
-        elif op == "/":
-            if b[0] <= 0 or a[0] < 0:
-                return None
-            r = (a[0] // b[1], a[1] // b[0])
-        elif op == ">>":
-            if a[0] < 0 or b[0] < 0:
-                return None
-            r = (a[0] >> b[1], a[1] >> b[0])
-        else:
-            return None
-        if abs(r[0]) >= 2**63 or abs(r[1]) >= 2**63:
-            return None
-        return r
+        return ranges.binary(op or "", a, int_range(model, fn, field(node, "right"), limits, depth + 1))
     if t == "subscript_expression":
         arg = unparen(field(node, "argument"))
         elem = ctype(element_type(fn, text_of(model, arg))) if arg is not None and arg.type == "identifier" else None
         if elem is None or not elem.is_int or elem.bits > 16:
             return None
-        return (0, 2**elem.bits - 1) if elem.kind == "unsigned" else (-(2 ** (elem.bits - 1)), 2 ** (elem.bits - 1) - 1)
+        return ranges.of_type(elem.bits, elem.kind != "unsigned")
     if t == "conditional_expression":
         a = int_range(model, fn, field(node, "consequence"), limits, depth + 1)
-        b = int_range(model, fn, field(node, "alternative"), limits, depth + 1)
-        if a is None or b is None:
+        if a is None:
             return None
-        return (min(a[0], b[0]), max(a[1], b[1]))
+        return ranges.join(a, int_range(model, fn, field(node, "alternative"), limits, depth + 1))
     return None
 
 
 def _fit(r: tuple[int, int] | None, ty: CType) -> tuple[int, int] | None:
     """Return a range when every value fits the type (otherwise conversion could wrap: unknown)."""
-    if r is None:
-        return None
-    lo, hi = (-(2 ** (ty.bits - 1)), 2 ** (ty.bits - 1) - 1) if ty.kind == "signed" else (0, 2**ty.bits - 1)
-    if r[0] < lo or r[1] > hi:
-        return None
-    return r
+    return ranges.fit(r, ty.bits, ty.kind == "signed")
 
 
 # -- launches -----------------------------------------------------------------------------------------------------

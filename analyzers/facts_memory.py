@@ -24,9 +24,9 @@ from typing import Any
 import tree_sitter as ts
 
 from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.facts import function_node, tree_of
 from warpwise.analyzers.model import FileModel, Function, Launch, Span
 from warpwise.analyzers.parse import captures, query
-from warpwise.skills.facts import function_node, tree_of
 
 Node = Any
 Coef = Fraction | str

@@ -1,0 +1,88 @@
+"""The one expression evaluator's algebra: integer polynomials and integer ranges (`warpwise.analyzers.expr`)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from warpwise.analyzers.expr import ranges
+from warpwise.analyzers.expr.cexpr import c_div, c_mod
+from warpwise.analyzers.expr.poly import Poly
+
+
+def _eval(p: Poly, env: dict[str, int]) -> int:
+    total = 0
+    for monomial, c in p.terms.items():
+        v = c
+        for atom in monomial:
+            v *= env[atom]
+        total += v
+    return total
+
+
+def test_polynomials_are_exact_and_canonical() -> None:
+    x, y, k = Poly.atom("threadIdx.x"), Poly.atom("y"), Poly.const(32)
+    a = (x + k) * (y - Poly.const(1))
+    b = x * y - x + y.scale(32) - Poly.const(32)
+    assert a.key() == b.key()  # The same polynomial, however it was built.
+    assert (a - b).terms == {} and (a - b).constant() == 0
+    assert Poly.const(7).constant() == 7 and x.constant() is None
+    assert (x * y).key() == (y * x).key()  # Monomials are sorted.
+    rng = random.Random(1)
+    for _ in range(200):
+        env = {"threadIdx.x": rng.randrange(-(2**40), 2**40), "y": rng.randrange(-1000, 1000)}
+        assert _eval(a, env) == (env["threadIdx.x"] + 32) * (env["y"] - 1)
+
+
+def test_zero_terms_vanish() -> None:
+    x = Poly.atom("x")
+    assert (x - x).terms == {} and x.scale(0).terms == {}
+    assert Poly.const(0).terms == {}
+
+
+SMALL = [(-5, -1), (-3, 4), (0, 0), (0, 7), (2, 9)]
+
+
+def _values(r: tuple[int, int]) -> range:
+    return range(r[0], r[1] + 1)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", ">>"])
+def test_range_arithmetic_holds_for_every_value(op: str) -> None:
+    for a, b in itertools.product(SMALL, SMALL):
+        r = ranges.binary(op, a, b)
+        if r is None:
+            # Unknown only where C's result is not a plain function of the bounds we track.
+            assert op in ("/", ">>") and (a[0] < 0 or b[0] < (1 if op == "/" else 0))
+            continue
+        for x, y in itertools.product(_values(a), _values(b)):
+            v = {"+": x + y, "-": x - y, "*": x * y, "/": c_div(x, y) if y else 0, ">>": x >> y if y >= 0 else 0}[op]
+            assert r[0] <= v <= r[1], (op, a, b, x, y)
+
+
+def test_remainder_mask_and_conditional() -> None:
+    for a in SMALL:
+        for c in (1, 3, 8):
+            r = ranges.remainder(a, c)
+            if a[0] < 0:
+                assert r is None  # C's remainder of a negative left side is negative.
+            else:
+                assert r is not None and all(r[0] <= c_mod(x, c) <= r[1] for x in _values(a))
+            m = ranges.mask(a, c)
+            assert m is None if a[0] < 0 else m is not None and all(m[0] <= (x & c) <= m[1] for x in _values(a))
+    assert ranges.remainder(None, 32, left_unsigned=True) == (0, 31)
+    assert ranges.remainder(None, 32) is None and ranges.remainder((0, 5), 0) is None
+    assert ranges.join((0, 3), (-2, 1)) == (-2, 3) and ranges.join(None, (0, 1)) is None
+
+
+def test_ranges_outside_64_bits_and_types_that_cannot_hold_them_are_unknown() -> None:
+    big = (0, 2**62)
+    assert ranges.binary("+", big, big) is None
+    assert ranges.binary("*", (0, 2**32), (0, 2**30)) == (0, 2**62)
+    assert ranges.fit((0, 2**31 - 1), 32, signed=True) == (0, 2**31 - 1)
+    assert ranges.fit((0, 2**31), 32, signed=True) is None
+    assert ranges.fit((-1, 0), 32, signed=False) is None
+    assert ranges.of_type(16, signed=False) == (0, 65535) and ranges.of_type(8, signed=True) == (-128, 127)
+    assert ranges.BUILTIN_LIMITS["threadIdx.x"] == (0, 1023) and ranges.BUILTIN_LIMITS["blockDim.z"] == (1, 64)
