@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.expr.cexpr import c_div, c_mod
+from warpwise.analyzers.facts import function_node
+from warpwise.analyzers.facts_memory import node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
-from warpwise.skills.facts import function_node
-from warpwise.skills.facts_memory import node_text, squash, unparen
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
 from warpwise.skills.rewrite import Edit, RewriteContext

@@ -59,9 +59,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from warpwise.analyzers.facts import function_node
+from warpwise.analyzers.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
-from warpwise.skills.facts import function_node
-from warpwise.skills.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext
