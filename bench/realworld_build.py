@@ -117,10 +117,11 @@ RECIPES: dict[str, Recipe] = {
             "dependencies/cutlass/tools/util/include",
             "dependencies/fmt/include",
         ),
-        ("TCNN_MIN_GPU_ARCH=90",),
+        ("TCNN_MIN_GPU_ARCH=90", "TCNN_HALF_PRECISION=1"),
         ("--extended-lambda", "--expt-relaxed-constexpr"),
         False,
-        "CMakeLists.txt: CUDA 17, --extended-lambda --expt-relaxed-constexpr, -DTCNN_MIN_GPU_ARCH, include "
+        "CMakeLists.txt: CUDA 17, --extended-lambda --expt-relaxed-constexpr, -DTCNN_MIN_GPU_ARCH, "
+        "-DTCNN_HALF_PRECISION=1 (its default for sm_90), include "
         "include/ dependencies/ (cutlass and fmt are git submodules)",
     ),
     "exllamav2": Recipe(
