@@ -147,6 +147,10 @@ def kernel_instantiations(
     known = [a for a in out if "?" not in a]
     if not known:
         known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
+    if not known:
+        from warpwise.verify import instances
+
+        known = instances.instantiations(model, kernel)
     if known:
         return list(dict.fromkeys(known))
     if out:
