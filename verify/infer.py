@@ -14,6 +14,7 @@ that the editor can offer to insert. It never guesses.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from warpwise.verify.spec import (
 )
 from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
 
+_LOG = logging.getLogger(__name__)
 _ALLOCATORS = frozenset({"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"})
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
@@ -250,7 +252,12 @@ def _through_tensors(
 
     from warpwise.analyzers.build import analyze_text
 
-    bound = torchspec.bind(model, caller, offset)
+    try:
+        bound = torchspec.bind(model, caller, offset)
+    except Exception:
+        # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
+        _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
+        return None
     if isinstance(bound, str):
         return None
     model2 = analyze_text(bound.text, model.path)

@@ -207,7 +207,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
 
     def root(t: str) -> str:
         seen = set()
-        while tensors[t] != t and t not in seen:
+        while t in tensors and tensors[t] != t and t not in seen:
             seen.add(t)
             t = tensors[t]
         return t
@@ -320,7 +320,8 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
             except cexpr.ExprError:
                 # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
                 out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
-                del tensors[t]
+                for other in [o for o in tensors if root(o) == t]:
+                    del tensors[other]
                 break
         else:
             for i, v in enumerate(sizes):

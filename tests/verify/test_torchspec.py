@@ -50,3 +50,19 @@ def test_an_integer_parameter_of_the_binding_stays_missing_and_is_named() -> Non
     assert spec.missing == ("value of `k` (passed `k`)",)
     assert "representative shapes" in spec.message
     assert "@warpwise" in spec.annotation or "k=" in spec.annotation
+
+
+def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_too() -> None:
+    text = (
+        "#include <torch/extension.h>\n"
+        "__global__ void k(const float* x, float* g, float* h, int n) { g[0] = x[0]; h[0] = x[0]; }\n"
+        "void b(at::Tensor x, int part) {\n"
+        "  at::Tensor g = at::empty({part, x.size(1)}, x.options());\n"
+        "  at::Tensor h = at::empty_like(g);\n"
+        "  int n = x.numel();\n"
+        "  k<<<1, 32>>>(x.data_ptr<float>(), g.data_ptr<float>(), h.data_ptr<float>(), n);\n"
+        "}\n"
+    )
+    spec = resolve_spec("b.cu", text, "k")
+    assert isinstance(spec, SpecMissing)
+    assert any("`g`" in m for m in spec.missing) and any("`h`" in m for m in spec.missing)
