@@ -194,6 +194,19 @@ using c10::acc_type;
 using c10::opmath_type;
 }
 #define C10_WARP_SIZE 32
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL(T v, int lane, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_sync(mask, v, lane, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_XOR(T v, int m, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_xor_sync(mask, v, m, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_UP(T v, unsigned d, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_up_sync(mask, v, d, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_DOWN(T v, unsigned d, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_down_sync(mask, v, d, width); }
+__device__ __forceinline__ unsigned WARP_BALLOT(int p, unsigned mask = 0xffffffffu) { return __ballot_sync(mask, p); }
 #define C10_HOST_DEVICE __host__ __device__
 #define C10_DEVICE __device__
 #define C10_HOST
