@@ -147,12 +147,14 @@ class _File:
                 out.append((_text(self.src, ident[-1]), _text(self.src, default) if default is not None else None))
         return out
 
-    def local_env(self, fn: Function, offset: int) -> dict[str, str]:
+    def local_env(self, fn: Function, offset: int, macros_only: bool = False) -> dict[str, str]:
         """Return the names bound around `offset` in a host function: aliases, macro-declared names, `scalar_t`."""
         env: dict[str, str] = {}
         node = self.definition(fn)
         if node is None:
             return env
+        if macros_only:
+            return self._macro_env(node, offset)
         before = self.src[node.start_byte : offset].decode("utf-8", "replace")
         for m in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", before):
             env[m.group(1)] = " ".join(m.group(2).split())
@@ -163,8 +165,15 @@ class _File:
         found = torchext.dispatched_types(self.src, offset, self.model.tree)
         if found is not None:
             env["scalar_t"] = "float" if "float" in found[1] else found[1][0]
+        for key, value in self._macro_env(node, offset).items():
+            env.setdefault(key, value)
+        return env
+
+    def _macro_env(self, node: Any, offset: int) -> dict[str, str]:
+        """Return the names the macro calls around `offset` declare, each with the first value the body gives it."""
         # A macro call around the offset that declares names (`BOOL_SWITCH(c, kIsVec, ...)`, a dispatch switch's
         # `using scalar_t_##LEVEL = float;`): each name takes the first value the macro's body gives it.
+        env: dict[str, str] = {}
         n = self.model.tree.root_node.descendant_for_byte_range(offset, offset)
         while n is not None and n is not node:
             if n.type == "call_expression":
@@ -327,3 +336,9 @@ def _call_args(f: _File, byte: int) -> tuple[str, ...]:
     if args is None:
         return ()
     return tuple(_text(f.src, a).strip() for a in args.named_children if a.type != "comment")
+
+
+def macro_names(model: FileModel, host: Function, offset: int) -> dict[str, str]:
+    """Return the names the macro calls around `offset` in a host function declare (first value of each)."""
+    f = _File(model)
+    return {k: v for k, v in f.local_env(host, offset, macros_only=True).items()}

@@ -253,6 +253,15 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
     if choice is not None:
         types["scalar_t"] = choice[0]
         out.notes.append(choice[1])
+    # A project's own dispatch macro (`DISPATCH_FLOAT_AND_HALF(t, 0, "op", ...)` declaring `using scalar_t_0 =
+    # float;` per case) binds its names like AT_DISPATCH: each takes the first type the macro's body gives it.
+    from warpwise.verify.instances import macro_names
+
+    for name, value in macro_names(model, caller, launch_offset).items():
+        t = _acc_type(value, types)
+        if name not in types and t is not None:
+            types[name] = t
+            out.notes.append(f"`{name}` is {t}, the first type the macro around the launch declares it as")
     for m in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", btext):
         t = _acc_type(m.group(2), types)
         if t is not None:

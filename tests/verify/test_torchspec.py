@@ -66,3 +66,23 @@ def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_to
     spec = resolve_spec("b.cu", text, "k")
     assert isinstance(spec, SpecMissing)
     assert any("`g`" in m for m in spec.missing) and any("`h`" in m for m in spec.missing)
+
+
+def test_a_projects_own_dispatch_macro_binds_its_types_like_at_dispatch() -> None:
+    text = (
+        "#include <torch/extension.h>\n"
+        "#define DISPATCH_FH(TYPE, LEVEL, NAME, ...) switch (TYPE) { \\\n"
+        "  case at::ScalarType::Float: { using scalar_t_##LEVEL = float; __VA_ARGS__; break; } \\\n"
+        "  case at::ScalarType::Half: { using scalar_t_##LEVEL = at::Half; __VA_ARGS__; break; } }\n"
+        "template <typename T, typename A> __global__ void k(const T* x, A* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n"
+        "void b(at::Tensor x, at::Tensor y) {\n"
+        "  int n = x.numel();\n"
+        '  DISPATCH_FH(x.scalar_type(), 0, "k", using acc_t = at::acc_type<scalar_t_0, true>;\n'
+        "    k<scalar_t_0, acc_t><<<(n + 255) / 256, 256>>>(x.data_ptr<scalar_t_0>(), y.data_ptr<acc_t>(), n););\n"
+        "}\n"
+    )
+    spec = resolve_spec("b.cu", text, "k")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.template_args == ("float", "float")
+    assert any("`scalar_t_0` is float" in n for n in spec.notes)
