@@ -76,7 +76,9 @@ def loop_label(loop: Loop) -> str:
 
 def distinct_launch_args(model: FileModel, fn: Function, params: list[Param]) -> tuple[bool | None, str]:
     """Return whether every launch passes distinct plain names for these pointer parameters (None: no launch)."""
-    launches = model.launches_of(fn.name)
+    from warpwise.skills.spec_launch import launches_of
+
+    launches = launches_of(model, fn.name)
     if not launches:
         return None, f"no launch of `{fn.name}` in this file"
     for host, launch in launches:

@@ -376,8 +376,10 @@ def may_be_elementwise(model: FileModel, fn: Function) -> bool:
 
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
-    """Return the launches of a kernel (indexed once per model)."""
-    return model.launches_of(kernel)
+    """Return a kernel's launches in its file, else the one its annotation or problem file gives (`spec_launch`)."""
+    from warpwise.skills import spec_launch
+
+    return spec_launch.launches_of(model, kernel)
 
 
 def _less_than(ks: KernelSyntax, cond: Node, var: str) -> Node | None:
@@ -694,6 +696,10 @@ class LaunchSyntax:
 
 def launch_syntax(model: FileModel, host: Function, launch: Launch) -> LaunchSyntax | None:
     """Return the grid and block nodes of one launch."""
+    from warpwise.skills.spec_launch import is_spec_launch
+
+    if is_spec_launch(launch):
+        return None  # A launch from a run spec has no text in the file.
     start, end = host.span(launch.span)
     node = tree_of(model).root_node.descendant_for_byte_range(start, end)
     while node is not None and node.type != "call_expression":

@@ -390,8 +390,10 @@ _THREAD_LIMITS = ranges.BUILTIN_LIMITS
 
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
-    """Return the launch sites of a kernel (indexed once per model; checks ask this for every region)."""
-    return model.launches_of(kernel)
+    """Return a kernel's launches in its file, else the one its annotation or problem file gives (`spec_launch`)."""
+    from warpwise.skills import spec_launch
+
+    return spec_launch.launches_of(model, kernel)
 
 
 def geometry_limits(model: FileModel, fn: Function) -> dict[str, tuple[int, int]]:

@@ -117,10 +117,11 @@ RECIPES: dict[str, Recipe] = {
             "dependencies/cutlass/tools/util/include",
             "dependencies/fmt/include",
         ),
-        ("TCNN_MIN_GPU_ARCH=90",),
+        ("TCNN_MIN_GPU_ARCH=90", "TCNN_HALF_PRECISION=1"),
         ("--extended-lambda", "--expt-relaxed-constexpr"),
         False,
-        "CMakeLists.txt: CUDA 17, --extended-lambda --expt-relaxed-constexpr, -DTCNN_MIN_GPU_ARCH, include "
+        "CMakeLists.txt: CUDA 17, --extended-lambda --expt-relaxed-constexpr, -DTCNN_MIN_GPU_ARCH, "
+        "-DTCNN_HALF_PRECISION=1 (its default for sm_90), include "
         "include/ dependencies/ (cutlass and fmt are git submodules)",
     ),
     "exllamav2": Recipe(
@@ -228,6 +229,10 @@ def _save(state: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, state)
 
 
+FIRST: set[str] = set()
+"""Files the gate phases take first (`--nvcc-ok-first`: those nvcc built, the target's denominator)."""
+
+
 def _interleaved(mirrors: Path, repos: list[str]) -> list[tuple[str, Path]]:
     """Return every repository's files, taking one from each repository in turn (so a budget covers all)."""
     lists = [[(name, f) for f in files_of(mirrors / name, RECIPES[name])] for name in repos]
@@ -236,7 +241,7 @@ def _interleaved(mirrors: Path, repos: list[str]) -> list[tuple[str, Path]]:
         for lst in lists:
             if lst:
                 out.append(lst.pop(0))
-    return out
+    return sorted(out, key=lambda nf: f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST)
 
 
 def phase_nvcc(mirrors: Path, repos: list[str], state: Path, budget_s: float, timeout_s: float) -> None:
@@ -268,7 +273,12 @@ def main() -> int:
     parser.add_argument(
         "--extra-include", action="append", default=[], help="a header folder the toolkit lacks (cuBLAS, cuSPARSE)"
     )
+    parser.add_argument(
+        "--nvcc-ok-first", action="store_true", help="gate phases take the files --nvcc-state says nvcc built first"
+    )
     args = parser.parse_args()
+    if args.nvcc_ok_first and args.nvcc_state is not None:
+        FIRST.update(k for k, v in _load(args.nvcc_state)["nvcc"].items() if v["ok"])
     EXTRA_INCLUDE_DIRS.extend(str(Path(d).resolve()) for d in args.extra_include)
     if args.fallback_state is not None:
         FALLBACK_STATE.append(args.fallback_state)

@@ -519,12 +519,25 @@ def _trim(d: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def build_flags(path: str, settings: Settings) -> Any:
-    """Return a file's build flags: the project's, with the editor's `warpwise.compiler.flags` on top."""
+    """Return a file's build flags: the project's, with the editor's `warpwise.build.*` and
+    `warpwise.compiler.flags` on top (the `build.*` keys map onto the same model as `[tool.warpwise]`)."""
     from dataclasses import replace as _replace
 
     from warpwise.verify import project
 
-    editor = project.parse_command_line(list(settings.compiler_flags), Path(path).resolve().parent)
-    if editor.include_dirs or editor.defines:
-        editor = _replace(editor, origins=("the editor setting `warpwise.compiler.flags`",))
+    folder = Path(path).resolve().parent
+    keys = {
+        "includeDirs": list(settings.build_include_dirs),
+        "defines": list(settings.build_defines),
+        "std": settings.build_std,
+        "nvrtcFlags": list(settings.build_nvrtc_flags),
+        "nvccFlags": list(settings.build_nvcc_flags),
+        "arch": settings.build_arch,
+    }
+    editor = project.flags_from_mapping(
+        {k: v for k, v in keys.items() if v}, "the editor settings `warpwise.build.*`", folder
+    )
+    flags = project.parse_command_line(list(settings.compiler_flags), folder)
+    if flags.include_dirs or flags.defines:
+        editor = editor.merged(_replace(flags, origins=("the editor setting `warpwise.compiler.flags`",)))
     return project.flags_for(path, editor=editor)

@@ -160,6 +160,48 @@ class Settings:
         exclusive_minimum=0,
         maximum=3600,
     )
+    build_include_dirs: tuple[str, ...] = _setting(
+        "build.includeDirs",
+        (),
+        "Include folders kernels are built with (relative ones against the file's folder), as `include-dirs` of "
+        "`[tool.warpwise]`; added after the project configuration's.",
+        kind="array",
+    )
+    build_defines: tuple[str, ...] = _setting(
+        "build.defines",
+        (),
+        "Macros kernels are built with (`NAME` or `NAME=VALUE`), as `defines` of `[tool.warpwise]`.",
+        kind="array",
+    )
+    build_std: str = _setting(
+        "build.std",
+        "",
+        "The C++ standard kernels are built with (`c++17`), as `std` of `[tool.warpwise]`; empty leaves the project's.",
+        kind="string",
+        pattern=r"^(c\+\+\d\d)?$",
+        pattern_help="write it as c++<two digits>, for example c++17, or leave it empty",
+    )
+    build_nvrtc_flags: tuple[str, ...] = _setting(
+        "build.nvrtcFlags",
+        (),
+        "Extra NVRTC options for the verification gate's builds, as `nvrtc-flags` of `[tool.warpwise]`.",
+        kind="array",
+    )
+    build_nvcc_flags: tuple[str, ...] = _setting(
+        "build.nvccFlags",
+        (),
+        "Extra `nvcc` options for the gate's fallback builds, as `nvcc-flags` of `[tool.warpwise]`.",
+        kind="array",
+    )
+    build_arch: str = _setting(
+        "build.arch",
+        "",
+        "The architecture the gate builds for (`sm_90`), as `arch` of `[tool.warpwise]`; empty leaves the "
+        "project's or the GPU's.",
+        kind="string",
+        pattern=r"^(sm_\d{2,3}[a-z]?)?$",
+        pattern_help="write it as sm_<number>, for example sm_90, or leave it empty",
+    )
     cards_enabled: tuple[str, ...] = _setting(
         "cards.enabled",
         (),

@@ -105,11 +105,16 @@ _EVERYTHING = ("cmath", "climits", "cfloat", "cstdint")
 _STD = """#include <cuda/std/type_traits>
 #include <cuda/std/limits>
 #include <cuda/std/utility>
+#include <cuda/std/initializer_list>
 namespace std { using namespace cuda::std; }
 """
 _STD_MINMAX = """namespace std {
 template <typename T> __host__ __device__ constexpr const T& min(const T& a, const T& b) { return b < a ? b : a; }
 template <typename T> __host__ __device__ constexpr const T& max(const T& a, const T& b) { return a < b ? b : a; }
+template <typename T> __host__ __device__ constexpr T min(initializer_list<T> l) {
+  T m = *l.begin(); for (const T& v : l) { if (v < m) m = v; } return m; }
+template <typename T> __host__ __device__ constexpr T max(initializer_list<T> l) {
+  T m = *l.begin(); for (const T& v : l) { if (m < v) m = v; } return m; }
 }
 """
 _C_LIBRARY = frozenset(
@@ -118,7 +123,6 @@ _C_LIBRARY = frozenset(
 )
 _TORCH_PREFIXES = ("torch/", "ATen/", "c10/")
 _NAMES_STD = re.compile(r"\bstd\s*::")
-_NAMES_TORCH = re.compile(r"\b(?:at|c10)\s*::|\bC10_|\bCUDA_KERNEL_ASSERT\b")
 _TORCH = """#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 namespace c10 {
@@ -190,6 +194,19 @@ using c10::acc_type;
 using c10::opmath_type;
 }
 #define C10_WARP_SIZE 32
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL(T v, int lane, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_sync(mask, v, lane, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_XOR(T v, int m, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_xor_sync(mask, v, m, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_UP(T v, unsigned d, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_up_sync(mask, v, d, width); }
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_DOWN(T v, unsigned d, int width = 32, unsigned mask = 0xffffffffu) {
+  return __shfl_down_sync(mask, v, d, width); }
+__device__ __forceinline__ unsigned WARP_BALLOT(int p, unsigned mask = 0xffffffffu) { return __ballot_sync(mask, p); }
 #define C10_HOST_DEVICE __host__ __device__
 #define C10_DEVICE __device__
 #define C10_HOST
@@ -236,7 +253,8 @@ def prelude_for(dropped: list[str], include_dirs: list[str], body: str | None = 
         parts.append(_UINT)
     if any(_is_cxx_std(n) for n in dropped) and (body is None or _NAMES_STD.search(body)):
         parts.append(_header_or(_STD, include_dirs) + _STD_MINMAX)
-    if any(n.startswith(_TORCH_PREFIXES) for n in dropped) and (body is None or _NAMES_TORCH.search(body)):
+    # A torch extension's instances name `at::Half` in their template arguments even when the device code does not.
+    if any(n.startswith(_TORCH_PREFIXES) for n in dropped):
         parts.append(_TORCH)
     # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
     return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
@@ -360,6 +378,10 @@ class _Walk:
                         self.dropped_fns.append(_function_name(data, inner[-1]))
                 elif t == "declaration":
                     if _is_function_declaration(child) and not _has_token(child, _DEVICE_TOKENS):
+                        edits.append((child.start_byte, child.end_byte, None))
+                elif t == "template_instantiation":
+                    # `template void fwd<float>(Params&);` instantiates a host template that is blanked.
+                    if not re.search(rb"\b__(?:global|device)__\b", data[child.start_byte : child.end_byte]):
                         edits.append((child.start_byte, child.end_byte, None))
                 elif t in ("class_specifier", "struct_specifier") and _host_class(data, child):
                     end = child.next_sibling.end_byte if _is_semicolon(child.next_sibling) else child.end_byte

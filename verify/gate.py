@@ -147,6 +147,10 @@ def kernel_instantiations(
     known = [a for a in out if "?" not in a]
     if not known:
         known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
+    if not known:
+        from warpwise.verify import instances
+
+        known = [a for a in instances.instantiations(model, kernel) if all(_names_file_scope(x, model) for x in a)]
     if known:
         return list(dict.fromkeys(known))
     if out:
@@ -178,6 +182,14 @@ def _file_scope_name(arg: str, model: object) -> bool:
         if fn is None or fn.is_kernel:
             return True
     return bool(re.search(rb"#\s*define\s+" + re.escape(a.encode()) + rb"\b", text))
+
+
+def _names_file_scope(arg: str, model: object) -> bool:
+    """Return whether every unqualified name in a template argument means something at file scope."""
+    import re
+
+    names = re.finditer(r"(?<![\w:])([A-Za-z_]\w*)\b(?!\s*::)", arg)
+    return all(_file_scope_name(m.group(1), model) for m in names)
 
 
 def enclosing_template_params(data: bytes, offset: int, tree: Any = None) -> set[str]:

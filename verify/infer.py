@@ -14,13 +14,14 @@ that the editor can offer to insert. It never guesses.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode
+from warpwise.verify import hostcode, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -33,6 +34,7 @@ from warpwise.verify.spec import (
 )
 from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
 
+_LOG = logging.getLogger(__name__)
 _ALLOCATORS = frozenset({"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"})
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
@@ -47,6 +49,7 @@ class HostFacts:
     alloc_texts: dict[str, str] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
     vectors: dict[str, int] = field(default_factory=dict)
+    alloc_origin: dict[str, str] = field(default_factory=dict)
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -233,7 +236,74 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             continue
         facts.names[var] = value
         loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    return _from_launch(model, fn, caller, launch, facts, indent, len(launches), tuple(loop_notes))
+    result = _from_launch(model, fn, caller, launch, facts, indent, len(launches), tuple(loop_notes))
+    if isinstance(result, SpecMissing) and torchspec.applies(model, caller):
+        through = _through_tensors(model, fn, caller, offset, indent, len(launches))
+        if through is not None:
+            return through
+    return result
+
+
+def _through_tensors(
+    model: FileModel, fn: Function, caller: Function, offset: int, indent: str, n_launches: int
+) -> ProblemSpec | SpecMissing | None:
+    """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`)."""
+    from dataclasses import replace
+
+    from warpwise.analyzers.build import analyze_text
+
+    try:
+        bound = torchspec.bind(model, caller, offset)
+    except Exception:
+        # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
+        _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
+        return None
+    if isinstance(bound, str):
+        return None
+    model2 = analyze_text(bound.text, model.path)
+    fn2 = kernel_function(model2, fn.name)
+    pairs = [(c, la) for c, la in model2.launches_of(fn.name) if c.name == caller.name]
+    if fn2 is None or not pairs:
+        return None
+    caller2, launch2 = pairs[0]
+    offset2 = caller2.span(launch2.span)[0]
+    facts = host_facts(model2, caller2, offset2)
+    facts.names.update({k: v for k, v in bound.scalars.items() if k not in facts.names})
+    for p, raw in zip(fn2.params, launch2.args, strict=False):
+        host = _strip_cast(raw)
+        if not p.is_pointer or host not in bound.numel or host in facts.allocs:
+            continue
+        ty = bound.elem_types.get(host)
+        et = element_type(ty) if ty else None
+        if et is None:
+            et = element_type(
+                p.base_type,
+                dict(
+                    zip(
+                        [t.name for t in fn2.template_params],
+                        launch2.template_values or launch2.template_args,
+                        strict=False,
+                    )
+                ),
+            )
+        if et is None:
+            continue
+        facts.allocs[host] = bound.numel[host] * DTYPE_BYTES[et[0]] * et[1]
+        facts.alloc_texts[host] = bound.origin[host]
+        facts.alloc_origin[host] = bound.origin[host]
+    notes = list(bound.notes)
+    for var, (value, where) in hostcode.loop_first_values(model2.text, offset2, facts.names, model2.tree).items():
+        if var not in facts.names:
+            facts.names[var] = value
+            notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
+    result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes))
+    if isinstance(result, ProblemSpec):
+        return replace(
+            result,
+            origin=f"inferred from the torch binding `{caller.name}()`, its tensors given "
+            f"representative shapes ({result.origin.removeprefix('inferred from ')})",
+        )
+    return replace(result, message=f"{result.message} (its tensors given representative shapes)")
 
 
 def _through_macros(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing | None:
@@ -323,7 +393,8 @@ def _from_launch(
                     buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
                     host_to_buffer[host] = p.name
                     args.append(ArgSpec(p.name, "pointer", buffer=p.name))
-                    notes.append(f"`{p.name}`: {count_text} elements from `cudaMalloc({facts.alloc_texts[host]})`")
+                    where = facts.alloc_origin.get(host) or f"`cudaMalloc({facts.alloc_texts[host]})`"
+                    notes.append(f"`{p.name}`: {count_text} elements from {where}")
             offer_buffers[p.name] = (role.value, count_text)
         else:
             ctype = scalar_ctype(p, bindings)

@@ -18,6 +18,7 @@ from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
+from warpwise.skills.spec_launch import is_spec_launch
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def occupancy_limited_by_block(ctx: MatchContext, threshold: float = 0.5) -> Ite
             "_related": tuple(
                 Related(f"launched with {occ.threads} threads per block here", host.span(launch.span))
                 for host, launch in sites[:5]
+                if not is_spec_launch(launch)
             ),
         },
     )

@@ -25,6 +25,7 @@ from warpwise.analyzers.model import AccessKind, FileModel, Function, MemorySpac
 from warpwise.analyzers.parse import captures, query
 from warpwise.skills.regions import CheckContext, Verdict, check, holds, unknown, violated
 from warpwise.skills.rewrite import RewriteContext
+from warpwise.skills.spec_launch import is_spec_launch
 
 _PURE_CALLS = re.compile(
     r"^(__ld(g|cg|ca|cs|lu|cv)|make_\w+|min|max|abs|__(float|half|bfloat16|int|uint|double|ll|ull)2\w+"
@@ -292,6 +293,8 @@ def launches_shrink(ctx: CheckContext, factor: int | None = None) -> Verdict:
     if not launches:
         return unknown(f"no launch of `{fn.name}` in this file; launches elsewhere keep {k} times too many threads")
     for host, launch in launches:
+        if is_spec_launch(launch) and launch.grid_value is None:
+            return holds(f"the grid `{launch.grid}` in `{host.name}` is divided by {k} when the rewrite is verified")
         ls = launch_syntax(model, host, launch)
         cd = ceil_div(model, ls) if ls is not None else None
         arg = launch_arg(launch, fn, bound) if bound is not None else None

@@ -24,6 +24,7 @@ from warpwise.analyzers.model import (
 )
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
+from warpwise.skills.spec_launch import is_spec_launch
 
 
 def _index_node(ks: KernelSyntax, fn: Function, acc: Access) -> Any:
@@ -40,6 +41,7 @@ def _related_launches(model: FileModel, fn: Function) -> tuple[Related, ...]:
     return tuple(
         Related(f"launched here with `<<<{launch.grid}, {launch.block}>>>`", host.span(launch.span))
         for host, launch in launches_of(model, fn.name)[:5]
+        if not is_spec_launch(launch)
     )
 
 

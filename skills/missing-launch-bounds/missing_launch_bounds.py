@@ -29,6 +29,7 @@ from warpwise.skills.regions import (
     violated,
 )
 from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.skills.spec_launch import is_spec_launch
 
 
 @matcher("kernels_without_launch_bounds")
@@ -57,6 +58,7 @@ def kernels_without_launch_bounds(ctx: MatchContext) -> Iterator[Region]:
             "_related": tuple(
                 Related(f"launched with `{launch.block}` threads per block here", host.span(launch.span))
                 for host, launch in launches[:5]
+                if not is_spec_launch(launch)
             ),
         },
     )

@@ -29,6 +29,7 @@ from warpwise.skills.regions import (
     violated,
 )
 from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.skills.spec_launch import is_spec_launch
 
 
 @matcher("readonly_pointer_params")
@@ -60,6 +61,7 @@ def readonly_pointer_params(ctx: MatchContext) -> Iterator[Region]:
                 "_related": tuple(
                     Related(f"launched here with `{', '.join(launch.args)}`", host.span(launch.span))
                     for host, launch in launches_of(ctx.model, fn.name)[:5]
+                    if not is_spec_launch(launch)
                 ),
             },
         )

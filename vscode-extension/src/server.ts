@@ -25,16 +25,12 @@ import { CLIENT_COMMAND_IDS } from "./commands";
 import { type Discovery, describeDiscovery, discover, installCommand, pickBundledWheel } from "./discovery";
 import { discoveryHost, PYTHON_EXTENSION_ID } from "./host";
 import { showProgressAsNotifications } from "./progress";
+import { CUDA_SELECTOR, DOCUMENT_SELECTOR } from "./selectors";
 import { serverSettings } from "./serverSettings";
 import { SingleFlight } from "./singleFlight";
 import { type BackendStatus, type ClientState, describeState, parseBackendStatus } from "./status";
 
-export const DOCUMENT_SELECTOR = [
-  { scheme: "file", language: "cuda-cpp" },
-  { scheme: "file", language: "cuda" },
-  { scheme: "untitled", language: "cuda-cpp" },
-  { scheme: "untitled", language: "cuda" },
-];
+export { DOCUMENT_SELECTOR } from "./selectors";
 
 /** The server's status notification. */
 export const STATUS_NOTIFICATION = "warpwise/status";
@@ -85,7 +81,7 @@ export class WarpwiseServer implements vscode.Disposable {
 
   constructor() {
     this.output = vscode.window.createOutputChannel("warpwise", { log: true });
-    this.status = vscode.languages.createLanguageStatusItem("warpwise.status", DOCUMENT_SELECTOR);
+    this.status = vscode.languages.createLanguageStatusItem("warpwise.status", CUDA_SELECTOR);
     this.status.name = "warpwise";
     this.render();
     this.disposables.push(

@@ -1,0 +1,88 @@
+"""Run specs from torch bindings: tensors given representative shapes that keep the binding's relations."""
+
+from __future__ import annotations
+
+from tests.conftest import FIXTURES
+from warpwise.verify.spec import ProblemSpec, SpecMissing, resolve_spec
+from warpwise.verify.torchspec import DEFAULT_SHAPES
+from warpwise.verify.types import Role
+
+TORCH = FIXTURES / "realworld" / "torch_ext"
+
+
+def _spec(name: str, kernel: str) -> ProblemSpec | SpecMissing:
+    path = TORCH / name
+    return resolve_spec(str(path), path.read_text(), kernel)
+
+
+def test_dispatched_binding_gets_a_complete_spec_with_scalar_t_float() -> None:
+    spec = _spec("add_one.cu", "add_one")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.template_args == ("float",)
+    n = DEFAULT_SHAPES[1][0]
+    assert [(b.name, b.dtype, b.count, b.role) for b in spec.run.buffers] == [
+        ("x", "f32", n, Role.IN),
+        ("y", "f32", n, Role.OUT),
+    ]
+    assert spec.run.original_geometry.grid == ((n + 255) // 256, 1, 1)
+    assert "torch binding `add_one_cuda()`" in spec.origin
+    assert any("`scalar_t` is float" in note and "AT_DISPATCH_FLOATING_TYPES_AND_HALF" in note for note in spec.notes)
+    assert any("tensor `x` of shape" in note for note in spec.notes)
+
+
+def test_checks_in_the_binding_fix_rank_shared_and_fixed_dimensions() -> None:
+    spec = _spec("row_scale.cu", "row_scale")
+    assert isinstance(spec, ProblemSpec), spec
+    rows = DEFAULT_SHAPES[2][0]
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # `x.size(1) == 1024` fixes the columns; `w.size(0) == x.size(0)` gives `w` one factor per row.
+    assert counts == {"x": rows * 1024, "w": rows, "y": rows * 1024}
+    assert spec.run.original_geometry.grid == (4, rows, 1)
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"rows": rows, "cols": 1024, "alpha": 1.0}
+    assert any("`alpha` is a parameter of `row_scale_cuda()`; using 1.0" in note for note in spec.notes)
+    assert any("dimension 1 fixed by a check" in note for note in spec.notes)
+
+
+def test_an_integer_parameter_of_the_binding_stays_missing_and_is_named() -> None:
+    spec = _spec("row_scale.cu", "copy_int")
+    assert isinstance(spec, SpecMissing)
+    assert spec.missing == ("value of `k` (passed `k`)",)
+    assert "representative shapes" in spec.message
+    assert "@warpwise" in spec.annotation or "k=" in spec.annotation
+
+
+def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_too() -> None:
+    text = (
+        "#include <torch/extension.h>\n"
+        "__global__ void k(const float* x, float* g, float* h, int n) { g[0] = x[0]; h[0] = x[0]; }\n"
+        "void b(at::Tensor x, int part) {\n"
+        "  at::Tensor g = at::empty({part, x.size(1)}, x.options());\n"
+        "  at::Tensor h = at::empty_like(g);\n"
+        "  int n = x.numel();\n"
+        "  k<<<1, 32>>>(x.data_ptr<float>(), g.data_ptr<float>(), h.data_ptr<float>(), n);\n"
+        "}\n"
+    )
+    spec = resolve_spec("b.cu", text, "k")
+    assert isinstance(spec, SpecMissing)
+    assert any("`g`" in m for m in spec.missing) and any("`h`" in m for m in spec.missing)
+
+
+def test_a_projects_own_dispatch_macro_binds_its_types_like_at_dispatch() -> None:
+    text = (
+        "#include <torch/extension.h>\n"
+        "#define DISPATCH_FH(TYPE, LEVEL, NAME, ...) switch (TYPE) { \\\n"
+        "  case at::ScalarType::Float: { using scalar_t_##LEVEL = float; __VA_ARGS__; break; } \\\n"
+        "  case at::ScalarType::Half: { using scalar_t_##LEVEL = at::Half; __VA_ARGS__; break; } }\n"
+        "template <typename T, typename A> __global__ void k(const T* x, A* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n"
+        "void b(at::Tensor x, at::Tensor y) {\n"
+        "  int n = x.numel();\n"
+        '  DISPATCH_FH(x.scalar_type(), 0, "k", using acc_t = at::acc_type<scalar_t_0, true>;\n'
+        "    k<scalar_t_0, acc_t><<<(n + 255) / 256, 256>>>(x.data_ptr<scalar_t_0>(), y.data_ptr<acc_t>(), n););\n"
+        "}\n"
+    )
+    spec = resolve_spec("b.cu", text, "k")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.template_args == ("float", "float")
+    assert any("`scalar_t_0` is float" in n for n in spec.notes)

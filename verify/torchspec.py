@@ -1,0 +1,410 @@
+"""Run specs from PyTorch bindings: tensors sized by representative shapes, so a binding's launch can be inferred.
+
+A torch extension launches its kernel from a binding such as
+
+    at::Tensor mymul_cuda(const at::Tensor& a, const at::Tensor& b) {
+      TORCH_CHECK(a.sizes() == b.sizes());
+      at::Tensor result = at::empty(a.sizes(), a.options());
+      int numel = a.numel();
+      mul_kernel<<<(numel + 255) / 256, 256>>>(numel, a.data_ptr<float>(), b.data_ptr<float>(),
+                                               result.data_ptr<float>());
+
+where every size comes from a tensor the caller passes. Nothing in the file says how big the tensors are, but the
+binding says how they relate: which tensors share a shape (`a.sizes() == b.sizes()`, `empty_like(x)`,
+`x.contiguous()`), which dimensions agree (`a.size(0) == b.size(0)`), a tensor's rank (`x.dim() == 3`, the largest
+`x.size(i)` it reads) and fixed dimensions (`x.size(1) == 3`). `bind` chooses representative shapes that keep
+every relation (about 4M elements per tensor, a size that fills an H200 without taking long: see
+`DEFAULT_SHAPES`), binds `scalar_t` to one type its `AT_DISPATCH_*` dispatches (float where it is one) and local
+`using acc_t = at::acc_type<scalar_t, true>` aliases to the accumulation type, and writes the binding's text with
+every tensor query replaced by its value and every `x.data_ptr<T>()` by the tensor's name. Host inference
+(`warpwise.verify.infer`) then reads that text as it reads C host code, with each tensor's element count in place
+of an allocation; every choice is returned as a note for the spec's provenance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from warpwise.analyzers.expr import cexpr
+from warpwise.analyzers.model import FileModel, Function
+from warpwise.verify import torchext
+
+DEFAULT_SHAPES: dict[int, tuple[int, ...]] = {
+    1: (1 << 22,),
+    2: (2048, 2048),
+    3: (16, 512, 512),
+    4: (8, 64, 64, 128),
+}
+"""The shape given to a tensor of each rank whose dimensions the binding leaves free (4M elements each: 16 MiB
+in fp32, so two or three tensors do not fit the H200's 50 MiB L2 together, and a launch takes tens of
+microseconds)."""
+
+_TENSOR_TYPE = re.compile(r"\b(?:at|torch)::Tensor\b|^\s*(?:const\s+)?Tensor\b")
+_SAME_SHAPE_CALLS = ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like", "full_like")
+_SAME_SHAPE_METHODS = ("contiguous", "clone", "detach", "to", "type_as", "float", "half", "cuda")
+_FLOAT_TYPES = frozenset({"double", "float"})
+_ACC = {"double": "double", "float": "float", "at::Half": "float", "at::BFloat16": "float"}
+
+
+@dataclass
+class TorchBinding:
+    """What `bind` learnt from a binding: its rewritten text, the tensors' element counts and the choices made."""
+
+    text: bytes
+    numel: dict[str, int] = field(default_factory=dict)
+    elem_types: dict[str, str] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)
+    scalars: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _text(src: bytes, node: Any) -> str:
+    """Return a node's source text."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _definition(model: FileModel, caller: Function) -> Any:
+    """Return the syntax node of a host function's definition."""
+    node = model.tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return node
+
+
+def _params(src: bytes, fn_node: Any) -> list[tuple[str, str]]:
+    """Return a function's parameters as (type text, name)."""
+    decl = fn_node.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    out: list[tuple[str, str]] = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        ty = p.child_by_field_name("type")
+        d = p.child_by_field_name("declarator")
+        name = None
+        while d is not None:
+            if d.type == "identifier":
+                name = _text(src, d)
+                break
+            d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+        if ty is not None and name:
+            quals = " ".join(_text(src, c) for c in p.children if c.type == "type_qualifier")
+            out.append((f"{quals} {_text(src, ty)}".strip(), name))
+    return out
+
+
+class _Dims:
+    """Union-find over tensor dimensions, each a `(tensor, index)` slot, with fixed values where a check gives one."""
+
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+        self.value: dict[Any, int] = {}
+        self.checked: set[Any] = set()
+
+    def find(self, a: Any) -> Any:
+        """Return a slot's representative."""
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: Any, b: Any) -> None:
+        """Make two slots one dimension."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+            if ra in self.value:
+                self.value.setdefault(rb, self.value[ra])
+            if ra in self.checked:
+                self.checked.add(rb)
+
+    def fix(self, a: Any, v: int) -> None:
+        """Give a slot a value a check states."""
+        self.value.setdefault(self.find(a), v)
+        self.checked.add(self.find(a))
+
+
+def applies(model: FileModel, caller: Function) -> bool:
+    """Return whether a host function takes or makes torch tensors."""
+    node = _definition(model, caller)
+    if node is None:
+        return False
+    src = model.text
+    if any(_TENSOR_TYPE.search(t) for t, _ in _params(src, node)):
+        return True
+    body = node.child_by_field_name("body")
+    return body is not None and bool(_TENSOR_TYPE.search(_text(src, body)))
+
+
+def _dispatch_choice(model: FileModel, offset: int) -> tuple[str, str] | None:
+    """Return the type `scalar_t` is bound to at a launch inside an `AT_DISPATCH_*`, and why."""
+    found = torchext.dispatched_types(model.text, offset, model.tree)
+    if found is None:
+        return None
+    macro, types = found
+    choice = "float" if "float" in types else types[0]
+    listed = ", ".join(types)
+    return choice, f"`scalar_t` is {choice}, one of the types `{macro}` dispatches ({listed})"
+
+
+def _acc_type(expr: str, types: dict[str, str]) -> str | None:
+    """Return the type of `at::acc_type<T, true>` / `at::opmath_type<T>` / a plain type alias, if known."""
+    e = " ".join(expr.split())
+    m = re.fullmatch(r"(?:at::)?(?:acc_type|opmath_type)\s*<\s*([\w:]+)\s*(?:,\s*\w+\s*)?>", e)
+    if m:
+        t = types.get(m.group(1), m.group(1))
+        return _ACC.get(t)
+    return types.get(e, e if e in _ACC or e in ("int", "int64_t") else None)
+
+
+_QUERY = r"\s*(?:\.|->)\s*"
+
+
+def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding | str:
+    """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done."""
+    src = model.text
+    node = _definition(model, caller)
+    body = node.child_by_field_name("body") if node is not None else None
+    if node is None or body is None:
+        return f"`{caller.name}()` has no body"
+    btext = _text(src, body)
+    params = _params(src, node)
+    tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
+    for ty, name in params:
+        if _TENSOR_TYPE.search(ty):
+            tensors[name] = name
+    out = TorchBinding(text=src)
+    decl = re.compile(
+        r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
+    )
+    dims = _Dims()
+    made: dict[str, list[str]] = {}
+    for m in decl.finditer(btext):
+        name, value = m.group(1), " ".join(m.group(2).split())
+        if name in tensors:
+            continue
+        same = re.fullmatch(r"(\w+)" + _QUERY + r"(\w+)\s*\(.*\)", value)
+        like = re.fullmatch(r"(?:(?:at|torch)::)?(\w+)\s*\(\s*(\w+)\b.*\)", value)
+        sized = re.fullmatch(
+            r"(?:(?:at|torch)::)?(?:empty|zeros|ones|full|rand|randn)\s*\(\s*(\w+)" + _QUERY + r"sizes\s*\(\s*\).*\)",
+            value,
+        )
+        listed = re.fullmatch(r"(?:(?:at|torch)::)?(?:empty|zeros|ones|full|rand|randn)\s*\(\s*\{([^}]*)\}.*\)", value)
+        if same and same.group(1) in tensors and same.group(2) in _SAME_SHAPE_METHODS:
+            tensors[name] = same.group(1)
+        elif like and like.group(1) in _SAME_SHAPE_CALLS and like.group(2) in tensors:
+            tensors[name] = like.group(2)
+        elif sized and sized.group(1) in tensors:
+            tensors[name] = sized.group(1)
+        elif listed:
+            tensors[name] = name
+            made[name] = [p.strip() for p in cexpr.split_top(listed.group(1)) if p.strip()]
+
+    def root(t: str) -> str:
+        seen = set()
+        while t in tensors and tensors[t] != t and t not in seen:
+            seen.add(t)
+            t = tensors[t]
+        return t
+
+    # A shape check joins two tensors; `a.size(i) == b.size(j)` joins two dimensions; `x.dim() == r` fixes a rank.
+    names = "|".join(re.escape(t) for t in sorted(tensors, key=len, reverse=True)) or r"(?!x)x"
+    for m in re.finditer(rf"\b({names}){_QUERY}sizes\s*\(\s*\)\s*==\s*({names}){_QUERY}sizes\s*\(\s*\)", btext):
+        a, b = root(m.group(1)), root(m.group(2))
+        if a != b:
+            tensors[a] = b
+    ranks: dict[str, int] = {}
+    size_ref = (
+        rf"\b({names}){_QUERY}(?:size|stride)\s*\(\s*(-?\d+)\s*\)"
+        rf"|\b({names}){_QUERY}sizes\s*\(\s*\)\s*\[\s*(-?\d+)\s*\]"
+    )
+    for m in re.finditer(size_ref, btext):
+        t, i = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        if int(i) >= 0:
+            ranks[root(t)] = max(ranks.get(root(t), 1), int(i) + 1)
+    for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
+        ranks[root(m.group(1))] = int(m.group(2))
+    for t in made:
+        ranks[t] = max(len(made[t]), 1)
+
+    def slot(t: str, i: int) -> tuple[str, int]:
+        r = root(t)
+        n = ranks.get(r, 1)
+        return (r, i + n if i < 0 else i)
+
+    one = rf"(?:\b({names}){_QUERY}size\s*\(\s*(-?\d+)\s*\)|\b({names}){_QUERY}sizes\s*\(\s*\)\s*\[\s*(-?\d+)\s*\])"
+    for m in re.finditer(rf"{one}\s*==\s*(?:{one}|(\d+)\b)", btext):
+        g = m.groups()
+        left = (g[0], int(g[1])) if g[0] else (g[2], int(g[3]))
+        if g[4] or g[6]:
+            right = (g[4], int(g[5])) if g[4] else (g[6], int(g[7]))
+            dims.union(slot(*left), slot(*right))
+        elif g[8]:
+            dims.fix(slot(*left), int(g[8]))
+
+    # Scalars a binding can read from: its float parameters (a representative 1.0), and its dispatch type.
+    types: dict[str, str] = {}
+    choice = _dispatch_choice(model, launch_offset)
+    if choice is not None:
+        types["scalar_t"] = choice[0]
+        out.notes.append(choice[1])
+    # A project's own dispatch macro (`DISPATCH_FLOAT_AND_HALF(t, 0, "op", ...)` declaring `using scalar_t_0 =
+    # float;` per case) binds its names like AT_DISPATCH: each takes the first type the macro's body gives it.
+    from warpwise.verify.instances import macro_names
+
+    for name, value in macro_names(model, caller, launch_offset).items():
+        t = _acc_type(value, types)
+        if name not in types and t is not None:
+            types[name] = t
+            out.notes.append(f"`{name}` is {t}, the first type the macro around the launch declares it as")
+    for m in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", btext):
+        t = _acc_type(m.group(2), types)
+        if t is not None:
+            types[m.group(1)] = t
+            if m.group(1) != "scalar_t":
+                out.notes.append(f"`{m.group(1)}` is {t} (`{' '.join(m.group(2).split())}` with that `scalar_t`)")
+    for ty, name in params:
+        if _TENSOR_TYPE.search(ty):
+            continue
+        if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
+            out.scalars[name] = 1.0
+            out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
+
+    def shape(t: str) -> tuple[int, ...]:
+        r = root(t)
+        n = ranks.get(r, 1)
+        default = DEFAULT_SHAPES.get(n, (*DEFAULT_SHAPES[4], *([1] * (n - 4))))
+        vals = []
+        for i in range(n):
+            key = dims.find((r, i))
+            vals.append(dims.value.get(key, default[i]))
+        return tuple(vals)
+
+    def settle() -> None:
+        # A free dimension shared by tensors of different ranks takes the default of the highest-rank one.
+        for t in sorted({root(t) for t in tensors} - set(made), key=lambda r: -ranks.get(r, 1)):
+            n = ranks.get(t, 1)
+            default = DEFAULT_SHAPES.get(n, (*DEFAULT_SHAPES[4], *([1] * (n - 4))))
+            for i in range(n):
+                dims.value.setdefault(dims.find((t, i)), default[i])
+
+    # Tensors made from a braced list of sizes get their sizes once the others are known.
+    values: dict[str, int] = {}
+
+    def substitute(text: str) -> str:
+        def query(m: _Q) -> str:
+            t = m.group("t")
+            s = shape(t)
+            what = m.group("what")
+            if what == "numel":
+                return f"({_prod(s)})"
+            if what in ("dim", "ndimension"):
+                return f"({len(s)})"
+            i = int(m.group("i"))
+            i = i + len(s) if i < 0 else i
+            if not 0 <= i < len(s):
+                return m.group(0)
+            if what == "stride":
+                return f"({_prod(s[i + 1 :])})"
+            return f"({s[i]})"
+
+        text = re.sub(
+            rf"\b(?P<t>{names}){_QUERY}(?:(?P<what>numel|dim|ndimension)\s*\(\s*\)|(?P<what2>size|stride)\s*\(\s*(?P<i2>-?\d+)\s*\)|sizes\s*\(\s*\)\s*\[\s*(?P<i3>-?\d+)\s*\])",
+            lambda m: query(_Q(m)),
+            text,
+        )
+        return text
+
+    settle()
+    for t, parts in list(made.items()):
+        sizes = []
+        for p in parts:
+            try:
+                sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **values}))
+            except cexpr.ExprError:
+                # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
+                out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
+                for other in [o for o in tensors if root(o) == t]:
+                    del tensors[other]
+                break
+        else:
+            for i, v in enumerate(sizes):
+                dims.fix((t, i), v)
+
+    new_body = substitute(btext)
+    pointer = (
+        rf"\b(?P<t>{names}){_QUERY}(?:data_ptr|mutable_data_ptr|const_data_ptr|data)"
+        rf"\s*(?:<\s*(?P<ty>[\w:\s]+?)\s*>)?\s*\(\s*\)"
+    )
+
+    def ptr(m: re.Match[str]) -> str:
+        t = m.group("t")
+        if m.group("ty"):
+            out.elem_types.setdefault(t, types.get(m.group("ty").strip(), m.group("ty").strip()))
+        return t
+
+    new_body = re.sub(pointer, ptr, new_body)
+    # A pointer declared from a tensor (`const float* a_ptr = a.data_ptr<float>();`) is that tensor's buffer.
+    for m in re.finditer(
+        rf"([\w:]+)\s*\*\s*(?:const\s+|__restrict__\s+)*(\w+)\s*=\s*(?:\([^()]*\*\s*\)\s*|(?:static|reinterpret)_cast\s*<[^>]*>\s*\(\s*)?({names})\s*\)?\s*;",
+        new_body,
+    ):
+        tensors.setdefault(m.group(2), m.group(3))
+        ty = types.get(m.group(1), m.group(1))
+        out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
+        out.origin[m.group(2)] = m.group(3)
+    for name in list(types):
+        new_body = re.sub(rf"\b{re.escape(name)}\b(?!\s*=)", types[name], new_body)
+    for t in tensors:
+        base = out.origin.get(t, t)
+        s = shape(base)
+        out.numel[t] = _prod(s)
+        r = root(base)
+        how = "its shape is that of " + f"`{r}`" if r != base else ""
+        chosen = "from the sizes it is made with" if r in made else _why_shape(r, ranks, dims, s)
+        out.origin.setdefault(t, t)
+        out.origin[t] = f"tensor `{base}` of shape {list(s)} ({how + '; ' if how else ''}{chosen})"
+    out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
+    return out
+
+
+class _Q:
+    """A tensor-query match with the alternatives' groups folded into `t`, `what` and `i`."""
+
+    def __init__(self, m: re.Match[str]) -> None:
+        self._m = m
+        self._g = {
+            "t": m.group("t"),
+            "what": m.group("what") or m.group("what2") or "size",
+            "i": m.group("i2") or m.group("i3"),
+        }
+
+    def group(self, key: str | int) -> str:
+        """Return a folded group (or the whole match for 0)."""
+        if key == 0:
+            return self._m.group(0)
+        return self._g[str(key)]
+
+
+def _prod(s: tuple[int, ...]) -> int:
+    """Return the product of a shape."""
+    p = 1
+    for v in s:
+        p *= v
+    return p
+
+
+def _why_shape(root: str, ranks: dict[str, int], dims: _Dims, s: tuple[int, ...]) -> str:
+    """Say how a tensor's shape was chosen."""
+    rank = ranks.get(root, 1)
+    fixed = [i for i in range(rank) if dims.find((root, i)) in dims.checked]
+    parts = [f"rank {rank} from the binding's size queries" if rank > 1 else "rank 1: the binding reads no dimension"]
+    if fixed:
+        parts.append("dimension " + ", ".join(str(i) for i in fixed) + " fixed by a check")
+    parts.append("free dimensions from the H200-sized defaults")
+    return "; ".join(parts)
