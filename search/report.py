@@ -118,6 +118,18 @@ def node_summary(node: Node) -> dict[str, Any]:
         "cached": ev.cached if ev is not None else False,
         **summary(ev.result if ev is not None else None),
     }
+    if ev is not None and ev.screened:
+        # A reduced problem's result ranks candidates; only the user's size verifies, so it never says "verified".
+        st = ev.result.status.value
+        out["status"] = "screened_faster" if st == "verified" else f"screened_{st}"
+        out["screened_at"] = ev.scale
+    if node.screening is not None:
+        out["screening"] = {"at": node.screening.scale, **summary(node.screening.result)}
+        out["screening"]["status"] = (
+            "screened_faster"
+            if node.screening.result.status.value == "verified"
+            else node.screening.result.status.value
+        )
     if node.version.launch is not None and node.version.launch.transforms:
         out["launch"] = node.version.launch.summary
     if node.judge is not None:
@@ -229,7 +241,9 @@ class SearchReport:
             sp = n.get("speedup")
             spt = f"{sp['median']:.2f}x" if sp else "-"
             launch = f" (launch: {n['launch']})" if n.get("launch") else ""
-            out.append(f"{i}. {n['title']}{launch}: {n.get('status', '')} {spt}")
+            scr = n.get("screening")
+            at = f" (screened {scr['speedup']['median']:.2f}x at a reduced size)" if scr and scr.get("speedup") else ""
+            out.append(f"{i}. {n['title']}{launch}: {n.get('status', '')} {spt}{at}")
         if not self.path:
             out.append("(nothing)")
         if self.mode == "compile-only":
@@ -244,7 +258,11 @@ class SearchReport:
                 )
                 launch = f" (launch: {n['launch']})" if n.get("launch") else ""
                 out.append(f"- {n['title']}{launch} (node {n['id']}): {n.get('status')}: {res}")
-        losers = [n for n in self.nodes if n.get("status") not in ("verified", "no_gpu") and n["action"] != "start"]
+        losers = [
+            n
+            for n in self.nodes
+            if n.get("status") not in ("verified", "no_gpu", "screened_faster") and n["action"] != "start"
+        ]
         out += ["", "## Rejected branches", ""]
         if not losers and not self.rejected:
             out.append("(none)")
