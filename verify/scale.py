@@ -6,8 +6,8 @@ candidates on a reduced problem and confirm only the best few at the user's size
 user's size may be called verified (`warpwise.search.screening`).
 
 Problem files name their sizes in a module-level `SIZES` dict whose `full` entry is the default preset (the one
-the gate runs when `WARPWISE_PROBLEM_SCALE` is unset). A reduced problem is the same problem file with one
-statement appended that replaces `SIZES["full"]`:
+the gate runs when `WARPWISE_PROBLEM_SCALE` is unset; otherwise the preset that variable names is the user's size).
+A reduced problem is the same problem file with one statement appended that replaces that preset's entry:
 
 - by the problem file's own `SIZES["screen"]`, when it names one (the author knows which size keeps the kernel's
   behaviour: the same waves of blocks, the same cache regime), for the first level;
@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import operator
+import os
 from typing import Any
 
 MIN_SCALED = 256
@@ -119,12 +120,16 @@ class Reduced:
     problem_source: str
 
 
-def reduced_problem(problem_source: str, level: int, factor: float) -> Reduced | None:
-    """Return the problem at a reduced size (level 0 takes the file's `screen` preset when it names one)."""
+def reduced_problem(problem_source: str, level: int, factor: float, preset: str | None = None) -> Reduced | None:
+    """Return the problem at a reduced size (level 0 takes the file's `screen` preset when it names one).
+
+    `preset` is the size the user runs (`WARPWISE_PROBLEM_SCALE`, `full` when unset); it is the one replaced.
+    """
     presets = problem_sizes(problem_source)
-    if presets is None:
+    preset = preset or os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
+    if presets is None or preset not in presets:
         return None
-    full = presets["full"]
+    full = presets[preset]
     if level == 0 and "screen" in presets:
         sizes, label = presets["screen"], "the problem file's `screen` preset"
     else:
@@ -133,7 +138,7 @@ def reduced_problem(problem_source: str, level: int, factor: float) -> Reduced |
         return None
     line = (
         "\n\n# warpwise screening: a reduced problem for ranking candidates; never the size results are verified at.\n"
-        f"SIZES = dict(SIZES)\nSIZES['full'] = {sizes!r}\n"
+        f"SIZES = dict(SIZES)\nSIZES[{preset!r}] = {sizes!r}\n"
     )
     return Reduced(f"{label}: {_text(sizes)} instead of {_text(full)}", sizes, full, problem_source + line)
 
