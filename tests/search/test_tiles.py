@@ -8,8 +8,11 @@ import pytest
 
 from tests.search.test_actions import context
 from warpwise.analyzers.build import analyze_text
+from warpwise.search.actions import Action
+from warpwise.search.context import SearchContext
 from warpwise.search.evaluate import Evaluator
 from warpwise.search.params import ParamActions
+from warpwise.search.version import Version
 from warpwise.skills.facts import tree_of
 from warpwise.skills.library import builtin_library
 from warpwise.verify.types import Options, Side
@@ -18,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = builtin_library().get("untiled-contraction").rules  # type: ignore[union-attr]
 
 
-def _tile_actions(path: Path, kernel: str) -> tuple[list, object, object]:
+def _tile_actions(path: Path, kernel: str) -> tuple[list[Action], SearchContext, Version]:
     ctx, v = context(path, kernel)
     actions = [a for a in ParamActions().actions(v, ctx) if a.name.startswith("param:tiles=")]
     return actions, ctx, v
