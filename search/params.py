@@ -100,6 +100,22 @@ class ParamActions:
 
     # -- contraction tiles ---------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _ranked(version: Version, ctx: SearchContext) -> tuple[float, str] | None:
+        """Return the ranking model's expected share of time saved by the contraction card here, if it predicts."""
+        if ctx.ranking is None:
+            return None
+        from warpwise.search.cards import _ranked
+        from warpwise.skills.engine import match_file
+
+        model, fn, _ = ctx.launch_model(version)
+        if fn is None:
+            return None
+        matches = [
+            m for m in match_file(model, ctx.library, {CONTRACTION_CARD}, ctx.target_sm) if m.function == ctx.kernel
+        ]
+        return _ranked(ctx, CONTRACTION_CARD, matches, model) if matches else None
+
     def _tiles(self, version: Version, ctx: SearchContext) -> list[Action]:
         from warpwise.search.cards import evidence_gain, prior_of
         from warpwise.search.version import LaunchOverride, Transform
@@ -121,6 +137,10 @@ class ParamActions:
         if ctx.spec_source == "problem_file" and own_launches:
             return []  # The problem file launches the kernel; a launch site in the file would not be the one run.
         gain, n = evidence_gain(card, ctx.kernel)
+        source = f"{n} evidence record{'s' if n != 1 else ''}"
+        predicted = self._ranked(version, ctx)
+        if predicted is not None:
+            gain, source = predicted
         base = prior_of(gain, [])
         out = []
         for place, tiles in enumerate(rules.TILE_CHOICES):
@@ -151,7 +171,7 @@ class ParamActions:
             prior = max(0.02, base - TILE_DECAY * place)
             why = (
                 f"{c.layout} contraction `{c.a.name}` x `{c.b.name}`: {tiles.bm}x{tiles.bn} tiles, BK {tiles.bk}, "
-                f"{tiles.tm}x{tiles.tn} per thread, {tiles.threads} threads; card prior from {n} evidence record(s)"
+                f"{tiles.tm}x{tiles.tn} per thread, {tiles.threads} threads; the card's prior from {source}"
             )
             out.append(
                 Action(

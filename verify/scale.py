@@ -147,11 +147,11 @@ def _text(sizes: Sizes) -> str:
     return str(sizes) if isinstance(sizes, int) else " x ".join(str(v) for v in sizes)
 
 
-def reduced_spec(spec: Any, level: int, factor: float) -> tuple[Any, Reduced] | None:
+def reduced_spec(spec: Any, level: int, factor: float, preset: str | None = None) -> tuple[Any, Reduced] | None:
     """Return a problem-file spec at a reduced size and what was reduced, or None when the spec cannot be reduced."""
     if spec is None or spec.source != "problem_file" or not spec.run.problem_source:
         return None
-    red = reduced_problem(spec.run.problem_source, level, factor)
+    red = reduced_problem(spec.run.problem_source, level, factor, preset)
     if red is None:
         return None
     return dataclasses.replace(spec, run=dataclasses.replace(spec.run, problem_source=red.problem_source)), red
