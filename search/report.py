@@ -110,6 +110,7 @@ def node_summary(node: Node) -> dict[str, Any]:
         "action": a.name if a is not None else "start",
         "title": a.title if a is not None else "starting kernel",
         "kind": a.kind.value if a is not None else "start",
+        "card": a.card if a is not None else None,
         "prior": round(a.prior, 3) if a is not None else None,
         "why": a.why if a is not None else "",
         "reward": round(node.reward.value, 4) if node.reward is not None else None,
@@ -120,21 +121,23 @@ def node_summary(node: Node) -> dict[str, Any]:
     }
     if ev is not None and ev.screened:
         # A reduced problem's result ranks candidates; only the user's size verifies, so it never says "verified".
-        st = ev.result.status.value
-        out["status"] = "screened_faster" if st == "verified" else f"screened_{st}"
+        out["status"] = _screened_status(ev.result)
         out["screened_at"] = ev.scale
     if node.screening is not None:
         out["screening"] = {"at": node.screening.scale, **summary(node.screening.result)}
-        out["screening"]["status"] = (
-            "screened_faster"
-            if node.screening.result.status.value == "verified"
-            else node.screening.result.status.value
-        )
+        out["screening"]["status"] = _screened_status(node.screening.result)
     if node.version.launch is not None and node.version.launch.transforms:
         out["launch"] = node.version.launch.summary
     if node.judge is not None:
         out["judge"] = node.judge
     return out
+
+
+def _screened_status(result: VerificationResult) -> str:
+    """Return a screening result's status: `screened_faster` when its timing cleared the spread, else the gate's."""
+    from warpwise.search.reward import measured_faster
+
+    return "screened_faster" if measured_faster(result) else f"screened_{result.status.value}"
 
 
 def rejected_summary(r: Rejected) -> dict[str, Any]:

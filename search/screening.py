@@ -13,9 +13,11 @@ A gate job times the starting kernel next to every candidate, so on a slow start
    with the gate's early stop (`Options.stop_below`): timing ends once the candidate is clearly slower than the
    best screened speedup so far (a sequential sign test, false-stop rate at most 5%). The screening phase may
    spend `SCREEN_SHARE` of what is left of the budget.
-3. **Confirms** the best `CONFIRM` screened versions (by screened speedup, among those screened faster than the
-   start) at the user's size, with the user's seeds and timing. Only these confirmations can make a version
-   verified; a screened result is a ranking signal and never more. Then, while budget is left, it screens again
+3. **Confirms** the best `CONFIRM` screened versions (by screened speedup, among those whose screening timing
+   cleared its spread in their favour: a screening result ranks, so the gate's other reasons not to say
+   "verified", an unsettled GPU or an early stop, do not hide a faster candidate) at the user's size, with the
+   user's seeds and timing. Only these confirmations can make a version verified; a screened result is a ranking
+   signal and never more. Then, while budget is left, it screens again
    and confirms whatever entered the best few.
 
 The search's nodes keep both results: `Node.screening` the reduced one, `Node.evaluation` the confirmation.
@@ -27,6 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from warpwise.search.evaluate import Evaluator, Screen
+from warpwise.search.reward import measured_faster
 from warpwise.search.tree import Node, Search
 from warpwise.verify.scale import reduced_spec
 from warpwise.verify.types import Status
@@ -101,14 +104,14 @@ def choose_screen(evaluator: Evaluator) -> tuple[Screen | None, ScreeningLog]:
 
 def _screened_best(search: Search) -> float | None:
     """Return the best screened speedup over the start so far (among versions screened faster)."""
-    vals = [n.speedup for n in search.nodes[1:] if n.faster and n.screened and n.speedup is not None]
-    vals += [n.screening.result.speedup.median for n in search.nodes if n.screening and n.screening.result.speedup]
-    return max(vals) if vals else None
+    vals = [_screen_speed(n) for n in search.nodes[1:]]
+    return max(vals) if vals and max(vals) > 0 else None
 
 
 def _screen_speed(n: Node) -> float:
+    """Return a version's screened speedup when its screening measured it faster than the start, else 0."""
     ev = n.screening if n.screening is not None else n.evaluation
-    if ev is None or ev.result.speedup is None or ev.result.status is not Status.VERIFIED:
+    if ev is None or not ev.screened or ev.result.speedup is None or not measured_faster(ev.result):
         return 0.0
     return ev.result.speedup.median
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from warpwise.search.actions import Action, ActionKind, ActionSource
 from warpwise.search.context import SearchContext
 from warpwise.search.evaluate import Evaluation, Evaluator
-from warpwise.search.reward import Reward, reward_of
+from warpwise.search.reward import Reward, measured_faster, reward_of, screening_reward
 from warpwise.search.version import Version
 from warpwise.verify.types import Status
 
@@ -112,7 +112,9 @@ class Node:
 
     @property
     def faster(self) -> bool:
-        """Return whether the gate measured this version faster than the start (at the user's or a reduced size)."""
+        """Return whether the gate measured this version faster than the start (verified, or faster when screened)."""
+        if self.evaluation is not None and self.evaluation.screened:
+            return measured_faster(self.evaluation.result)
         return self.status is Status.VERIFIED
 
     def path(self) -> list[Node]:
@@ -228,7 +230,7 @@ class Search:
         node.evaluation = ev
         node.reward = reward_of(ev.result)
         if ev.screened:
-            r = node.reward
+            r = screening_reward(ev.result)
             why = r.reason.replace("verified", "faster")
             node.reward = Reward(r.value, r.terminal, r.gain, f"screened on a reduced problem: {why}")
         node.id = len(self.nodes)

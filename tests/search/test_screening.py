@@ -294,3 +294,27 @@ def test_a_start_that_fails_at_the_reduced_size_is_searched_at_full_size(tmp_pat
     report = optimize(str(tmp_path / "scale_rows.cu"), "scale_rows", opts, verifier=GateVerifier(gate))
     assert any("screening: not used" in n for n in report.notes)
     assert all(not n.get("screened_at") for n in report.nodes)
+
+
+def test_an_unsettled_gpu_still_ranks_but_never_verifies(tmp_path: Path) -> None:
+    """Screening results the gate declined to verify (the GPU never settled) still rank; confirmations decide."""
+
+    class Unsettled(SizedBackend):
+        def run(self, job: WorkerJob, progress: Any = None) -> VerificationResult:
+            res = super().run(job, progress)
+            if res.status is Status.VERIFIED:
+                return res.with_(status=Status.NOT_FASTER, message=res.message + "; the GPU never settled")
+            return res
+
+    (tmp_path / "scale_rows.cu").write_text(KERNEL)
+    (tmp_path / "scale_rows.problem.py").write_text(PROBLEM)
+    backend = Unsettled()
+    gate = Gate(backend, ResultCache(tmp_path / "results.sqlite3"))
+    opts = OptimizeOptions(
+        cards=False, params=False, lineage=False, extra_sources=[Marks(_graph())], budget_s=40.0, candidates=None
+    )
+    report = optimize(str(tmp_path / "scale_rows.cu"), "scale_rows", opts, verifier=GateVerifier(gate))
+    assert report.best is None  # the user's size was never measured on a settled GPU
+    confirmed = [n for n in report.nodes if n.get("screening")]
+    assert confirmed and all(n["status"] == "not_faster" for n in confirmed)
+    assert max(n["screening"]["speedup"]["median"] for n in confirmed) > 20  # the deep chain was found and ranked
