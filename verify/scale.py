@@ -75,7 +75,26 @@ def problem_sizes(problem_source: str) -> dict[str, Sizes] | None:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         target = stmt.targets[0]
-        if not (isinstance(target, ast.Name) and target.id == "SIZES" and isinstance(stmt.value, ast.Dict)):
+        # `SIZES["full"] = (...)` after the dict (a problem file that extends another, or a reduced problem).
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "SIZES"
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            val = _value(stmt.value)
+            if found is not None and val is not None:
+                found[target.slice.value] = val
+            elif found is not None:
+                found.pop(target.slice.value, None)
+            continue
+        if not (isinstance(target, ast.Name) and target.id == "SIZES"):
+            continue
+        if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value) == "dict(SIZES)":
+            continue  # a copy: the presets are unchanged
+        if not isinstance(stmt.value, ast.Dict):
+            found = None
             continue
         presets: dict[str, Sizes] = {}
         for k, v in zip(stmt.value.keys, stmt.value.values, strict=True):

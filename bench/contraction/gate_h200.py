@@ -198,6 +198,7 @@ def main() -> None:
     ap.add_argument("--deadline-s", type=float, default=170.0)
     ap.add_argument("--budget-s", type=float, default=40.0)
     ap.add_argument("--candidates", type=int, default=40)
+    ap.add_argument("--optimize", nargs=2, metavar=("FILE", "KERNEL"), help="search this kernel (default: ours)")
     ap.add_argument("--backend", default="local", help="local (the GPU) or compile-only (a dry run here)")
     ap.add_argument("--skip", default="", help="comma-separated steps to skip (cublas,gate,optimize,tiles)")
     args = ap.parse_args()
@@ -263,9 +264,11 @@ def main() -> None:
             from warpwise.search.optimize import OptimizeOptions, optimize
 
             t = time.time()
+            target, target_kernel = (args.root / args.optimize[0], args.optimize[1]) if args.optimize else (ours, "")
+            target_kernel = target_kernel or "matmul_naive"
             rep = optimize(
-                str(ours),
-                "matmul_naive",
+                str(target),
+                target_kernel,
                 OptimizeOptions(budget_s=args.budget_s, candidates=args.candidates, lineage=False),
                 backend="local",
             )
@@ -273,7 +276,7 @@ def main() -> None:
             d.pop("edits", None)
             d["wall_s"] = time.time() - t
             out["steps"]["optimize"] = d
-            (args.out / "optimize_matmul_naive.md").write_text(rep.markdown())
+            (args.out / f"optimize_{target_kernel}.md").write_text(rep.markdown())
             log("optimize", rep.budget, "best", rep.best and rep.best.get("speedup"))
             save()
         if "tiles" not in skip:

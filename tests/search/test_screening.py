@@ -318,3 +318,13 @@ def test_an_unsettled_gpu_still_ranks_but_never_verifies(tmp_path: Path) -> None
     confirmed = [n for n in report.nodes if n.get("screening")]
     assert confirmed and all(n["status"] == "not_faster" for n in confirmed)
     assert max(n["screening"]["speedup"]["median"] for n in confirmed) > 20  # the deep chain was found and ranked
+
+
+def test_presets_set_after_the_dict_are_read() -> None:
+    text = PROBLEM + "\nSIZES = dict(SIZES)\nSIZES['full'] = (8192, 1 << 13)\nSIZES['tiny'] = open('x')\n"
+    assert problem_sizes(text) == {"full": (8192, 8192)}
+    red = reduced_problem(text, 0, 0.5, "full")
+    assert red is not None and red.full == (8192, 8192) and red.sizes == (4096, 4096)
+    # A reduced problem reads back as its own size.
+    assert problem_sizes(red.problem_source)["full"] == (4096, 4096)  # type: ignore[index]
+    assert problem_sizes(PROBLEM + "\nSIZES = make_sizes()\n") is None
