@@ -17,7 +17,8 @@ A gate job times the starting kernel next to every candidate, so on a slow start
    cleared its spread in their favour: a screening result ranks, so the gate's other reasons not to say
    "verified", an unsettled GPU or an early stop, do not hide a faster candidate) at the user's size, with the
    user's seeds and timing. Only these confirmations can make a version verified; a screened result is a ranking
-   signal and never more. Then, while budget is left, it screens again
+   signal and never more. The first confirmation always runs; a further one only while the budget left covers the
+   last one's cost. Then, while budget is left, it screens again
    and confirms whatever entered the best few.
 
 The search's nodes keep both results: `Node.screening` the reduced one, `Node.evaluation` the confirmation.
@@ -52,6 +53,8 @@ class ScreeningLog:
     notes: list[str] = field(default_factory=list)
     confirmed: list[int] = field(default_factory=list)
     screened: int = 0
+    confirm_cost_s: float = 0.0
+    """GPU-seconds the last confirmation at the user's size cost (the estimate for the next one)."""
 
 
 def _product(sizes: int | tuple[int, ...]) -> int:
@@ -123,13 +126,18 @@ def confirm(search: Search, log: ScreeningLog, count: int = CONFIRM) -> int:
     for node in ranked[:count]:
         if not node.screened:
             continue
-        if search.evaluator.budget.hard_exhausted() or search.evaluator.cancel.is_set():
+        budget = search.evaluator.budget
+        if budget.hard_exhausted() or search.evaluator.cancel.is_set():
             break
+        left = None if budget.gpu_seconds is None else budget.gpu_seconds - budget.spent_s
+        if log.confirmed and left is not None and left < log.confirm_cost_s:
+            break  # Another confirmation would overrun the budget by most of its cost; the first one always runs.
         ev = search.evaluator.evaluate(node.version, full=True)
         if ev is None:
             break
         node.screening, node.evaluation = node.evaluation, ev
         log.confirmed.append(node.id)
+        log.confirm_cost_s = ev.cost_s
         done += 1
     return done
 

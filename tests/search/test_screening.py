@@ -258,7 +258,8 @@ def _search(tmp_path: Path, **kw: Any) -> tuple[Any, SizedBackend]:
 
 def test_screening_reaches_depth_within_40_gpu_seconds_on_a_300_ms_start(tmp_path: Path) -> None:
     report, backend = _search(tmp_path)
-    assert report.budget["gpu_seconds"] <= 40.0 + 12.0  # the last job may run over, as with any budget
+    # A confirmation runs only while the budget left covers the last one's cost (the first always runs).
+    assert report.budget["gpu_seconds"] <= 40.0 + 1.0, report.budget
     assert report.budget["nodes"] >= 12, report.markdown()
     # The best is the deepest chain, confirmed at the user's size: the only result that says verified.
     assert report.best is not None and report.best["action"] == "mark:f", report.markdown()
