@@ -329,3 +329,11 @@ def test_presets_set_after_the_dict_are_read() -> None:
     # A reduced problem reads back as its own size.
     assert problem_sizes(red.problem_source)["full"] == (4096, 4096)  # type: ignore[index]
     assert problem_sizes(PROBLEM + "\nSIZES = make_sizes()\n") is None
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "random"])
+def test_every_strategy_screens_and_confirms(tmp_path: Path, strategy: str) -> None:
+    report, _ = _search(tmp_path, strategy=strategy)
+    assert report.budget["nodes"] >= 12, report.markdown()
+    assert report.best is not None and report.best["status"] == "verified" and "screened_at" not in report.best
+    assert report.best["screening"]["status"] == "screened_faster"
