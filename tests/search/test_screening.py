@@ -71,6 +71,13 @@ def launch(inputs):
     return ((n + 255) // 256, 1, 1), (256, 1, 1)
 '''
 
+
+@pytest.fixture(autouse=True)
+def _user_size_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run at the problem's `full` preset, whatever an earlier test left in WARPWISE_PROBLEM_SCALE."""
+    monkeypatch.delenv("WARPWISE_PROBLEM_SCALE", raising=False)
+
+
 # -- reduced problems -------------------------------------------------------------------------------------------
 
 
