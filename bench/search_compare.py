@@ -14,6 +14,13 @@ torch eager, both as measured by `bench/gpu/corpus_check.py` on the same GPU mod
 "within 5% of eager" best_ms <= 1.05 * eager_ms. Those times come from another run and another harness (same
 sizes, L2 flushed, CUDA events), so they are context, not verdicts; only the gate's statuses say "verified".
 
+Lineage plans (substituting a corpus expert's kernel for the same operator) are off in the headline: with
+`--lineage both` (the default) every kernel and strategy runs once without them and once with them, and the
+summary, the Markdown table and the targets are computed for each separately, lineage plans off first. Every row
+says which mechanism produced its win (`mechanism`: the kind of the step on its path with the largest gain:
+`transformation` for a parameterised rewrite such as the contraction tiles, `card`, `parameter`, `lineage` or
+`LLM`), and lists the mechanism of each step.
+
 `--suite bench/suite_ood` runs the out-of-distribution suite instead (kernels `<operator>/<variant>`, in name
 order; the corpus operator of each from its problem file's `corpus_expert`).
 
@@ -136,8 +143,39 @@ def _constants(text: str) -> dict[str, Any]:
     return values
 
 
+MECHANISMS = {"card": "card", "param": "parameter", "lineage": "lineage", "llm": "LLM"}
+
+
+def mechanism_of(node: dict[str, Any]) -> str:
+    """Return the mechanism of one path step: a parameterised transformation, a card, a parameter, lineage, LLM."""
+    kind = str(node.get("kind", ""))
+    if kind == "param" and node.get("card"):
+        return "transformation"  # a transformation's own parameter (the contraction's tile shape)
+    return MECHANISMS.get(kind, kind or "start")
+
+
+def winning_mechanism(path: list[dict[str, Any]]) -> str | None:
+    """Return the mechanism of the step with the largest gain over its parent (None without a gain)."""
+    best, prev, out = 1.0, 1.0, None
+    for n in path[1:]:
+        sp = (n.get("speedup") or {}).get("median")
+        if sp is None:
+            continue
+        gain = sp / prev if prev else sp
+        if gain > best:
+            best, out = gain, mechanism_of(n)
+        prev = sp
+    return out
+
+
 def row_of(
-    name: str, kernel: str, strategy: str, report: Any, refs: dict[str, Any], corpus: str | None = None
+    name: str,
+    kernel: str,
+    strategy: str,
+    report: Any,
+    refs: dict[str, Any],
+    corpus: str | None = None,
+    lineage: bool = True,
 ) -> dict[str, Any]:
     """Return one (kernel, strategy) row (`corpus`: the expert's operator, by default CORPUS_OF's)."""
     start = report.start or {}
@@ -161,7 +199,11 @@ def row_of(
         "gpu_seconds": report.budget.get("gpu_seconds"),
         "new_gpu_seconds": report.budget.get("new_gpu_seconds"),
         "versions": report.budget.get("nodes"),
+        "lineage_plans": lineage,
         "path": [n["action"] for n in report.path[1:]],
+        "mechanisms": [mechanism_of(n) for n in report.path[1:]],
+        "mechanism": winning_mechanism(report.path) if report.best is not None else None,
+        "screened": any(n.get("screened_at") or n.get("screening") for n in report.nodes),
         "path_titles": [n["title"] for n in report.path[1:]],
         "stop_reason": report.stop_reason,
         "trajectory": [[round(s, 3), round(x, 4)] for s, x in report.trajectory],
@@ -187,9 +229,24 @@ def _count(values: list[Any]) -> dict[str, int]:
     return out
 
 
+def summaries(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the summary with lineage plans off (the headline) and with them, each over its own rows."""
+    out: dict[str, Any] = {}
+    for key, flag in (("lineage_off", False), ("lineage_on", True)):
+        mine = [r for r in rows if bool(r.get("lineage_plans", True)) is flag]
+        if mine:
+            out[key] = summary(mine)
+    return out
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Return per-strategy totals and the issue's targets, where the rows allow them."""
     out: dict[str, Any] = {}
+    wins: dict[str, int] = {}
+    for r in rows:
+        if r.get("mechanism"):
+            wins[r["mechanism"]] = wins.get(r["mechanism"], 0) + 1
+    out["wins_by_mechanism"] = wins
     kernels = sorted({r["suite"] for r in rows})
     for s in STRATEGIES:
         mine = [r for r in rows if r["strategy"] == s]
@@ -226,7 +283,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """Return the comparison as Markdown."""
+    """Return the comparison as Markdown: lineage plans off first (the headline), then with them."""
     meta = doc["meta"]
     lines = [
         f"# search_compare ({meta['date'][:10]})",
@@ -235,19 +292,44 @@ def markdown(doc: dict[str, Any]) -> str:
         f"Device: {meta.get('device') or 'unknown'}; budget per strategy and kernel: {meta['candidates']} "
         f"candidates, {meta['budget_s']} GPU-seconds (charged at their recorded cost, cached or not); "
         f"wall {meta['wall_s']:.0f} s.",
-        "",
-        "| kernel | strategy | status | speedup (low) | best ms | GPU-s | versions | vs expert | vs eager | path |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in doc["rows"]:
+    titles = {
+        "lineage_off": "Lineage plans off (headline)",
+        "lineage_on": "With lineage plans (a corpus expert substituted for the same operator)",
+    }
+    for key, flag in (("lineage_off", False), ("lineage_on", True)):
+        rows = [r for r in doc["rows"] if bool(r.get("lineage_plans", True)) is flag]
+        if not rows:
+            continue
+        lines += ["", f"## {titles[key]}", ""]
+        lines += _table(rows)
+        lines += _summary_lines(doc["summary"].get(key, {}))
+    if doc.get("not_run"):
+        lines += ["", f"Not run (wall-clock limit): {', '.join(doc['not_run'])}"]
+    lines += ["", "Expert and eager times: " + (doc.get("references") or "none") + " (another run; context only)."]
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| kernel | strategy | status | speedup (low) | best ms | GPU-s | versions | vs expert | vs eager | won by | "
+        "path (mechanism) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
         low = f" ({r['speedup_low']:.2f})" if r.get("speedup_low") else ""
+        steps = [f"{a} ({m})" for a, m in zip(r["path"], r.get("mechanisms") or [""] * len(r["path"]), strict=False)]
         lines.append(
             f"| {r['suite']} | {r['strategy']} | {r['status']} | {r['speedup']:.2f}x{low} | "
             f"{r['best_ms'] if r['best_ms'] is not None else '-'} | {r['gpu_seconds']} | {r['versions']} | "
-            f"{_pct(r.get('share_of_expert'))} | {_x(r.get('vs_eager'))} | {' → '.join(r['path']) or '-'} |"
+            f"{_pct(r.get('share_of_expert'))} | {_x(r.get('vs_eager'))} | {r.get('mechanism') or '-'} | "
+            f"{' → '.join(steps) or '-'} |"
         )
-    s = doc["summary"]
-    lines += ["", "## Summary", ""]
+    return lines
+
+
+def _summary_lines(s: dict[str, Any]) -> list[str]:
+    lines = ["", "Summary:", ""]
     for name in STRATEGIES:
         if name in s:
             t = s[name]
@@ -261,13 +343,12 @@ def markdown(doc: dict[str, Any]) -> str:
         f"- within 5% of torch eager or faster (mcts): {s.get('within_5pct_of_eager')}; faster: "
         f"{s.get('faster_than_eager')}"
     )
+    wins = s.get("wins_by_mechanism") or {}
+    lines.append("- wins by mechanism: " + (", ".join(f"{k} {v}" for k, v in sorted(wins.items())) or "none"))
     lines += ["", "GPU-seconds to reach random's final speedup (mcts / random):", ""]
     for f in s.get("to_reach_random", []):
         lines.append(f"- {f['suite']} ({f['target']:.2f}x): {f['mcts_s']} / {f['random_s']}")
-    if doc.get("not_run"):
-        lines += ["", f"Not run (wall-clock limit): {', '.join(doc['not_run'])}"]
-    lines += ["", "Expert and eager times: " + (doc.get("references") or "none") + " (another run; context only)."]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _pct(v: float | None) -> str:
@@ -290,6 +371,12 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=205.0, help="stop searches in flight after this many seconds")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dry-run", action="store_true", help="compile-only: build every candidate, measure nothing")
+    ap.add_argument(
+        "--lineage",
+        choices=("off", "on", "both"),
+        default="both",
+        help="lineage plans: off (the headline), on, or both (default: each run without them, then with them)",
+    )
     args = ap.parse_args()
 
     from warpwise.search.evaluate import GateVerifier
@@ -335,7 +422,8 @@ def main() -> int:
                 assert m is not None
                 named = m.group(1)
             kernel = named
-            for strategy in strategies:
+            modes = {"off": [False], "on": [True], "both": [False, True]}[args.lineage]
+            for lineage, strategy in [(ln, s) for ln in modes for s in strategies]:
                 opts = OptimizeOptions(
                     strategy=strategy,
                     budget_s=args.budget_s,
@@ -344,15 +432,17 @@ def main() -> int:
                     charge_cached=True,
                     seed=args.seed,
                     gate_options=options,
+                    lineage=lineage,
                 )
                 k0 = time.monotonic()
                 report = optimize(str(path), kernel, opts, text=text, verifier=GateVerifier(gate), cancel=cancel)
-                row = row_of(name, kernel, strategy, report, refs, corpus)
+                row = row_of(name, kernel, strategy, report, refs, corpus, lineage)
                 row["wall_s"] = round(time.monotonic() - k0, 2)
                 rows.append(row)
                 device = device or (report.start or {}).get("device")
                 print(
-                    f"{name:14s} {strategy:6s} {row['status']:12s} {row['speedup']:.3f}x "
+                    f"{name:14s} {'lineage' if lineage else 'no-lin.'} {strategy:6s} {row['status']:12s} "
+                    f"{row['speedup']:.3f}x "
                     f"{row['gpu_seconds']:7.2f} GPU-s {row['versions']:3d} versions {row['wall_s']:6.1f} s  "
                     f"{' -> '.join(row['path']) or '-'}",
                     flush=True,
@@ -390,7 +480,7 @@ def _doc(
             "dry_run": args.dry_run,
         },
         "rows": rows,
-        "summary": summary(rows),
+        "summary": summaries(rows),
         "not_run": not_run,
         "references": refs.get("file"),
     }

@@ -83,8 +83,20 @@ class Budget:
     new: int = 0
     cached: int = 0
 
+    soft_gpu_seconds: float | None = None
+    soft_candidates: int | None = None
+    soft_reason: str = ""
+
     def exhausted(self) -> str | None:
-        """Return why the budget is spent, or None."""
+        """Return why the budget (or the current phase's share of it) is spent, or None."""
+        if self.soft_candidates is not None and self.charged >= self.soft_candidates:
+            return self.soft_reason or "the phase's candidates are spent"
+        if self.soft_gpu_seconds is not None and self.spent_s >= self.soft_gpu_seconds:
+            return self.soft_reason or "the phase's GPU-seconds are spent"
+        return self.hard_exhausted()
+
+    def hard_exhausted(self) -> str | None:
+        """Return why the whole budget is spent, or None."""
         if self.candidates is not None and self.charged >= self.candidates:
             return f"the candidate budget of {self.candidates} is spent"
         if self.gpu_seconds is not None and self.spent_s >= self.gpu_seconds:
@@ -109,11 +121,21 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """A version's gate result, what it cost, and whether it came from the cache."""
+    """A version's gate result, what it cost, whether it came from the cache, and the size it ran at.
+
+    `scale` is empty for the user's size and otherwise says which reduced problem ran (a screening result): only
+    a result at the user's size may make a version verified.
+    """
 
     result: VerificationResult
     cost_s: float
     cached: bool
+    scale: str = ""
+
+    @property
+    def screened(self) -> bool:
+        """Return whether this result comes from a reduced problem (it ranks candidates; it verifies nothing)."""
+        return bool(self.scale)
 
 
 @dataclass
@@ -130,39 +152,72 @@ class Evaluator:
     cancel: threading.Event = field(default_factory=threading.Event)
     on_result: Callable[[Version, Evaluation], None] | None = None
     seen: dict[str, Evaluation] = field(default_factory=dict)
+    screen: Screen | None = None
+    """When set, `evaluate` runs versions on this reduced problem (see `warpwise.search.screening`)."""
 
-    def spec_for(self, version: Version) -> ProblemSpec | None:
+    def spec_for(self, version: Version, base: ProblemSpec | None = None) -> ProblemSpec | None:
         """Return the spec a version runs under: the start's, with the version's launch override for problem files."""
-        if self.spec is None or version.launch is None or not version.launch.transforms:
-            return self.spec
-        run = self.spec.run
+        spec = base if base is not None else self.spec
+        if spec is None or version.launch is None or not version.launch.transforms:
+            return spec
+        run = spec.run
         if not run.problem_source:
-            return self.spec
+            return spec
         source = run.problem_source + "\n" + version.launch.source()
-        return dataclasses.replace(self.spec, run=dataclasses.replace(run, problem_source=source))
+        return dataclasses.replace(spec, run=dataclasses.replace(run, problem_source=source))
 
     def known(self, version: Version) -> Evaluation | None:
-        """Return the evaluation of a version already evaluated in this search."""
-        return self.seen.get(version.key)
+        """Return the evaluation of a version already evaluated in this search (at the size `evaluate` uses now)."""
+        return self.seen.get(self._key(version, self.screen))
 
-    def evaluate(self, version: Version) -> Evaluation | None:
-        """Return a version's evaluation (None when the search is cancelled or the verifier refused the job)."""
-        hit = self.seen.get(version.key)
+    @staticmethod
+    def _key(version: Version, screen: Screen | None) -> str:
+        return version.key if screen is None else f"{version.key}@{screen.label}"
+
+    def evaluate(self, version: Version, *, full: bool = False, screen: Screen | None = None) -> Evaluation | None:
+        """Return a version's evaluation (None when the search is cancelled or the verifier refused the job).
+
+        Versions run on the screening problem when one is set, unless `full` asks for the user's size; `screen`
+        names another reduced problem for this one evaluation.
+        """
+        scr = None if full else (screen or self.screen)
+        key = self._key(version, scr)
+        hit = self.seen.get(key)
         if hit is not None:
             return hit
         if self.cancel.is_set():
             return None
-        candidate = Candidate(
-            self.path, self.start.text, self.kernel, version.text, self.path, spec=self.spec_for(version)
-        )
+        spec = self.spec_for(version, scr.spec if scr is not None else None)
+        options = scr.options_for(self.options) if scr is not None else self.options
+        candidate = Candidate(self.path, self.start.text, self.kernel, version.text, self.path, spec=spec)
         t0 = time.perf_counter()
-        result = self.verifier.verify(candidate, self.options)
+        result = self.verifier.verify(candidate, options)
         wall = time.perf_counter() - t0
         if result is None:
             return None
         cost = self.budget.charge(result, wall)
-        ev = Evaluation(result, cost, bool(result.cached))
-        self.seen[version.key] = ev
+        ev = Evaluation(result, cost, bool(result.cached), scr.label if scr is not None else "")
+        self.seen[key] = ev
         if self.on_result is not None:
             self.on_result(version, ev)
         return ev
+
+
+@dataclass
+class Screen:
+    """A reduced problem that candidates are screened on, and the gate options screening jobs use.
+
+    Screening checks one seed (the user's size checks them all again before anything is verified) and stops
+    timing a candidate once it is clearly slower than `stop_below`, the best screened speedup so far.
+    """
+
+    spec: ProblemSpec
+    label: str
+    seeds: tuple[int, ...] = (0,)
+    stop_below: float | None = None
+
+    def options_for(self, options: Options) -> Options:
+        """Return the options of one screening job."""
+        return dataclasses.replace(
+            options, seeds=self.seeds[: len(options.seeds)] or options.seeds, stop_below=self.stop_below
+        )

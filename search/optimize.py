@@ -60,6 +60,8 @@ class OptimizeOptions:
     time_limit_s: float = 120.0
     gate_options: Options | None = None
     enabled_cards: set[str] | None = None
+    screen: bool = True
+    """Screen candidates on a reduced problem and confirm the best few at the user's size (`search.screening`)."""
     extra_sources: list[ActionSource] = field(default_factory=list)
 
     def options(self) -> Options:
@@ -204,7 +206,20 @@ def optimize(
     if llm_source is not None:
         llm_source.history = lambda: _history(search)
     try:
-        search.run()
+        reduced = None
+        if opts.screen and not opts.compile_only:
+            from warpwise.search.screening import choose_screen, run_screened
+
+            reduced, slog = choose_screen(evaluator)
+            notes += slog.notes
+        if reduced is not None:
+            run_screened(search, reduced, slog)
+            notes.append(
+                f"screening: {len(search.nodes)} versions evaluated, {len(slog.confirmed)} confirmed at the user's "
+                f"size (nodes {', '.join(map(str, slog.confirmed)) or 'none'})"
+            )
+        else:
+            search.run()
         best = _choose(search, thoughts, start.text, kernel)
     finally:
         if owned is not None:

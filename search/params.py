@@ -14,8 +14,17 @@
 - **Elements per thread.** The `one-element-per-thread` card's rewrite with a factor of 2 or 8 (the card itself
   uses 4), with the grid shrunk by the same factor (at the launch sites, or by a launch override).
 
-Vector widths and tile sizes are not offered separately: the vectorization card always uses 16-byte vectors and
-the tiling cards take the block's size, which the block-size action sets.
+- **Contraction tiles.** For a kernel the untiled-contraction card recognises as a naive matrix multiply, its
+  rewrite with each tile shape of the card's `TILE_CHOICES` (BM x BN outputs per block, BK-deep shared tiles,
+  TM x TN outputs per thread, launch bounds; two stages, double-buffered through registers): every variant is
+  exact (bit-identical to the naive loop, out-of-range tile entries are zeros) for any M, N and K. The grid of
+  output tiles is the rewrite's own: rewritten at the launch sites in the file, or a launch override for a
+  problem file's `launch(inputs)` (annotated kernels are not offered it: their `grid=` is not rewritten). The
+  prior is the card's (its evidence, or the ranking model's prediction), lowered by `TILE_DECAY` per place in
+  the card's order of measured tile shapes, so the search tries the measured best first.
+
+Vector widths are not offered separately: the vectorization card always uses 16-byte vectors and the tiling
+cards take the block's size, which the block-size action sets.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ ELEMENT_FACTORS = (2, 8)
 BLOCK_PRIOR = 0.3
 UNROLL_PRIOR = 0.25
 ELEMENTS_PRIOR = 0.3
+CONTRACTION_CARD = "untiled-contraction"
+TILE_DECAY = 0.04
 _BLOCKISH = re.compile(r"BLOCK|THREAD|TPB|NT$|^NT|BS$|^BS|BDIM|WG", re.I)
 _DIMS = "xyz"
 
@@ -68,10 +79,11 @@ def scaled_dims(body: str) -> tuple[bool, bool, bool]:
 class ParamActions:
     """Lists the parameter choices that can be set exactly in a version."""
 
-    def __init__(self, block: bool = True, unroll: bool = True, elements: bool = True) -> None:
+    def __init__(self, block: bool = True, unroll: bool = True, elements: bool = True, tiles: bool = True) -> None:
         self.block = block
         self.unroll = unroll
         self.elements = elements
+        self.tiles = tiles
 
     def actions(self, version: Version, ctx: SearchContext) -> list[Action]:
         """Return the parameter actions for a version."""
@@ -82,6 +94,96 @@ class ParamActions:
             out += self._unrolls(version, ctx)
         if self.elements:
             out += self._elements(version, ctx)
+        if self.tiles:
+            out += self._tiles(version, ctx)
+        return out
+
+    # -- contraction tiles ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _ranked(version: Version, ctx: SearchContext) -> tuple[float, str] | None:
+        """Return the ranking model's expected share of time saved by the contraction card here, if it predicts."""
+        if ctx.ranking is None:
+            return None
+        from warpwise.search.cards import _ranked
+        from warpwise.skills.engine import match_file
+
+        model, fn, _ = ctx.launch_model(version)
+        if fn is None:
+            return None
+        matches = [
+            m for m in match_file(model, ctx.library, {CONTRACTION_CARD}, ctx.target_sm) if m.function == ctx.kernel
+        ]
+        return _ranked(ctx, CONTRACTION_CARD, matches, model) if matches else None
+
+    def _tiles(self, version: Version, ctx: SearchContext) -> list[Action]:
+        from warpwise.search.cards import evidence_gain, prior_of
+        from warpwise.search.version import LaunchOverride, Transform
+
+        card = ctx.library.get(CONTRACTION_CARD) if ctx.library is not None else None
+        rules = getattr(card, "rules", None)
+        if card is None or rules is None or ctx.spec_source == "annotation":
+            return []
+        model, fn = ctx.function(version)
+        if fn is None:
+            return []
+        try:
+            c, _ = rules.recognise(model, fn)
+        except Exception:  # A recogniser that fails offers no tiles; the other actions are unaffected.
+            return []
+        if c is None:
+            return []
+        own_launches = bool(model.launches_of(ctx.kernel))
+        if ctx.spec_source == "problem_file" and own_launches:
+            return []  # The problem file launches the kernel; a launch site in the file would not be the one run.
+        gain, n = evidence_gain(card, ctx.kernel)
+        source = f"{n} evidence record{'s' if n != 1 else ''}"
+        predicted = self._ranked(version, ctx)
+        if predicted is not None:
+            gain, source = predicted
+        base = prior_of(gain, [])
+        out = []
+        for place, tiles in enumerate(rules.TILE_CHOICES):
+            if tiles.problems():
+                continue
+            try:
+                data = rules.rewrite_source(model, ctx.kernel, tiles)
+            except Exception:  # The same: a failing rewrite is no action.
+                continue
+            if data is None:
+                continue
+            text = data.decode("utf-8", "surrogateescape")
+            launch = version.launch
+            if ctx.spec_source == "problem_file":
+                changes = rules.launch_changes(c, fn, tiles)
+                if changes is None:
+                    continue
+                by = {(ch.part, ch.axis): ch.python for ch in changes}
+                code = (
+                    "def launch(inputs):\n"
+                    f"    return (({by['grid', 0]}, {by['grid', 1]}, 1), ({tiles.threads}, 1, 1), 0)\n"
+                )
+                label = f"grid of {tiles.bm}x{tiles.bn} output tiles, {tiles.threads} threads"
+                launch = (launch or LaunchOverride()).then(Transform("python", code=code, label=label))
+            elif not own_launches:
+                continue  # No launch in the file or a problem file to give the tiled grid to.
+            child = version.derive(text, launch, None)
+            prior = max(0.02, base - TILE_DECAY * place)
+            why = (
+                f"{c.layout} contraction `{c.a.name}` x `{c.b.name}`: {tiles.bm}x{tiles.bn} tiles, BK {tiles.bk}, "
+                f"{tiles.tm}x{tiles.tn} per thread, {tiles.threads} threads; the card's prior from {source}"
+            )
+            out.append(
+                Action(
+                    ActionKind.PARAM,
+                    f"param:tiles={tiles.key}",
+                    f"Tile the contraction {tiles.key}",
+                    prior,
+                    why,
+                    ready(child),
+                    CONTRACTION_CARD,
+                )
+            )
         return out
 
     # -- block size ----------------------------------------------------------------------------------------------

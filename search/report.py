@@ -110,6 +110,7 @@ def node_summary(node: Node) -> dict[str, Any]:
         "action": a.name if a is not None else "start",
         "title": a.title if a is not None else "starting kernel",
         "kind": a.kind.value if a is not None else "start",
+        "card": a.card if a is not None else None,
         "prior": round(a.prior, 3) if a is not None else None,
         "why": a.why if a is not None else "",
         "reward": round(node.reward.value, 4) if node.reward is not None else None,
@@ -118,11 +119,25 @@ def node_summary(node: Node) -> dict[str, Any]:
         "cached": ev.cached if ev is not None else False,
         **summary(ev.result if ev is not None else None),
     }
+    if ev is not None and ev.screened:
+        # A reduced problem's result ranks candidates; only the user's size verifies, so it never says "verified".
+        out["status"] = _screened_status(ev.result)
+        out["screened_at"] = ev.scale
+    if node.screening is not None:
+        out["screening"] = {"at": node.screening.scale, **summary(node.screening.result)}
+        out["screening"]["status"] = _screened_status(node.screening.result)
     if node.version.launch is not None and node.version.launch.transforms:
         out["launch"] = node.version.launch.summary
     if node.judge is not None:
         out["judge"] = node.judge
     return out
+
+
+def _screened_status(result: VerificationResult) -> str:
+    """Return a screening result's status: `screened_faster` when its timing cleared the spread, else the gate's."""
+    from warpwise.search.reward import measured_faster
+
+    return "screened_faster" if measured_faster(result) else f"screened_{result.status.value}"
 
 
 def rejected_summary(r: Rejected) -> dict[str, Any]:
@@ -229,7 +244,9 @@ class SearchReport:
             sp = n.get("speedup")
             spt = f"{sp['median']:.2f}x" if sp else "-"
             launch = f" (launch: {n['launch']})" if n.get("launch") else ""
-            out.append(f"{i}. {n['title']}{launch}: {n.get('status', '')} {spt}")
+            scr = n.get("screening")
+            at = f" (screened {scr['speedup']['median']:.2f}x at a reduced size)" if scr and scr.get("speedup") else ""
+            out.append(f"{i}. {n['title']}{launch}: {n.get('status', '')} {spt}{at}")
         if not self.path:
             out.append("(nothing)")
         if self.mode == "compile-only":
@@ -244,7 +261,11 @@ class SearchReport:
                 )
                 launch = f" (launch: {n['launch']})" if n.get("launch") else ""
                 out.append(f"- {n['title']}{launch} (node {n['id']}): {n.get('status')}: {res}")
-        losers = [n for n in self.nodes if n.get("status") not in ("verified", "no_gpu") and n["action"] != "start"]
+        losers = [
+            n
+            for n in self.nodes
+            if n.get("status") not in ("verified", "no_gpu", "screened_faster") and n["action"] != "start"
+        ]
         out += ["", "## Rejected branches", ""]
         if not losers and not self.rejected:
             out.append("(none)")

@@ -64,6 +64,28 @@ def profile_bonus(result: VerificationResult) -> float:
     return PROFILE_WEIGHT * max(-1.0, min(1.0, bonus))
 
 
+def measured_faster(result: VerificationResult) -> bool:
+    """Return whether a correct result's timing clears its spread in the candidate's favour.
+
+    For screening only: a reduced problem ranks candidates, so a result the gate declined to call verified for
+    reasons other than its timing (the GPU's clock or other processes moved during the measurement, timing stopped
+    early against a better candidate) still says which candidate is faster. Never used for the user's size.
+    """
+    s = result.speedup
+    ok = result.status in (Status.VERIFIED, Status.NOT_FASTER)
+    return ok and s is not None and s.clears_spread and s.median > 1.0
+
+
+def screening_reward(result: VerificationResult) -> Reward:
+    """Return the reward of a screening result: its measured gain whenever the timing clears the spread."""
+    r = reward_of(result)
+    if result.status is Status.NOT_FASTER and measured_faster(result):
+        assert result.speedup is not None
+        gain = time_saved(result.speedup.median)
+        return Reward(gain + profile_bonus(result), False, gain, f"faster {result.speedup.median:.3f}x")
+    return r
+
+
 def reward_of(result: VerificationResult) -> Reward:
     """Return the reward of a gate result (see the module docstring for the rules)."""
     status = result.status

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from warpwise.search.actions import Action, ActionKind, ActionSource
 from warpwise.search.context import SearchContext
 from warpwise.search.evaluate import Evaluation, Evaluator
-from warpwise.search.reward import Reward, reward_of
+from warpwise.search.reward import Reward, measured_faster, reward_of, screening_reward
 from warpwise.search.version import Version
 from warpwise.verify.types import Status
 
@@ -75,6 +75,8 @@ class Node:
     untried: list[Action] | None = None
     exhausted: bool = False
     judge: dict[str, str] | None = None
+    screening: Evaluation | None = None
+    """The screening result on a reduced problem, once `evaluation` holds the confirmation at the user's size."""
 
     @property
     def mean(self) -> float:
@@ -99,8 +101,20 @@ class Node:
         return self.evaluation.result.speedup.median
 
     @property
+    def screened(self) -> bool:
+        """Return whether this version's result comes from a reduced problem only (not yet confirmed)."""
+        return self.evaluation is not None and self.evaluation.screened
+
+    @property
     def verified(self) -> bool:
-        """Return whether the gate verified this version faster than the start."""
+        """Return whether the gate verified this version faster than the start, at the user's size."""
+        return self.status is Status.VERIFIED and not self.screened
+
+    @property
+    def faster(self) -> bool:
+        """Return whether the gate measured this version faster than the start (verified, or faster when screened)."""
+        if self.evaluation is not None and self.evaluation.screened:
+            return measured_faster(self.evaluation.result)
         return self.status is Status.VERIFIED
 
     def path(self) -> list[Node]:
@@ -215,6 +229,10 @@ class Search:
             return False
         node.evaluation = ev
         node.reward = reward_of(ev.result)
+        if ev.screened:
+            r = screening_reward(ev.result)
+            why = r.reason.replace("verified", "faster")
+            node.reward = Reward(r.value, r.terminal, r.gain, f"screened on a reduced problem: {why}")
         node.id = len(self.nodes)
         node.visits = 1
         node.total = node.reward.value
@@ -367,7 +385,7 @@ class Greedy(Search):
             child = self.expand(node)
             return child is not None or not self.stop_reason
         here = 1.0 if node is self.root else (node.speedup or 1.0)
-        better = [c for c in node.children if c.verified and (c.speedup or 0.0) > here]
+        better = [c for c in node.children if c.faster and (c.speedup or 0.0) > here]
         if not better or node.depth + 1 >= self.max_depth:
             return False
         self.current = max(better, key=lambda c: (c.speedup or 0.0, -c.id))

@@ -346,6 +346,7 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
                 f"profile={options.profile}",
                 options.arch or "",
                 *([f"tolerance={options.tolerance}"] if options.tolerance is not None else []),
+                *([f"stop_below={options.stop_below!r}"] if options.stop_below is not None else []),
                 " ".join(flags.common_options() + flags.nvrtc_flags + flags.nvcc_flags),
                 dev_o.text,
                 dev_c.text,

@@ -275,6 +275,9 @@ class Options(Plain):
     arch: str | None = None
     tolerance: tuple[float, float] | None = None
     """(rtol, atol) for float32 outputs (the editor's `verification.rtol` / `atol`); None keeps `TOLERANCES`."""
+    stop_below: float | None = None
+    """Stop timing once the candidate is clearly slower than this speedup over the original (a search's best so
+    far; the sequential sign test of `verify/worker/early_stop.py`). A result stopped early is never verified."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,6 +494,8 @@ class VerificationResult(Plain):
     signature: str = ""
     reported_status: str = ""
     reported_by: str = ""
+    stopped_after: int = 0
+    """Timed rounds after which timing stopped because the candidate was clearly below `Options.stop_below`."""
 
     @property
     def verified(self) -> bool:

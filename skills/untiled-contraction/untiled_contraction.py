@@ -50,6 +50,10 @@ Mono = tuple[str, ...]
 Poly = dict[Mono, int]
 
 FLOAT_NAMES = frozenset({"float"})
+HALF_TYPES = {"__half": "half", "half": "half", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
+"""Half-precision element types (their typedefs resolved) and what they are."""
+TO_FLOAT = {"__half2float": "half", "__bfloat162float": "bfloat16"}
+"""Conversions to float the accumulation may apply to each factor, and the type each takes."""
 _BUILTIN = re.compile(r"^(threadIdx|blockIdx|blockDim|gridDim)\.[xyz]$")
 _DEPTH = 24
 
@@ -131,6 +135,7 @@ class _Kernel:
         self.params = {p.name for p in fn.params}
         self.defs: dict[str, list[Node | None]] = {}
         self.decl_type: dict[str, str] = {}
+        self.conversion = ""
         self._collect(node.child_by_field_name("body"))
 
     def text(self, node: Node) -> str:
@@ -319,6 +324,12 @@ class Contraction:
     guard: str  # a C condition under which the store happens, in terms of i and j ("" for none)
     store: str  # the store statement as written
     body_span: tuple[int, int]  # absolute span of the kernel's body (the braces included)
+    convert: str = ""  # the conversion of half or bfloat16 operands to float (`__half2float`), "" for float ones
+
+    @property
+    def tile_type(self) -> str:
+        """Return the type the shared and register tiles hold: float (half operands are converted on load)."""
+        return "float" if self.convert else self.elem_type
 
     @property
     def layout(self) -> str:
@@ -441,9 +452,33 @@ def _acc_update(k: _Kernel, stmt: Node, acc: str) -> tuple[Node, Node] | None:
     if right.type != "binary_expression" or k.text(right.child_by_field_name("operator")) != "*":
         return None
     x, y = unparen(right.child_by_field_name("left")), unparen(right.child_by_field_name("right"))
-    if x.type != "subscript_expression" or y.type != "subscript_expression":
+    x, cx = _converted(k, x)
+    y, cy = _converted(k, y)
+    if x.type != "subscript_expression" or y.type != "subscript_expression" or cx != cy:
         return None
+    k.conversion = cx
     return x, y
+
+
+def _converted(k: _Kernel, node: Node) -> tuple[Node, str]:
+    """Return the operand inside a conversion to float (`__half2float(x)`, `(float)x`) and how it was converted.
+
+    The conversion is `""` for none, the function's name for a call, and `(float)` for a cast.
+    """
+    node = unparen(node)
+    if node.type == "call_expression":
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        items = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+        if fn is not None and k.text(fn) in TO_FLOAT and len(items) == 1:
+            return unparen(items[0]), k.text(fn)
+    if node.type == "cast_expression":
+        ty = node.child_by_field_name("type")
+        if ty is not None and _resolve_type(k.model, k.text(ty)) == "float":
+            value = node.child_by_field_name("value")
+            if value is not None:
+                return unparen(value), "(float)"
+    return node, ""
 
 
 def _subscript(k: _Kernel, node: Node) -> tuple[str, Node] | None:
@@ -746,11 +781,23 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
         _resolve_type(model, (fn.param(b.name).base_type if fn.param(b.name) else "")),
         _resolve_type(model, k.decl_type.get(acc, "")),
     }
-    if types != {"float"}:
-        return None, f"`{fn.name}` does not multiply float by float into a float accumulator `{acc}`"
+    in_types = list(types - {"float"})
+    conv = k.conversion
+    half = HALF_TYPES.get(in_types[0]) if len(in_types) == 1 else None
+    if types == {"float"} and conv in ("", "(float)"):
+        conv = ""
+    elif half is None or _resolve_type(model, k.decl_type.get(acc, "")) != "float" or conv == "":
+        return None, (
+            f"`{fn.name}` multiplies neither float by float nor half or bfloat16 converted to float (with "
+            f"`__half2float`, `__bfloat162float` or a cast) into a float accumulator `{acc}`"
+        )
+    elif conv != "(float)" and TO_FLOAT[conv] != half:
+        return None, f"`{fn.name}` converts its {half} operands with `{conv}`"
     pa = fn.param(a.name)
     assert pa is not None
     elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b", " ", pa.base_type).strip()
+    if conv:
+        conv = {"half": "__half2float", "bfloat16": "__bfloat162float"}[half or "half"]
     return (
         Contraction(
             kernel=fn.name,
@@ -770,6 +817,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
             guard=" && ".join(f"({g})" for g in scan.guards),
             store=k.text(store_stmt),
             body_span=(body.start_byte, body.end_byte),
+            convert=conv,
         ),
         "",
     )
@@ -829,6 +877,11 @@ TILE_CHOICES = (
 )
 
 
+def _conv(conv: str, value: str) -> str:
+    """Return a value converted to float by `conv` (unchanged when there is no conversion)."""
+    return f"{conv}({value})" if conv else value
+
+
 def _operand_loads(c: Contraction, op: Operand, which: str, t: Tiles) -> tuple[str, str, str]:
     """Return (declarations, the prefetch of the next tile into registers, the store of them into shared memory)."""
     outer = t.bm if which == "A" else t.bn
@@ -839,7 +892,8 @@ def _operand_loads(c: Contraction, op: Operand, which: str, t: Tiles) -> tuple[s
     reg = f"ww_{which.lower()}_reg"
     sm = f"ww_{which}s"
     lay = op.layout
-    decl = f"  {c.elem_type} {reg}[{4 * loads}];\n"
+    decl = f"  {c.tile_type} {reg}[{4 * loads}];\n"
+    conv = c.convert
     fetch = []
     store = []
     for v in range(loads):
@@ -865,9 +919,20 @@ def _operand_loads(c: Contraction, op: Operand, which: str, t: Tiles) -> tuple[s
             cond_all = f"ww_o < {ob} && ww_kk + 3 < ww_K"
             cond_e = [f"ww_o < {ob} && ww_kk + {e} < ww_K" for e in range(4)]
         scalar = "".join(
-            f"        {reg}[{4 * v + e}] = {cond_e[e]} ? {op.name}[ww_base + {e} * {step}] : 0.0f;\n" for e in range(4)
+            f"        {reg}[{4 * v + e}] = {cond_e[e]} ? {_conv(conv, f'{op.name}[ww_base + {e} * {step}]')} : 0.0f;\n"
+            for e in range(4)
         )
-        if lay in ("o", "k"):
+        if lay in ("o", "k") and conv:
+            # Four half-precision values in one 8-byte load, each converted to float exactly.
+            fetch.append(
+                f"      if (ww_vec_{which} && {cond_all}) {{\n"
+                f"        const uint2 ww_v = *reinterpret_cast<const uint2 *>({op.name} + ww_base);\n"
+                f"        const {c.elem_type} *ww_h = reinterpret_cast<const {c.elem_type} *>(&ww_v);\n"
+                f"        {reg}[{4 * v}] = {conv}(ww_h[0]); {reg}[{4 * v + 1}] = {conv}(ww_h[1]);"
+                f" {reg}[{4 * v + 2}] = {conv}(ww_h[2]); {reg}[{4 * v + 3}] = {conv}(ww_h[3]);\n"
+                f"      }} else {{\n{scalar}      }}\n"
+            )
+        elif lay in ("o", "k"):
             fetch.append(
                 f"      if (ww_vec_{which} && {cond_all}) {{\n"
                 f"        const float4 ww_v = *reinterpret_cast<const float4 *>({op.name} + ww_base);\n"
@@ -902,7 +967,8 @@ def generate_body(c: Contraction, t: Tiles, indent: str = "  ") -> str:
         lead = {"k": f"ww_{which.lower()}_o", "o": f"ww_{which.lower()}_k"}.get(op.layout)
         if lead is None:
             return "false"
-        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % 4 == 0)"
+        width = 8 if c.convert else 16
+        return f"(reinterpret_cast<unsigned long long>({op.name}) % {width} == 0) && ({lead} % 4 == 0)"
 
     epi_guard = c.guard or "true"
     lines = f"""{{
@@ -916,8 +982,8 @@ def generate_body(c: Contraction, t: Tiles, indent: str = "  ") -> str:
   const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
   const bool ww_vec_A = {vec_test(c.a, "A")};
   const bool ww_vec_B = {vec_test(c.b, "B")};
-  __shared__ alignas(16) {c.elem_type} ww_As[2][{t.bk}][{t.bm} + 4];
-  __shared__ alignas(16) {c.elem_type} ww_Bs[2][{t.bk}][{t.bn} + 4];
+  __shared__ alignas(16) {c.tile_type} ww_As[2][{t.bk}][{t.bm} + 4];
+  __shared__ alignas(16) {c.tile_type} ww_Bs[2][{t.bk}][{t.bn} + 4];
   const int ww_tid = threadIdx.x;
   const int ww_ty = ww_tid / {tx_count};
   const int ww_tx = ww_tid % {tx_count};

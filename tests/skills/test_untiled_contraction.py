@@ -34,11 +34,14 @@ STYLES = {
     "pos_transposed_b.cu": ("gemm_nt", "NT", "row", "col", "kk", "M", "N", "K"),
     "pos_alpha_beta_tn.cu": ("sgemm_tn_alpha_beta", "TN", "m", "n", "k", "M", "N", "K"),
     "pos_while_tt.cu": ("mm_while_tt", "TT", "i", "j", "k", "M", "N", "K"),
+    "pos_half_nn.cu": ("hgemm_nn", "NN", "row", "col", "k", "M", "N", "K"),
+    "pos_bf16_nt_cast.cu": ("bgemm_nt", "NT", "i", "j", "k", "M", "N", "K"),
 }
 NEAR_MISSES = {
     "neg_data_bound.cu": "bound that every thread shares",
     "neg_atomic.cu": "no accumulator",
     "neg_nonaffine.cu": "affine",
+    "neg_half_product.cu": "is not `acc += A[..] * B[..]`",
 }
 
 

@@ -49,8 +49,11 @@ from warpwise.verify.types import (
     Side,
     Timing,
 )
+from warpwise.verify.worker import early_stop
 
 CANARY_BYTES = 64 * 1024
+ESTIMATE_LONG_MS = 20.0
+"""A kernel whose first timed run takes this long is estimated from that one run (short ones from five)."""
 CANARY_BYTE = 0xCB
 
 _TORCH_DTYPES: dict[str, torch.dtype] = {
@@ -472,10 +475,15 @@ def time_pair(
     rep_ms: float,
     min_reps: int,
     max_reps: int,
+    stop_below: tuple[str, str, float] | None = None,
+    info: dict[str, Any] | None = None,
 ) -> dict[str, Timing]:
     """Time several kernels interleaved (order rotated each round), L2 flushed before every run.
 
     The runs should share their buffers, so that no kernel is favoured by where its memory happens to lie.
+    `stop_below = (original, candidate, target)` stops the rounds early once the candidate's speedup over the
+    original is clearly below `target` (the sequential sign test of `early_stop`); `info["stopped_after"]` then
+    holds the number of rounds measured.
     """
     names = list(runs)
     est: dict[str, float] = {}
@@ -484,13 +492,17 @@ def time_pair(
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         device.launch(kernel, geom, values, name)
         device.sync_stream(name)
-        start.record()
-        for _ in range(5):
+        # One run estimates a long kernel well enough (20 ms is far above the event resolution); short ones get 5.
+        total, count = 0.0, 0
+        while count < 5 and not (count and total >= ESTIMATE_LONG_MS):
+            start.record()
             device.flush_l2()
             device.launch(kernel, geom, values, name)
-        end.record()
-        device.sync_stream(name)
-        est[name] = max(start.elapsed_time(end) / 5, 1e-3)
+            end.record()
+            device.sync_stream(name)
+            total += start.elapsed_time(end)
+            count += 1
+        est[name] = max(total / count, 1e-3)
     per_round = sum(est.values())
     n_warm = max(1, int(warmup_ms / per_round))
     n_rep = max(min_reps, min(max_reps, int(rep_ms / per_round)))
@@ -510,6 +522,15 @@ def time_pair(
             device.launch(kernel, geom, values, name)
             end.record()
             events[name].append((start, end))
+        if stop_below is not None and early_stop.look_index(i + 1) is not None:
+            device.sync_device("timing")
+            orig, cand, target = stop_below
+            o = [a.elapsed_time(b) for a, b in events[orig]]
+            c = [a.elapsed_time(b) for a, b in events[cand]]
+            if early_stop.clearly_below(o, c, target):
+                if info is not None:
+                    info["stopped_after"] = i + 1
+                break
     device.sync_stream("timing")
     device.sync_device("timing")
     return {n: _quantiles([a.elapsed_time(b) for a, b in events[n]]) for n in names}

@@ -383,7 +383,11 @@ def check_and_time(
     for attempt in range(1, TIMING_ATTEMPTS + 1):
         _prewarm(device, runs["original"], max(PREWARM_MS, opts.warmup_ms))
         with gpu_state.Sampler(reader, why_none) as sampler:
-            timings = time_pair(device, runs, opts.warmup_ms, opts.rep_ms, opts.min_reps, opts.max_reps)
+            stop = ("original", "candidate", opts.stop_below) if opts.stop_below is not None else None
+            info: dict[str, Any] = {}
+            timings = time_pair(
+                device, runs, opts.warmup_ms, opts.rep_ms, opts.min_reps, opts.max_reps, stop_below=stop, info=info
+            )
         conditions = sampler.conditions(attempt, tuple(retried))
         why = gpu_state.unsettled(conditions)
         if not why:
@@ -403,8 +407,18 @@ def check_and_time(
         if status is Status.VERIFIED:
             status = Status.NOT_FASTER
             msg += ", so it is not called verified"
+    stopped = int(info.get("stopped_after", 0))
+    if stopped:
+        # A candidate stopped early is known to be slower than the target; it is never called verified.
+        status = Status.NOT_FASTER
+        ratio = timings["original"].median_ms / timings["candidate"].median_ms
+        msg = (
+            f"correct; timing stopped after {stopped} rounds: {ratio:.2f}x is clearly below the "
+            f"{opts.stop_below:.2f}x to beat (sequential sign test), so it is not called verified"
+        )
     res = _finish(base, status, msg, t0, build_s, check_s, time_s, seeds=tuple(checked))
     return res.with_(
+        stopped_after=stopped,
         original_timing=timings["original"],
         candidate_timing=timings["candidate"],
         control_timing=timings["control"],

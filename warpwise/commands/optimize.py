@@ -44,6 +44,11 @@ def _add_optimize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--llm-rounds", type=int, default=3, metavar="N", help="LLM edits to ask for at most (default 3)")
     p.add_argument("--no-lineage", action="store_true", help="do not follow expert lineages")
     p.add_argument("--no-params", action="store_true", help="do not try parameter choices")
+    p.add_argument(
+        "--no-screen",
+        action="store_true",
+        help="time every candidate at the problem's own size (no screening on a reduced problem)",
+    )
     p.add_argument("--profile", action="store_true", help="profile candidates (shapes the reward; slower)")
     p.add_argument("--seed", type=int, default=0, help="random seed (ties and the random strategy)")
     p.add_argument("--exploration", type=float, metavar="C", help="UCT exploration constant (default 0.5)")
@@ -100,6 +105,7 @@ def _run_optimize(args: argparse.Namespace) -> int:
         exploration=args.exploration,
         max_depth=args.max_depth,
         lineage=not args.no_lineage,
+        screen=not args.no_screen,
         params=not args.no_params,
         llm=llm,
         llm_rounds=args.llm_rounds,
