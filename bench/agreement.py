@@ -87,29 +87,24 @@ def editor_order(text: bytes, path: str, kernel: str, model: Any) -> tuple[list[
     return order, without_fix
 
 
-def loro_models(repos: set[str]) -> dict[str, Any]:
+def loro_models(models: Path | None) -> dict[str, Any]:
     """Return, per public repository, the ranking trained on every committed example except that repository's.
 
     The committed evidence includes the public lineages' records (`bench/public_steps.py --write`); a step of a
-    repository is then ordered by a model that never saw that repository (leave-one-repository-out).
+    repository is then ordered by a model that never saw that repository (leave-one-repository-out). `models` is
+    the folder `bench/public_ranking.py --models` kept them in (read when trained on the same examples).
     """
     from warpwise.ranking import dataset
-    from warpwise.ranking.model import train
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from public_ranking import repo_of
+    from public_ranking import loro_models as train_loro
 
     ts = dataset.build(ROOT)
-    labelled = ts.labelled
-    out = {}
-    for repo in sorted(repos):
-        print(f"training without {repo}", file=sys.stderr, flush=True)
-        out[repo] = train([e for e in labelled if repo_of(e.source) != repo], ts.gpus)
-    return out
+    return train_loro(ts.examples, ts.gpus, models)
 
 
 def score(
-    mirrors: Path, index: Path, changes: Path, model_path: Path | None, loro: bool = False
+    mirrors: Path, index: Path, changes: Path, model_path: Path | None, loro: bool = False, models: Path | None = None
 ) -> tuple[list[StepResult], dict[str, Any]]:
     """Return every mapped step's result and what was used (commits, model)."""
     from warpwise.lineages.public_index import PublicIndexError, load_changes, load_index, version_text
@@ -120,7 +115,7 @@ def score(
     cmap = load_changes(changes)
     builtin = {c.skill_id for c in builtin_library()}
     model = load_model(model_path or DEFAULT_MODEL)
-    per_repo = loro_models({li.repo for li in lineages}) if loro else {}
+    per_repo = loro_models(models) if loro else {}
     results: list[StepResult] = []
     unmapped: list[str] = []
     for li in lineages:
@@ -286,10 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--changes", type=Path, default=ROOT / "lineages" / "public" / "expert_changes.yaml")
     ap.add_argument("--model", type=Path, default=None, help="ranking model file (default: the shipped model)")
     ap.add_argument("--loro", action="store_true", help="per repository, a model retrained without it")
+    ap.add_argument("--loro-models", type=Path, help="folder of those models (bench/public_ranking.py --models)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--date", default=_dt.date.today().isoformat())
     args = ap.parse_args(argv)
-    results, meta = score(args.mirrors, args.index, args.changes, args.model, args.loro)
+    results, meta = score(args.mirrors, args.index, args.changes, args.model, args.loro, args.loro_models)
     rows = [{**asdict(r), "top1": r.top1, "top3": r.top3} for r in results]
     doc = {
         "date": args.date,

@@ -461,6 +461,65 @@ def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def summary(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return one row per repository: versions, what ran, steps timed, faster/slower, explained, GPU-seconds."""
+    from warpwise.lineages.public_index import load_index
+
+    rows = []
+    index = load_index()
+    for repo, rd in doc["repositories"].items():
+        lis = [li for li in index if li.repo == repo]
+        versions = [v for li in lis for v in li.versions]
+        ids = {f"{li.id}/{v.id}" for li in lis for v in li.versions}
+        rs = [r for k, r in doc["by_id"].items() if k in ids]
+        rewrites = [r for k, r in doc["by_id"].items() if "+" in k and k.split("+", 1)[0] in ids]
+        steps = [s for s in doc["steps"] if s["repo"] == repo]
+        timed = [s for s in steps if "speedup" in s]
+        logs = [math.log(s["speedup"]["median"]) for s in timed]
+        rows.append(
+            {
+                "repo": repo,
+                "commit": rd.get("commit"),
+                "versions_indexed": len(versions),
+                "sent": len(rs),
+                "correct": sum(r["status"] == "ok" for r in rs),
+                "compile_failed": sum(r["status"] == "compile_failed" for r in rs),
+                "incorrect": sum(r["status"] == "incorrect" for r in rs),
+                "other": sum(r["status"] not in ("ok", "compile_failed", "incorrect") for r in rs),
+                "steps": len(steps),
+                "timed": len(timed),
+                "faster": sum(s["measured"] == "faster" for s in timed),
+                "slower": sum(s["measured"] == "slower" for s in timed),
+                "within_spread": sum(s["measured"] == "within spread" for s in timed),
+                "geomean_step": round(math.exp(sum(logs) / len(logs)), 3) if logs else None,
+                "explained": sum(s["explanation"] == "explained" for s in steps),
+                "no_card": sum(s["explanation"] == "no card" for s in steps),
+                "rewrites_run": len(rewrites),
+                "rewrites_faster": sum(1 for s in steps for r in s["rewrites"] if r.get("measured") == "faster"),
+                "gpu_seconds": round(sum(r.get("seconds", 0.0) for r in rs + rewrites), 1),
+            }
+        )
+    return rows
+
+
+def summary_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the per-repository summary table."""
+    out = [
+        "| repository | versions indexed | sent / correct / no build / wrong / other | steps (timed) | faster / slower "
+        "/ within | geomean step | explained by a card / no card | our rewrites run (faster) | GPU-s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        gm = f"{r['geomean_step']}x" if r["geomean_step"] else "-"
+        out.append(
+            f"| {r['repo']} | {r['versions_indexed']} | {r['sent']} / {r['correct']} / {r['compile_failed']} / "
+            f"{r['incorrect']} / {r['other']} | {r['steps']} ({r['timed']}) | {r['faster']} / {r['slower']} / "
+            f"{r['within_spread']} | {gm} | {r['explained']} / {r['no_card']} | {r['rewrites_run']} "
+            f"({r['rewrites_faster']}) | {r['gpu_seconds']} |"
+        )
+    return out
+
+
 def _sp(sp: dict[str, float] | None) -> str:
     return f"{sp['median']:.3g}x ({sp['low']:.3g}..{sp['high']:.3g})" if sp else "not measured"
 
@@ -490,6 +549,13 @@ def steps_markdown(
         "`explained`: a built-in card the mapping names matches version k and no longer matches k+1 (the structural "
         "diff of the cards' matches); `named, pattern kept`: it matches both; `named, not detected`: no named card "
         "matches k (a matcher gap); `no card`: only proposed cards or none are named.",
+        "",
+        "## Per repository",
+        "",
+        *summary_markdown(summary(doc)),
+        "",
+        "GPU-s: the seconds the batch's child processes spent on the repository's entries (build, checks, timing), "
+        "not counting the machine's start.",
         "",
         "## Steps",
         "",
@@ -649,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         **meta,
         "repositories": doc["repositories"],
         "expert_steps": doc["steps"],
+        "summary": summary(doc),
         "proposed": props,
         "admission": adm,
     }
