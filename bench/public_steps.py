@@ -176,8 +176,11 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
                 "status_before": ra["status"] if ra else "not run",
                 "status_after": rb["status"] if rb else "not run",
             }
+            if ta:
+                row["ms_before"] = round(ta["median_ms"], 5)
+            if tb:
+                row["ms_after"] = round(tb["median_ms"], 5)
             if ta and tb:
-                row["ms_before"], row["ms_after"] = round(ta["median_ms"], 5), round(tb["median_ms"], 5)
                 row["speedup"] = ratio(ta, tb)
                 row["measured"] = verdict(row["speedup"])
             ma, mb = _matched(mirrors, li, a, texts), _matched(mirrors, li, b, texts)
