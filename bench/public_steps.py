@@ -154,6 +154,7 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
             {"lineage": li.id, "repo": li.repo, "commit": li.commit, "family": li.family, "versions": versions}
         )
         texts: dict[str, tuple[Any, Any, list[Any]] | None] = {}
+        signatures = input_signatures(li.problem)
 
         for a, b in li.steps():
             ra, rb = by_id.get(f"{li.id}/{a.id}"), by_id.get(f"{li.id}/{b.id}")
@@ -180,7 +181,11 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
                 row["ms_before"] = round(ta["median_ms"], 5)
             if tb:
                 row["ms_after"] = round(tb["median_ms"], 5)
-            if ta and tb:
+            same_inputs = signatures.get(f"{li.id}/{a.id}") == signatures.get(f"{li.id}/{b.id}")
+            row["same_inputs"] = same_inputs
+            if ta and tb and not same_inputs:
+                row["status_after"] += " (other inputs than k: not compared)"
+            if ta and tb and same_inputs:
                 row["speedup"] = ratio(ta, tb)
                 row["measured"] = verdict(row["speedup"])
             ma, mb = _matched(mirrors, li, a, texts), _matched(mirrors, li, b, texts)
@@ -249,6 +254,28 @@ def _facts(feats: dict[str, Any]) -> dict[str, Any]:
         num = f.get("numeric", {})
         return {k: num[k] for k in FACTS if k in num and num[k] == num[k]}
     return {}
+
+
+def input_signatures(problem: str | None) -> dict[str, Any]:
+    """Return, per variant of a problem file, what its inputs are made from (versions with different inputs differ).
+
+    A variant that brings its own `make_inputs` (a closure over its sizes) or `SIZES` runs on other inputs than
+    the problem's default; two versions are comparable only when their signatures are equal.
+    """
+    if not problem:
+        return {}
+    path = PUBLIC / "problems" / f"{problem}.problem.py"
+    ns: dict[str, Any] = {"__name__": "warpwise_problem", "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), ns)
+    out: dict[str, Any] = {}
+    for key, spec in ns.get("VARIANTS", {}).items():
+        fn = spec.get("make_inputs")
+        made = None
+        if fn is not None:
+            cells = tuple(repr(c.cell_contents) for c in (getattr(fn, "__closure__", None) or ()))
+            made = (getattr(fn, "__qualname__", repr(fn)), cells)
+        out[key] = (made, repr(spec.get("SIZES")))
+    return out
 
 
 def _matched(mirrors: Path, li: Any, v: Any, cache: dict[str, Any]) -> tuple[Any, Any, list[Any]] | None:
