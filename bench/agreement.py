@@ -99,7 +99,7 @@ def loro_models(models: Path | None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "bench"))
     from public_ranking import loro_models as train_loro
 
-    ts = dataset.build(ROOT)
+    ts = dataset.build(ROOT, include_public=True)
     return train_loro(ts.examples, ts.gpus, models)
 
 

@@ -529,8 +529,13 @@ def build(
     cache: Any = None,
     result_globs: Iterable[str] = RESULT_GLOBS,
     include_cards: bool = True,
+    include_public: bool = False,
 ) -> TrainingSet:
-    """Return the training set from every evidence record under `root` (and the cache, when one is given)."""
+    """Return the training set from every evidence record under `root` (and the cache, when one is given).
+
+    The public lineages' records (`public:` files, issue 21) come in only with `include_public`: the shipped
+    default model is not yet retrained on them (bench/public_ranking.py evaluates models that are).
+    """
     from warpwise.analyzers.build import analyze_text
     from warpwise.skills.engine import match_file
     from warpwise.skills.library import builtin_library
@@ -542,6 +547,8 @@ def build(
     records = result_file_records(root, result_globs)
     ts.sources["result files"] = len(records)
     from_cards = card_records(lib, root) if include_cards else []
+    if not include_public:
+        from_cards = [r for r in from_cards if not r.file.startswith(PUBLIC_PREFIX)]
     ts.sources["card evidence records"] = len(from_cards)
     records += from_cards
     if cache is not None:

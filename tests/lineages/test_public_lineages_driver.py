@@ -219,6 +219,6 @@ def test_a_child_that_dies_costs_only_its_entry(tmp_path: Path) -> None:
     carry.mkdir()
     entries = [{"id": f"x/{i}", "repo": "toy/lineage", "lineage": "x", "version": str(i), "index": i} for i in range(2)]
     (carry / "manifest.json").write_text(json.dumps({"entries": entries, "not_run": []}))
-    results, _ = driver._measure_all(carry, entries, per_entry_s=60, budget_s=120)
+    results, _ = driver._measure_all(carry, entries, per_entry_s=300, budget_s=900)
     assert [r["id"] for r in results] == ["x/0", "x/1"]
     assert {r["status"] for r in results} <= {"crashed", "failed", "timed_out"}

@@ -138,7 +138,8 @@ def test_public_lineage_records_use_their_stored_features(tmp_path: Path) -> Non
         SimpleNamespace(skill_id="scalar-global-access", header=SimpleNamespace(evidence=[bound])),
         SimpleNamespace(skill_id="missing-restrict", header=SimpleNamespace(evidence=[other])),
     ]
-    ts = dataset.build(tmp_path, library=library)
+    assert dataset.build(tmp_path, library=library).examples == []  # not in the shipped set yet
+    ts = dataset.build(tmp_path, library=library, include_public=True)
     (example,) = ts.examples
     assert example.card == "scalar-global-access" and example.operator == "elementwise"
     assert example.outcome.status == "verified" and example.features == feats
