@@ -10,9 +10,9 @@ expected gain first, unranked ones next, predicted losers last), ties in the ord
 card id). Cards appear once, at their first quick fix. A step is a hit at k when one of its mapped card ids is among
 the first k cards.
 
-The ranking is the package's shipped model (`ranking/default_model.json`, trained on our own suite and corpus and
-never on these repositories) unless `--model` names another, so nothing here is trained on the lineages and no
-leave-one-repository-out split is needed; a model retrained on this evidence must be evaluated with one.
+The ranking is the package's shipped model (`ranking/default_model.json`) unless `--model` names another. Once
+the shipped model is trained on these lineages' evidence too, use `--loro`: each repository's steps are ordered by
+a model retrained on the committed evidence without that repository (leave-one-repository-out).
 
 Recall is reported over the optimisation steps (steps marked `refactor` or `correctness` are left out; `slower`
 steps stay in), per repository and per kernel family; beside it, recall over the steps that some built-in card
@@ -87,8 +87,24 @@ def editor_order(text: bytes, path: str, kernel: str, model: Any) -> tuple[list[
     return order, without_fix
 
 
+def loro_models(models: Path | None) -> dict[str, Any]:
+    """Return, per public repository, the ranking trained on every committed example except that repository's.
+
+    The committed evidence includes the public lineages' records (`bench/public_steps.py --write`); a step of a
+    repository is then ordered by a model that never saw that repository (leave-one-repository-out). `models` is
+    the folder `bench/public_ranking.py --models` kept them in (read when trained on the same examples).
+    """
+    from warpwise.ranking import dataset
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from public_ranking import loro_models as train_loro
+
+    ts = dataset.build(ROOT, include_public=True)
+    return train_loro(ts.examples, ts.gpus, models)
+
+
 def score(
-    mirrors: Path, index: Path, changes: Path, model_path: Path | None
+    mirrors: Path, index: Path, changes: Path, model_path: Path | None, loro: bool = False, models: Path | None = None
 ) -> tuple[list[StepResult], dict[str, Any]]:
     """Return every mapped step's result and what was used (commits, model)."""
     from warpwise.lineages.public_index import PublicIndexError, load_changes, load_index, version_text
@@ -99,6 +115,7 @@ def score(
     cmap = load_changes(changes)
     builtin = {c.skill_id for c in builtin_library()}
     model = load_model(model_path or DEFAULT_MODEL)
+    per_repo = loro_models(models) if loro else {}
     results: list[StepResult] = []
     unmapped: list[str] = []
     for li in lineages:
@@ -112,7 +129,7 @@ def score(
             r.expected_builtin = [c for c in change.cards if c in builtin]
             try:
                 text = version_text(mirrors, li, a)
-                r.order, r.matched_without_fix = editor_order(text, a.file, a.kernel, model)
+                r.order, r.matched_without_fix = editor_order(text, a.file, a.kernel, per_repo.get(li.repo, model))
             except PublicIndexError as exc:
                 r.error = str(exc)
             ranks = [r.order.index(c) + 1 for c in r.expected_builtin if c in r.order]
@@ -120,8 +137,12 @@ def score(
             results.append(r)
     meta = {
         "repositories": {li.repo: li.commit for li in lineages},
-        "model": str(model_path or DEFAULT_MODEL.relative_to(ROOT)),
-        "model_version": getattr(model, "version", None),
+        "model": (
+            "leave-one-repository-out: per repository, retrained on the committed evidence without it"
+            if loro
+            else str(model_path or DEFAULT_MODEL.relative_to(ROOT))
+        ),
+        "model_version": ({k: v.version for k, v in per_repo.items()} if loro else getattr(model, "version", None)),
         "unmapped_steps": unmapped,
     }
     return results, meta
@@ -259,10 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index", type=Path, default=ROOT / "lineages" / "public" / "INDEX.yaml")
     ap.add_argument("--changes", type=Path, default=ROOT / "lineages" / "public" / "expert_changes.yaml")
     ap.add_argument("--model", type=Path, default=None, help="ranking model file (default: the shipped model)")
+    ap.add_argument("--loro", action="store_true", help="per repository, a model retrained without it")
+    ap.add_argument("--loro-models", type=Path, help="folder of those models (bench/public_ranking.py --models)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--date", default=_dt.date.today().isoformat())
     args = ap.parse_args(argv)
-    results, meta = score(args.mirrors, args.index, args.changes, args.model)
+    results, meta = score(args.mirrors, args.index, args.changes, args.model, args.loro, args.loro_models)
     rows = [{**asdict(r), "top1": r.top1, "top3": r.top3} for r in results]
     doc = {
         "date": args.date,

@@ -45,6 +45,9 @@ MEASURED = frozenset({"verified", "not_faster"})
 ROW_LISTS = ("results", "steps", "roundtrips", "records")
 CACHE_SOURCE = "verification cache"
 RESULT_GLOBS = ("bench/results/*.json", "lineages/**/*.json")
+# A record's file on a public repository (issue 21): `public:<owner>/<name>@<commit>:<path>`.
+PUBLIC_PREFIX = "public:"
+PUBLIC_FEATURES = Path("lineages") / "public" / "features.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +195,10 @@ class _Record:
     outcome: Outcome
     # The code the card's rewrite applied to, when it is not the named file as committed (a lineage step).
     text: str | None = None
+    # A public lineage's record (`public:` file): the features computed from the mirror when it was mined, and the
+    # operator (its family); the public code is not in the repository to be analysed again.
+    features: Mapping[str, Any] | None = None
+    operator: str | None = None
 
 
 _LINEAGE_REF = re.compile(r"^lineage (\S+) K(\d+) (\S+)$")
@@ -353,10 +360,21 @@ def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list
     return out
 
 
+def public_features(root: Path) -> dict[str, Any]:
+    """Return the features of version k per public lineage record (`source|card`), as mined from the mirrors.
+
+    `lineages/public/features.json` (written by `bench/public_steps.py --write`): public code is not in the
+    repository, so the features its records need are stored beside the index instead of re-derived.
+    """
+    doc = _load_json(root / PUBLIC_FEATURES)
+    return doc.get("features", {}) if isinstance(doc, dict) else {}
+
+
 def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
     """Return the evidence records on the cards that name their source file."""
     out: list[_Record] = []
     lineages: dict[str, Any] = {}
+    pf = public_features(root)
     for card in sorted(library, key=lambda c: c.skill_id):
         for rec in card.header.evidence:
             ctx = dict(rec.context or {})
@@ -380,7 +398,20 @@ def card_records(library: Any, root: Path = Path(".")) -> list[_Record]:
             if ctx.get("noise") is not None:
                 oc = replace(oc, noise=_num(ctx.get("noise")))
             text = lineage_text(root, rec.source, lineages) if rec.source.startswith("lineage ") else None
-            out.append(_Record(rec.source, str(file), rec.kernel, card.skill_id, rec.gpu, oc, text))
+            feats = pf.get(f"{rec.source}|{card.skill_id}") if str(file).startswith(PUBLIC_PREFIX) else None
+            out.append(
+                _Record(
+                    rec.source,
+                    str(file),
+                    rec.kernel,
+                    card.skill_id,
+                    rec.gpu,
+                    oc,
+                    text,
+                    feats if isinstance(feats, Mapping) else None,
+                    rec.operator if str(file).startswith(PUBLIC_PREFIX) else None,
+                )
+            )
     return out
 
 
@@ -498,8 +529,13 @@ def build(
     cache: Any = None,
     result_globs: Iterable[str] = RESULT_GLOBS,
     include_cards: bool = True,
+    include_public: bool = False,
 ) -> TrainingSet:
-    """Return the training set from every evidence record under `root` (and the cache, when one is given)."""
+    """Return the training set from every evidence record under `root` (and the cache, when one is given).
+
+    The public lineages' records (`public:` files, issue 21) come in only with `include_public`: the shipped
+    default model is not yet retrained on them (bench/public_ranking.py evaluates models that are).
+    """
     from warpwise.analyzers.build import analyze_text
     from warpwise.skills.engine import match_file
     from warpwise.skills.library import builtin_library
@@ -511,6 +547,8 @@ def build(
     records = result_file_records(root, result_globs)
     ts.sources["result files"] = len(records)
     from_cards = card_records(lib, root) if include_cards else []
+    if not include_public:
+        from_cards = [r for r in from_cards if not r.file.startswith(PUBLIC_PREFIX)]
     ts.sources["card evidence records"] = len(from_cards)
     records += from_cards
     if cache is not None:
@@ -547,6 +585,25 @@ def build(
             measured.add(same)
         if rec.source != CACHE_SOURCE:
             committed.add(pair)
+        if rec.file.startswith(PUBLIC_PREFIX):
+            # Public code is read from mirrors when mined, never stored: the record carries the features of the
+            # card's matches in version k, or none when the card did not bind there.
+            if rec.features is None:
+                ts.unbound.append(f"{rec.source}: `{rec.card}` does not bind in `{rec.kernel}` of {rec.file}; left out")
+                continue
+            ts.examples.append(
+                Example(
+                    rec.source,
+                    rec.file,
+                    rec.kernel,
+                    rec.card,
+                    rec.operator or rec.kernel,
+                    rec.gpu,
+                    rec.outcome,
+                    PairFeatures.from_dict(rec.features),
+                )
+            )
+            continue
         path = root / rec.file
         mkey = rec.file if rec.text is None else f"{rec.file}#{_sha(rec.text.encode('utf-8', 'surrogatepass'))}"
         if rec.source.startswith("lineage ") and rec.text is None:

@@ -204,6 +204,8 @@ def _cuda_include_dirs() -> list[str]:
     dirs = [str(Path(r) / "include") for r in roots if r and (Path(r) / "include" / "cuda_fp16.h").is_file()]
     for base in sys.path:
         dirs += [str(Path(p).parent) for p in glob.glob(os.path.join(base, "nvidia", "*", "include", "cuda_fp16.h"))]
+    # Folders a batch brings along (CCCL's headers where the machine's CUDA wheels have none), os.pathsep-separated.
+    dirs += [d for d in os.environ.get("WARPWISE_EXTRA_INCLUDE_DIRS", "").split(os.pathsep) if d and Path(d).is_dir()]
     return list(dict.fromkeys(dirs))
 
 

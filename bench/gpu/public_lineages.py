@@ -35,9 +35,11 @@ import itertools
 import json
 import os
 import re
+import selectors
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -76,6 +78,69 @@ _RUNTIME_HEADERS = re.compile(
 
 
 _FIXED_WIDTH = re.compile(r"\bu?int(8|16|32|64)_t\b")
+# A function-like macro whose body is host code (a torch binding: tensors, a launch), and a pybind11 module block.
+_MACRO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_HOST_BODY = re.compile(r"torch::|<<<|<\s*<\s*<|\.data_ptr|TORCH_CHECK|PYBIND11")
+_TORCH_PROTO = re.compile(r"^[ \t]*[\w:<>]+[ \t]+\w+[ \t]*\([^;{}()]*torch::[^;{}()]*\)[ \t]*;", re.M)
+_ALIGN_STRUCT = re.compile(r"\bstruct[ \t]+__align__\((\d+)\)[ \t]+(\w+)")
+
+
+def _closing(text: str, open_at: int) -> int | None:
+    """Return the index of the bracket closing the one at `open_at` (None when unbalanced)."""
+    pairs = {"(": ")", "{": "}"}
+    opener, closer = text[open_at], pairs[text[open_at]]
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += (text[i] == opener) - (text[i] == closer)
+        if depth == 0:
+            return i
+    return None
+
+
+def _blank(chunk: str) -> str:
+    """Return the chunk with everything but newlines as spaces (line numbers kept)."""
+    return re.sub(r"[^\n]", " ", chunk)
+
+
+def pre_extraction_shims(text: str) -> tuple[str, list[str]]:
+    """Return the file with the extraction gaps that drop device code or leave host code bridged, and which.
+
+    Findings for `warpwise.verify.extract` (issue 21's report), bridged here only so that the batch can measure
+    the versions, and keeping line numbers: file-scope invocations of a function-like macro whose body is host
+    code (LeetCUDA's `TORCH_BINDING_*(...)` lines expand to torch wrappers the extractor cannot see as functions)
+    and the `PYBIND11_MODULE(...) {...}` block are blanked; `struct __align__(N) Name {...}` is parsed by
+    tree-sitter as a function named `__align__` and dropped as host code, so it is spelled with the attribute
+    `__align__` expands to (`__attribute__((aligned(N)))`, the same layout).
+    """
+    shims: list[str] = []
+    host_macros = {m.group(1) for m in _MACRO_DEF.finditer(text) if _HOST_BODY.search(m.group(2))}
+    if host_macros:
+        names = "|".join(sorted(map(re.escape, host_macros)))
+        calls = list(re.finditer(rf"^[ \t]*(?:{names})[ \t]*\(", text, re.M))
+        for m in reversed(calls):
+            end = _closing(text, m.end() - 1)
+            if end is not None:
+                end += len(re.match(r"[ \t]*;?", text[end + 1 :]).group(0))  # type: ignore[union-attr]
+                text = text[: m.start()] + _blank(text[m.start() : end + 1]) + text[end + 1 :]
+        if calls:
+            shims.append(
+                "file-scope invocations of host-binding macros blanked (" + ", ".join(sorted(host_macros)) + ")"
+            )
+    protos = _TORCH_PROTO.sub(lambda m: _blank(m.group(0)), text)
+    if protos != text:
+        text = protos
+        shims.append("file-scope declarations of torch wrappers blanked")
+    start = re.search(r"^[ \t]*PYBIND11_MODULE[ \t]*\(", text, re.M)
+    brace = text.find("{", start.end()) if start else -1
+    close = _closing(text, brace) if start and brace >= 0 else None
+    if start and close is not None:
+        text = text[: start.start()] + _blank(text[start.start() : close + 1]) + text[close + 1 :]
+        shims.append("PYBIND11_MODULE block blanked")
+    aligned = _ALIGN_STRUCT.sub(lambda m: f"struct __attribute__((aligned({m.group(1)}))) {m.group(2)}", text)
+    if aligned != text:
+        text = aligned
+        shims.append("struct __align__(N) spelled __attribute__((aligned(N))) (tree-sitter read it as a function)")
+    return text, shims
 
 
 def compat_shims(text: str, dropped_includes: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -101,11 +166,91 @@ def compat_shims(text: str, dropped_includes: tuple[str, ...]) -> tuple[str, lis
     if _FIXED_WIDTH.search(text) and not {"cstdint", "stdint.h"} & set(dropped_includes):
         blanked = prelude_for(["cstdint"], cuda_include_dirs()) + blanked
         shims.append("fixed-width integer types defined (they came from a dropped host header)")
+    if re.search(r"\bFLT_MAX\b", text) and not re.search(r"#\s*define\s+FLT_MAX\b", text):
+        blanked = "#ifndef FLT_MAX\n#define FLT_MAX __FLT_MAX__\n#endif\n" + blanked
+        shims.append(
+            "FLT_MAX defined (it came from the host's <float.h>; NVRTC's <cuda/std/cfloat> does not define it)"
+        )
     return blanked, shims
 
 
+def _wanted_rewrites(agreement: Path) -> dict[tuple[str, str], set[str]]:
+    """Return, per (lineage, version k), the cards whose rewrite of k is compared with k+1.
+
+    Device time is scarce: of every card with a rewrite of version k, only those the expert mapping names for the
+    step k -> k+1 and the editor's first quick fix (both from an agreement result file, `bench/agreement.py`).
+    """
+    doc = json.loads(agreement.read_text(encoding="utf-8"))
+    out: dict[tuple[str, str], set[str]] = {}
+    for st in doc["steps"]:
+        k = st["step"].split("->")[0].strip()
+        out[(st["lineage"], k)] = set(st["expected_builtin"]) | set(st["order"][:1])
+    return out
+
+
+def _rewrite_entries(
+    base: dict[str, Any],
+    text: str,
+    kernel: str,
+    out: Path,
+    not_run: list[dict[str, str]],
+    cards: set[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Return entries for our cards' rewrites of one version's kernel (what step k -> k+1 is compared with).
+
+    Each card with a rewrite in the kernel gives one candidate, the file with all of that card's fixes applied
+    (`card_rewrites`, as the gate and the card evidence run make them), extracted like the version itself and run
+    on the version's problem variant. A rewrite that shrinks the launch (elements per thread) runs with the
+    variant's grid divided by its factor; a card that changes the launch in its own way is reported, not run.
+    """
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.skills.engine import card_rewrites
+    from warpwise.skills.launches import grid_factor
+    from warpwise.skills.library import builtin_library
+    from warpwise.verify.extract import device_source
+
+    library = builtin_library()
+    model = analyze_text(text.encode("utf-8", "surrogatepass"), base["file"])
+    made: list[dict[str, Any]] = []
+    for (fn, card), (ms, new) in card_rewrites(model).items():
+        if fn != kernel or (cards is not None and card not in cards):
+            continue
+        ident = f"{base['id']}+{card}"
+        info = {"id": ident, "repo": base["repo"], "lineage": base["lineage"], "version": base["version"]}
+        rules = library.get(card).rules if library.get(card) is not None else None
+        if getattr(rules, "problem_launch_changes", None) is not None:
+            not_run.append({**info, "why": f"`{card}` changes the launch in its own way (not modelled by this batch)"})
+            continue
+        dev = device_source(new.decode("utf-8", "surrogateescape"), Path(base["file"]).name)
+        device_text, shims = compat_shims(dev.text, dev.dropped_includes)
+        src = out / "sources" / base["lineage"] / f"{base['version']}+{card}.cu"
+        src.write_text(device_text, encoding="utf-8")
+        made.append(
+            {
+                **base,
+                "id": ident,
+                "variant": base["id"],
+                "rewrite_of": base["id"],
+                "card": card,
+                "applicability": ms[0].applicability.value,
+                "grid_factor": grid_factor(card, ms),
+                "source": str(src.relative_to(out)),
+                "shims": base["shims"] + [x for x in shims if x not in base["shims"]],
+                "dropped_host_functions": list(dev.dropped_functions),
+                "dropped_includes": list(dev.dropped_includes),
+            }
+        )
+    return made
+
+
 def prepare(
-    mirrors: Path, out: Path, repos: set[str] | None = None, build: bool = True, index: Path | None = None
+    mirrors: Path,
+    out: Path,
+    repos: set[str] | None = None,
+    build: bool = True,
+    index: Path | None = None,
+    rewrites: bool = True,
+    rewrite_cards: Path | None = None,
 ) -> dict[str, Any]:
     """Write device sources, our problem files and the manifest for the GPU run into `out`.
 
@@ -120,6 +265,7 @@ def prepare(
 
     entries: list[dict[str, Any]] = []
     not_run: list[dict[str, str]] = []
+    wanted = _wanted_rewrites(rewrite_cards) if rewrite_cards else None
     (out / "problems").mkdir(parents=True, exist_ok=True)
     for p in PROBLEMS.glob("*.problem.py"):
         shutil.copyfile(p, out / "problems" / p.name)
@@ -142,8 +288,10 @@ def prepare(
             except PublicIndexError as exc:
                 not_run.append({**base, "why": str(exc)})
                 continue
+            text, pre = pre_extraction_shims(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
             dev = device_source(text, Path(v.file).name)
             device_text, shims = compat_shims(dev.text, dev.dropped_includes)
+            shims = pre + shims
             src = out / "sources" / li.id / f"{v.id}.cu"
             src.parent.mkdir(parents=True, exist_ok=True)
             src.write_text(device_text, encoding="utf-8")
@@ -165,13 +313,20 @@ def prepare(
                     "reported": v.reported,
                 }
             )
+            version_entries = [entries[-1]]
+            if rewrites and i + 1 < len(li.versions):
+                cards = None if wanted is None else wanted.get((li.id, v.id), set())
+                version_entries += _rewrite_entries(entries[-1], text, v.kernel, out, not_run, cards)
+            entries.extend(version_entries[1:])
             if build:
-                info = nvbuild(Source(device_text, entries[-1]["name_expression"], Path(v.file).name), "sm_90").info
-                entries[-1]["cpu_build"] = {
-                    "ok": info.ok,
-                    "registers": info.registers,
-                    "log": "" if info.ok else info.log[-1500:],
-                }
+                for ent in version_entries:
+                    device = (out / ent["source"]).read_text(encoding="utf-8")
+                    info = nvbuild(Source(device, ent["name_expression"], Path(v.file).name), "sm_90").info
+                    ent["cpu_build"] = {
+                        "ok": info.ok,
+                        "registers": info.registers,
+                        "log": "" if info.ok else info.log[-1500:],
+                    }
     manifest = {
         "entries": entries,
         "not_run": not_run,
@@ -272,7 +427,12 @@ class Measure:
 
     def run(self, carry: Path, entry: dict[str, Any]) -> dict[str, Any]:
         """Build, check on every preset (three seeds at full size) and time one entry."""
-        ns = load_problem(carry / entry["problem"])["variant"](entry["id"])
+        ns = load_problem(carry / entry["problem"])["variant"](entry.get("variant", entry["id"]))
+        if entry.get("rewrite_of"):
+            ns["eager"] = None  # torch eager is timed once, beside the version itself
+        factor = entry.get("grid_factor")
+        if factor and factor > 1:
+            ns["launch"] = _shrunk(ns["launch"], int(factor))
         source = (carry / entry["source"]).read_text(encoding="utf-8")
         result: dict[str, Any] = {
             "id": entry["id"],
@@ -298,18 +458,40 @@ class Measure:
         return result
 
 
-def child_main(carry: Path, ident: str) -> int:
-    """Measure one entry and print its result as one JSON line."""
+def _shrunk(launch: Any, factor: int) -> Any:
+    """Return a launch function whose grid's x is divided by `factor` (rounded up): a rewrite's fewer threads."""
+
+    def shrunk(inputs: dict[str, Any]) -> Any:
+        geometry = list(launch(inputs))
+        grid = list(geometry[0]) if isinstance(geometry[0], tuple | list) else [geometry[0]]
+        grid[0] = -(-int(grid[0]) // factor)
+        geometry[0] = tuple(grid)
+        return tuple(geometry)
+
+    return shrunk
+
+
+def child_main(carry: Path, idents: list[str]) -> int:
+    """Measure entries in order in this one process, printing one JSON line per entry.
+
+    One process measures many entries (starting Python, torch and a CUDA context once, not once per version);
+    an entry that raises ends the process after its line (a kernel fault leaves the context unusable), and the
+    parent starts a fresh one for the entries left.
+    """
     cc = _corpus_check()
-    entry = next(e for e in json.loads((carry / "manifest.json").read_text())["entries"] if e["id"] == ident)
+    by_id = {e["id"]: e for e in json.loads((carry / "manifest.json").read_text())["entries"]}
     gpu = cc.Gpu()
-    t0 = time.perf_counter()
-    try:
-        result = Measure(gpu, cc).run(carry, entry)
-    except Exception as exc:
-        result = {"id": ident, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
-    result["seconds"] = round(time.perf_counter() - t0, 2)
-    print(json.dumps({"result": result, "device": gpu.identity()}), flush=True)
+    for ident in idents:
+        print(json.dumps({"start": ident}), flush=True)
+        t0 = time.perf_counter()
+        try:
+            result = Measure(gpu, cc).run(carry, by_id[ident])
+        except Exception as exc:
+            result = {"id": ident, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        result["seconds"] = round(time.perf_counter() - t0, 2)
+        print(json.dumps({"result": result, "device": gpu.identity()}), flush=True)
+        if result["status"] == "failed":
+            return EXIT_CONTEXT_LOST
     return 0
 
 
@@ -319,7 +501,8 @@ def steps(results: list[dict[str, Any]], entries: list[dict[str, Any]]) -> list[
     out = []
     lineages: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
-        lineages.setdefault(e["lineage"], []).append(e)
+        if not e.get("rewrite_of"):
+            lineages.setdefault(e["lineage"], []).append(e)
     for lineage, es in lineages.items():
         es.sort(key=lambda e: e["index"])
         for a, b in itertools.pairwise(es):
@@ -362,50 +545,117 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def run(carry: Path, repo: str, out: Path, per_entry_s: float, budget_s: float) -> dict[str, Any]:
-    """Measure every entry of one repository, each in a fresh child process, within a total budget."""
-    manifest = json.loads((carry / "manifest.json").read_text(encoding="utf-8"))
-    entries = [e for e in manifest["entries"] if e["repo"] == repo]
+def _measure_all(
+    carry: Path, entries: list[dict[str, Any]], per_entry_s: float, budget_s: float
+) -> tuple[list[dict[str, Any]], Any]:
+    """Measure entries in child processes: one child for as many entries as it survives, each under a deadline.
+
+    A child that crashes or overruns an entry's deadline is killed; that entry is reported (`crashed`,
+    `timed_out`) and a fresh child takes the rest. Entries not started once `budget_s` is spent are `skipped`.
+    """
     t0 = time.perf_counter()
-    results: list[dict[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
     device = None
+    todo = [e["id"] for e in entries]
+    while todo:
+        if budget_s - (time.perf_counter() - t0) <= 5:
+            break
+        cmd = [sys.executable, str(Path(__file__).resolve()), "one", "--carry", str(carry), "--entry", *todo]
+        errlog = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed below; a file, not a pipe: a chatty child cannot block)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errlog, text=True)
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        current: str | None = None
+        started = False
+        deadline = time.perf_counter() + per_entry_s + 30  # the first entry also pays for torch and the context
+        buf = ""
+        while True:
+            left = min(deadline, t0 + budget_s) - time.perf_counter()
+            if left <= 0:
+                proc.kill()
+                if current is not None:
+                    results[current] = {
+                        "id": current,
+                        "status": "timed_out",
+                        "error": f"no result within {per_entry_s:.0f} s",
+                    }
+                    todo.remove(current)
+                break
+            if not sel.select(timeout=left):
+                continue
+            chunk = proc.stdout.readline()
+            if not chunk:
+                proc.wait()
+                errlog.seek(0)
+                tail = errlog.read()[-1500:]
+                if current is not None:
+                    results[current] = {"id": current, "status": "crashed", "error": f"exit {proc.returncode}: {tail}"}
+                    todo.remove(current)
+                elif not started:
+                    # The child died before its first entry (no device, a broken install): the same would happen
+                    # to every fresh child, so every entry left is reported with the reason.
+                    for ident in todo:
+                        results[ident] = {"id": ident, "status": "crashed", "error": f"exit {proc.returncode}: {tail}"}
+                    todo.clear()
+                break
+            buf = chunk.strip()
+            if not buf.startswith("{"):
+                continue
+            msg = json.loads(buf)
+            if "start" in msg:
+                current = msg["start"]
+                started = True
+                deadline = time.perf_counter() + per_entry_s
+                continue
+            device = device or msg.get("device")
+            results[msg["result"]["id"]] = msg["result"]
+            todo.remove(msg["result"]["id"])
+            current = None
+        sel.close()
+        errlog.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = []
     for e in entries:
-        left = budget_s - (time.perf_counter() - t0)
-        if left <= 5:
-            results.append({"id": e["id"], "status": "skipped", "error": "the batch's time budget was spent"})
-            continue
-        cmd = [sys.executable, str(Path(__file__).resolve()), "one", "--carry", str(carry), "--entry", e["id"]]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=min(per_entry_s, left), check=False)
-        except subprocess.TimeoutExpired:
-            results.append(
-                {"id": e["id"], "status": "timed_out", "error": f"no result within {min(per_entry_s, left):.0f} s"}
-            )
-            continue
-        line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
-        if line is None:
-            tail = (proc.stderr or proc.stdout)[-1500:]
-            results.append({"id": e["id"], "status": "crashed", "error": f"exit {proc.returncode}: {tail}"})
-            continue
-        msg = json.loads(line)
-        device = device or msg.get("device")
-        results.append(msg["result"])
-    commit = entries[0]["commit"] if entries else ""
-    doc = {
-        "repo": repo,
-        "commit": commit,
-        "device": device,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "results": results,
-        "steps": steps(results, entries),
-        "not_run": [n for n in manifest["not_run"] if n["repo"] == repo],
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "public_lineages-" + repo.replace("/", "+")
-    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    (out / f"{stem}.md").write_text(markdown(doc), encoding="utf-8")
-    return doc
+        out.append(
+            results.get(e["id"]) or {"id": e["id"], "status": "skipped", "error": "the batch's time budget was spent"}
+        )
+    return out, device
+
+
+def run(carry: Path, repos: list[str], out: Path, per_entry_s: float, budget_s: float) -> list[dict[str, Any]]:
+    """Measure every entry of the given repositories (in one batch, one child process while it lasts)."""
+    manifest = json.loads((carry / "manifest.json").read_text(encoding="utf-8"))
+    t0 = time.perf_counter()
+    entries = [e for e in manifest["entries"] if e["repo"] in repos]
+    # The versions first, then our rewrites of them: a budget spent early costs comparisons, not versions.
+    entries.sort(key=lambda e: bool(e.get("rewrite_of")))
+    results, device = _measure_all(carry, entries, per_entry_s, budget_s)
+    seconds = round(time.perf_counter() - t0, 1)
+    docs = []
+    for repo in repos:
+        mine = [e for e in entries if e["repo"] == repo]
+        ids = {e["id"] for e in mine}
+        rs = [r for r in results if r["id"] in ids]
+        doc = {
+            "repo": repo,
+            "commit": mine[0]["commit"] if mine else "",
+            "device": device,
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "seconds": round(sum(r.get("seconds", 0.0) for r in rs), 1),
+            "batch_seconds": seconds,
+            "results": rs,
+            "steps": steps(rs, mine),
+            "not_run": [n for n in manifest["not_run"] if n["repo"] == repo],
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        stem = "public_lineages-" + repo.replace("/", "+")
+        (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        (out / f"{stem}.md").write_text(markdown(doc), encoding="utf-8")
+        docs.append(doc)
+    return docs
 
 
 def _git_head() -> str | None:
@@ -474,11 +724,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--repo", action="append", help="only these repositories (owner/name); repeatable")
     p.add_argument("--no-build", action="store_true", help="skip the NVRTC build check on this machine")
+    p.add_argument("--no-rewrites", action="store_true", help="no candidates of our cards' rewrites of version k")
+    p.add_argument("--rewrite-cards", type=Path, help="agreement result file: only its expected and first cards")
     lst = sub.add_parser("list")
     lst.add_argument("--carry", type=Path, required=True)
     r = sub.add_parser("run")
     r.add_argument("--carry", type=Path, required=True)
-    r.add_argument("--repo", required=True)
+    r.add_argument("--repo", action="append", required=True, help="owner/name; repeatable (one batch)")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--per-entry-s", type=float, default=90.0)
     r.add_argument("--budget-s", type=float, default=480.0)
@@ -488,10 +740,17 @@ def main(argv: list[str] | None = None) -> int:
     br.add_argument("--date", default=time.strftime("%Y-%m-%d", time.gmtime()))
     one = sub.add_parser("one")
     one.add_argument("--carry", type=Path, required=True)
-    one.add_argument("--entry", required=True)
+    one.add_argument("--entry", nargs="+", required=True)
     args = ap.parse_args(argv)
     if args.command == "prepare":
-        m = prepare(args.mirrors, args.out, set(args.repo) if args.repo else None, build=not args.no_build)
+        m = prepare(
+            args.mirrors,
+            args.out,
+            set(args.repo) if args.repo else None,
+            build=not args.no_build,
+            rewrites=not args.no_rewrites,
+            rewrite_cards=args.rewrite_cards,
+        )
         failed = [e["id"] for e in m["entries"] if not e.get("cpu_build", {"ok": True})["ok"]]
         print(f"{len(m['entries'])} versions to measure, {len(m['not_run'])} not runnable (see manifest.json)")
         if failed:
@@ -511,9 +770,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "one":
         return child_main(args.carry, args.entry)
-    doc = run(args.carry, args.repo, args.out, args.per_entry_s, args.budget_s)
-    bad = sum(1 for x in doc["results"] if x["status"] != "ok")
-    print(f"{args.repo}: {len(doc['results']) - bad} measured, {bad} not (see the .md)")
+    for doc in run(args.carry, args.repo, args.out, args.per_entry_s, args.budget_s):
+        bad = sum(1 for x in doc["results"] if x["status"] != "ok")
+        print(f"{doc['repo']}: {len(doc['results']) - bad} measured, {bad} not (see the .md)")
     return 0
 
 

@@ -111,7 +111,7 @@ def carry(tmp_path: Path) -> tuple[Path, ModuleType]:
     index = tmp_path / "INDEX.yaml"
     index.write_text(_INDEX.format(commit=commit), encoding="utf-8")
     driver = _driver()
-    driver.prepare(tmp_path / "mirrors", tmp_path / "carry", build=False, index=index)
+    driver.prepare(tmp_path / "mirrors", tmp_path / "carry", build=False, index=index, rewrites=False)
     return tmp_path / "carry", driver
 
 
@@ -175,3 +175,50 @@ def test_a_correct_kernel_is_checked_and_timed(carry: tuple[Path, ModuleType], m
     }
     bad = _measure(driver, writes=False).run(folder, entries[0])
     assert bad["status"] == "incorrect" and "differ" in bad["checks"][0]["problems"][0]
+
+
+def test_rewrites_of_version_k_are_entries_on_its_variant(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    commit = _mirror(tmp_path)
+    index = tmp_path / "INDEX.yaml"
+    index.write_text(_INDEX.format(commit=commit), encoding="utf-8")
+    driver = _driver()
+    manifest = driver.prepare(tmp_path / "mirrors", tmp_path / "carry", build=False, index=index)
+    rewrites = [e for e in manifest["entries"] if e.get("rewrite_of")]
+    # The scalar loads of version f32 are what scalar-global-access rewrites; the last version gets no rewrites.
+    assert rewrites and all(e["rewrite_of"] == "leetcuda-elementwise/f32" for e in rewrites)
+    vec = next(e for e in rewrites if e["card"] == "scalar-global-access")
+    assert vec["id"] == "leetcuda-elementwise/f32+scalar-global-access" and vec["variant"] == vec["rewrite_of"]
+    assert (tmp_path / "carry" / vec["source"]).read_text() != (
+        tmp_path / "carry" / "sources" / "leetcuda-elementwise" / "f32.cu"
+    ).read_text()
+    # The steps pair versions only, never a rewrite with a version.
+    results = [{"id": e["id"], "timing": {"kernel": {"median_ms": 1.0}}} for e in manifest["entries"]]
+    assert [s["step"] for s in driver.steps(results, manifest["entries"])] == ["f32 -> f32x4"]
+    # Only the wanted cards when an agreement file names them.
+    agreement = tmp_path / "agreement.json"
+    step = {"lineage": "leetcuda-elementwise", "step": "f32 -> f32x4", "expected_builtin": ["scalar-global-access"]}
+    agreement.write_text(json.dumps({"steps": [{**step, "order": []}]}))
+    again = driver.prepare(tmp_path / "mirrors", tmp_path / "c2", build=False, index=index, rewrite_cards=agreement)
+    assert [e["card"] for e in again["entries"] if e.get("rewrite_of")] == ["scalar-global-access"]
+
+
+def test_a_grid_factor_divides_the_launch() -> None:
+    driver = _driver()
+    launch = driver._shrunk(lambda i: ((1000, 1, 1), (256, 1, 1)), 4)
+    assert launch({}) == ((250, 1, 1), (256, 1, 1))
+    assert driver._shrunk(lambda i: (1001, 256), 4)({}) == ((251,), 256)
+
+
+def test_a_child_that_dies_costs_only_its_entry(tmp_path: Path) -> None:
+    # Without a GPU the child dies before measuring anything: each entry is reported, none dropped, and the parent
+    # starts a fresh child for the next one.
+    driver = _driver()
+    carry = tmp_path / "carry"
+    carry.mkdir()
+    entries = [{"id": f"x/{i}", "repo": "toy/lineage", "lineage": "x", "version": str(i), "index": i} for i in range(2)]
+    (carry / "manifest.json").write_text(json.dumps({"entries": entries, "not_run": []}))
+    results, _ = driver._measure_all(carry, entries, per_entry_s=300, budget_s=900)
+    assert [r["id"] for r in results] == ["x/0", "x/1"]
+    assert {r["status"] for r in results} <= {"crashed", "failed", "timed_out"}

@@ -107,3 +107,40 @@ def test_training_set_round_trips(tmp_path: Path) -> None:
     path = dataset.write_training_set(ts, tmp_path / "ts.json")
     back = dataset.read_training_set(path)
     assert [e.to_dict() for e in back.examples] == [e.to_dict() for e in ts.examples]
+
+
+def test_public_lineage_records_use_their_stored_features(tmp_path: Path) -> None:
+    # A public lineage's record names a file on a mirror (never in the repository): its features come from
+    # lineages/public/features.json; a record whose card did not bind in version k has none and is left out.
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from warpwise.ranking.features import PairFeatures
+    from warpwise.skills.model import EvidenceRecord
+
+    feats = PairFeatures("scalar-global-access", "loop", {"k_registers": 32.0, "k_frac_strided": 0.0})
+    src = "public lineage toy/repo toy-lineage a -> b"
+    (tmp_path / "lineages" / "public").mkdir(parents=True)
+    (tmp_path / "lineages" / "public" / "features.json").write_text(
+        json.dumps({"schema": 1, "features": {f"{src}|scalar-global-access": feats.to_dict()}})
+    )
+    common = {
+        "kernel": "k_a",
+        "operator": "elementwise",
+        "gpu": "G",
+        "toolkit": "NVRTC 13.0",
+        "date": dt.date(2026, 12, 1),
+    }
+    ctx = {"file": "public:toy/repo@abc:add.cu", "speedup_low": 1.5, "speedup_high": 1.7}
+    bound = EvidenceRecord(**common, baseline_ms=2.0, candidate_ms=1.25, speedup=1.6, source=src, context=ctx)
+    other = EvidenceRecord(**common, baseline_ms=2.0, candidate_ms=2.1, speedup=0.95, source=src + "x", context=ctx)
+    library = [
+        SimpleNamespace(skill_id="scalar-global-access", header=SimpleNamespace(evidence=[bound])),
+        SimpleNamespace(skill_id="missing-restrict", header=SimpleNamespace(evidence=[other])),
+    ]
+    assert dataset.build(tmp_path, library=library).examples == []  # not in the shipped set yet
+    ts = dataset.build(tmp_path, library=library, include_public=True)
+    (example,) = ts.examples
+    assert example.card == "scalar-global-access" and example.operator == "elementwise"
+    assert example.outcome.status == "verified" and example.features == feats
+    assert ts.unbound == [f"{src}x: `missing-restrict` does not bind in `k_a` of public:toy/repo@abc:add.cu; left out"]

@@ -1,0 +1,235 @@
+"""The ranking retrained with the public lineages' evidence, evaluated leave-one-repository-out (issue 21).
+
+The training set is every committed evidence record (`warpwise.ranking.dataset.build`): our own suite and
+lineages, plus the public lineages' records that `bench/public_steps.py --write` put on the cards (an expert's
+step k -> k+1 on each card the mapping names, and our measured rewrites of version k), whose features of version
+k's code are stored in `lineages/public/features.json`. For each public repository in turn, the model is trained
+without that repository's examples and predicts them; every figure below is on repositories the model never saw.
+Each fold is one fit with fixed penalties (alpha 10, C 0.1, the middle of the default grid) rather than penalties
+chosen on the data, so that no choice sees the held-out repository (and a fold costs one fit on the shared CPU;
+the prediction intervals `train` adds are not used here). Reported over the held-out public examples:
+
+* Spearman between predicted and measured speedup (target >= 0.6), pooled and per repository;
+* a reliability table of the predicted P(faster): per bin of the prediction, the share measured faster (the
+  quartile bounds of the ratio clear 1);
+* of the measured wins >= 2x, the share predicted >= 1.5x (target 70%);
+* the same for the shipped model (trained on our own suite only) on the same examples, as the baseline.
+
+    .venv/bin/python bench/public_ranking.py --date 2026-12-01
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OWN = "warpwise (own suite and lineages)"
+BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
+FOLD_ALPHAS, FOLD_CS = (10.0,), (0.1,)
+TARGETS = {"spearman": 0.6, "big_wins_predicted": 0.7, "big_win": 2.0, "predicted_big": 1.5}
+
+
+def repo_of(source: str) -> str:
+    """Return the public repository an example's source names, or OWN."""
+    parts = source.split()
+    if len(parts) >= 3 and parts[0] == "public" and parts[1] in ("lineage", "rewrite"):
+        return parts[2]
+    return OWN
+
+
+def loro_models(examples: list[Any], gpus: Any, save: Path | None = None) -> dict[str, Any]:
+    """Return, per public repository, the model trained on every labelled example except that repository's.
+
+    With `save`, each model is written there (`<owner>+<name>.json`) and read back when the folder already holds
+    one trained on the same examples (the agreement benchmark reuses them).
+    """
+    from warpwise.ranking.model import RankingModel, _fit_once
+
+    labelled = [e for e in examples if e.outcome.labelled]
+    out = {}
+    for repo in sorted({repo_of(e.source) for e in labelled} - {OWN}):
+        mine = [e for e in labelled if repo_of(e.source) != repo]
+        path = save / (repo.replace("/", "+") + ".json") if save else None
+        if path is not None and path.is_file():
+            model = RankingModel.loads(path.read_text(encoding="utf-8"))
+            if model.trained_on.get("examples") == len(mine):
+                out[repo] = model
+                continue
+        print(f"training without {repo}", file=sys.stderr, flush=True)
+        # Fixed penalties (the middle of the default grid), not chosen on the data, so that no choice sees the
+        # held-out repository; one fit per fold. What `train` adds beyond that fit is the prediction intervals
+        # (an inner sweep), which nothing below reads: P(faster) and the predicted speedup are the fit's.
+        labelled_sorted = sorted(mine, key=lambda e: (e.file, e.kernel, e.card, e.gpu, e.source))
+        out[repo] = _fit_once(labelled_sorted, FOLD_ALPHAS[0], FOLD_CS[0], gpus)
+        out[repo].residuals, out[repo].card_residuals = [0.0, 0.0], {}  # no intervals (see above)
+        out[repo].trained_on = {"examples": len(mine)}
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(out[repo].dumps(), encoding="utf-8")
+    return out
+
+
+def leave_one_repository_out(examples: list[Any], gpus: Any, save: Path | None = None) -> list[tuple[Any, Any]]:
+    """Return (example, prediction) for every labelled public example, from a model trained without its repository."""
+    models = loro_models(examples, gpus, save)
+    labelled = [e for e in examples if e.outcome.labelled]
+    return [(e, models[repo_of(e.source)].predict(e.features)) for e in labelled if repo_of(e.source) in models]
+
+
+def metrics(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """Return Spearman, the reliability table and the big-win share over (example, prediction) pairs."""
+    from warpwise.ranking.evaluate import spearman
+
+    measured = [(e, p) for e, p in pairs if e.outcome.measured]
+    rho = spearman([p.speedup for _, p in measured], [e.outcome.speedup for e, _ in measured])
+    table = []
+    for lo, hi in itertools.pairwise(BINS):
+        inside = [(e, p) for e, p in pairs if lo <= p.p_verified < hi]
+        table.append(
+            {
+                "predicted": f"{lo:.1f}-{min(hi, 1.0):.1f}",
+                "n": len(inside),
+                "mean_predicted": round(sum(p.p_verified for _, p in inside) / len(inside), 3) if inside else None,
+                "measured_faster": sum(e.outcome.status == "verified" for e, _ in inside),
+                "share_faster": round(sum(e.outcome.status == "verified" for e, _ in inside) / len(inside), 3)
+                if inside
+                else None,
+            }
+        )
+    wins = [(e, p) for e, p in measured if (e.outcome.speedup or 0) >= TARGETS["big_win"]]
+    caught = [(e, p) for e, p in wins if p.speedup >= TARGETS["predicted_big"]]
+    return {
+        "examples": len(pairs),
+        "measured": len(measured),
+        "spearman": round(rho, 3) if not math.isnan(rho) else None,
+        "reliability": table,
+        "big_wins": len(wins),
+        "big_wins_predicted_big": len(caught),
+        "big_win_share": round(len(caught) / len(wins), 3) if wins else None,
+        "big_win_rows": [
+            {
+                "source": e.source,
+                "card": e.card,
+                "measured": round(e.outcome.speedup or 0, 3),
+                "predicted": round(p.speedup, 3),
+            }
+            for e, p in wins
+        ],
+    }
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """Return the evaluation as Markdown."""
+    out = [
+        f"# Ranking on the public expert lineages, leave-one-repository-out ({doc['date']})",
+        "",
+        f"Command: `{doc['command']}` (warpwise `{doc['warpwise_commit']}`; CPU only). Training set: "
+        f"{doc['training_set']['labelled']} labelled examples ({doc['training_set']['public']} from the public "
+        "lineages, the rest our own); every public repository held out in turn, one fit without it (fixed penalties). "
+        "'Faster' is the measurement's quartile bounds clearing 1 (the lineage batch, not warpwise's gate).",
+        "",
+        "| model | held-out examples | measured | Spearman (target >= 0.6) | wins >= 2x | predicted >= 1.5x |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in ("retrained", "shipped"):
+        m = doc[name]["all"]
+        share = f"{m['big_wins_predicted_big']}/{m['big_wins']} ({m['big_win_share']})" if m["big_wins"] else "-"
+        out.append(f"| {name} | {m['examples']} | {m['measured']} | {m['spearman']} | {m['big_wins']} | {share} |")
+    out += [
+        "",
+        "## Per repository (retrained, held out)",
+        "",
+        "| repository | examples | measured | Spearman | wins >= 2x predicted >= 1.5x |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for repo, m in doc["retrained"]["per_repo"].items():
+        out.append(
+            f"| {repo} | {m['examples']} | {m['measured']} | {m['spearman']} | "
+            f"{m['big_wins_predicted_big']}/{m['big_wins']} |"
+        )
+    for name in ("retrained", "shipped"):
+        out += [
+            "",
+            f"## Reliability of P(faster), {name} model",
+            "",
+            "| predicted | n | mean predicted | measured faster | share |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for row in doc[name]["all"]["reliability"]:
+            out.append(
+                f"| {row['predicted']} | {row['n']} | {row['mean_predicted']} | {row['measured_faster']} | "
+                f"{row['share_faster']} |"
+            )
+    out += [
+        "",
+        "## Measured wins >= 2x (retrained, held out)",
+        "",
+        "| example | card | measured | predicted |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in doc["retrained"]["all"]["big_win_rows"]:
+        out.append(f"| {r['source']} | `{r['card']}` | {r['measured']}x | {r['predicted']}x |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Evaluate and write bench/results/public_ranking-DATE.{json,md}."""
+    from warpwise.ranking import dataset
+    from warpwise.ranking.model import RankingModel
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--date", required=True)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--models", type=Path, help="folder to keep the held-out models in (agreement --loro reads it)")
+    ap.add_argument(
+        "--baseline",
+        default="7ccba4e",
+        help="commit whose ranking/default_model.json is the baseline (trained on our own suite only)",
+    )
+    args = ap.parse_args(argv)
+    ts = dataset.build(ROOT, include_public=True)
+    labelled = ts.labelled
+    held = leave_one_repository_out(ts.examples, ts.gpus, args.models)
+    old = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{args.baseline}:ranking/default_model.json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shipped = RankingModel.loads(old.stdout)
+    base = [(e, shipped.predict(e.features)) for e, _ in held]
+    repos = sorted({repo_of(e.source) for e, _ in held})
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    doc = {
+        "date": args.date,
+        "command": "python bench/public_ranking.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "warpwise_commit": head.stdout.strip(),
+        "targets": TARGETS,
+        "training_set": {
+            "labelled": len(labelled),
+            "public": sum(repo_of(e.source) != OWN for e in labelled),
+            "unbound_public": sum(1 for u in ts.unbound if u.startswith("public ")),
+        },
+        "retrained": {
+            "all": metrics(held),
+            "per_repo": {r: metrics([(e, p) for e, p in held if repo_of(e.source) == r]) for r in repos},
+        },
+        "shipped": {"all": metrics(base), "model": f"ranking/default_model.json at {args.baseline}"},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"public_ranking-{args.date}.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (args.out / f"public_ranking-{args.date}.md").write_text(markdown(doc), encoding="utf-8")
+    m = doc["retrained"]["all"]
+    print(f"held out {m['examples']}: Spearman {m['spearman']}, big wins {m['big_wins_predicted_big']}/{m['big_wins']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
