@@ -750,7 +750,8 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
         return None, f"`{fn.name}` does not multiply float by float into a float accumulator `{acc}`"
     pa = fn.param(a.name)
     assert pa is not None
-    elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b", " ", pa.base_type).strip()
+    # Generated code spells the element type as the source does (`real`, not the `float` the model resolved).
+    elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b|[*&]", " ", pa.type).strip()
     return (
         Contraction(
             kernel=fn.name,
