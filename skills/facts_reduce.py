@@ -623,6 +623,11 @@ def _new_value(model: FileModel, canon: Canonicalizer, update: Node | None, var:
     if update is not None and update.type == "expression_statement":
         inner = [c for c in update.named_children if c.type != "comment"]
         update = inner[0] if len(inner) == 1 else None
+    if update is not None and update.type == "update_expression":
+        arg = unparen(field(update, "argument"))
+        if arg is None or arg.type != "identifier" or text_of(model, arg) != var:
+            return None
+        return Form.atom(var) + Form.const(1 if operator_of(update) == "++" else -1)
     if update is None or update.type != "assignment_expression":
         return None
     left = unparen(field(update, "left"))
@@ -1001,6 +1006,14 @@ def atomic_target(model: FileModel, fn: Function, call_span: Span) -> AtomicTarg
         index, form = idx[0], "address"
     elif addr.type == "binary_expression" and operator_of(addr) == "+":
         base_node, index = unparen(field(addr, "left")), field(addr, "right")
+        other = unparen(index)
+        if (
+            (base_node is None or base_node.type != "identifier" or fn.param(text_of(model, base_node)) is None)
+            and other is not None
+            and other.type == "identifier"
+        ):
+            # `i + p` is the same address as `p + i`.
+            base_node, index = other, field(addr, "left")
         form = "offset"
     elif addr.type == "identifier":
         base_node, form = addr, "pointer"
@@ -1109,12 +1122,14 @@ def division_type(model: FileModel, fn: Function, node: Node) -> CType | None:
 
 # -- scalar half arithmetic ---------------------------------------------------------------------------------------
 
-GLOBAL_INDEX_FORMS = {
-    "blockIdx.x * blockDim.x + threadIdx.x",
-    "blockDim.x * blockIdx.x + threadIdx.x",
-    "threadIdx.x + blockIdx.x * blockDim.x",
-    "threadIdx.x + blockDim.x * blockIdx.x",
-}
+_GLOBAL_INDEX = Form.atom("blockIdx.x") * Form.atom("blockDim.x") + Form.atom("threadIdx.x")
+
+
+def is_global_index(model: FileModel, node: Node | None) -> bool:
+    """Return whether an expression computes `blockIdx.x * blockDim.x + threadIdx.x`, however it is written."""
+    if node is None:
+        return False
+    return Canonicalizer(model.text, model.constants).of(node) == _GLOBAL_INDEX
 
 
 # -- cheap node lookup --------------------------------------------------------------------------------------------
