@@ -28,7 +28,16 @@ from warpwise.analyzers.cuda_api import (
     WARP_CALLS,
 )
 from warpwise.analyzers.expr import cexpr
-from warpwise.analyzers.expr.values import UNKNOWN, Evaluator, Kind, Value, join, parse_int_literal, type_size
+from warpwise.analyzers.expr.values import (
+    TYPE_SIZES,
+    UNKNOWN,
+    Evaluator,
+    Kind,
+    Value,
+    join,
+    parse_int_literal,
+    type_size,
+)
 from warpwise.analyzers.model import (
     Access,
     AccessKind,
@@ -149,6 +158,8 @@ class FileContext:
     consts: tuple[tuple[str, int], ...]
     constant_arrays: frozenset[str]
     device_arrays: frozenset[str]
+    typedefs: tuple[tuple[str, str], ...] = ()
+    """File-level `typedef` / `using` aliases (and `#define`s that name a type), resolved to the type they name."""
 
 
 _Def = tuple[str, Node | None, int]
@@ -295,7 +306,8 @@ class _FunctionBuilder:
         self.has_launch = True
         self.is_kernel = False
         self.binding: tuple[str, ...] = ()
-        self.type_binding: dict[str, str] = {}
+        self.type_binding: dict[str, str] = dict(ctx.typedefs)
+        self.file_types: dict[str, str] = dict(ctx.typedefs)
         self._tparams: tuple[TemplateParam, ...] = ()
         self.ev = Evaluator(src, self._lookup, self.consts, self.scalars, self.t)
 
@@ -386,6 +398,9 @@ class _FunctionBuilder:
         for i, tp in enumerate(out):
             bound = self.binding[i] if i < len(self.binding) else None
             if tp.kind == "type":
+                # A template parameter shadows a file-level alias of the same name.
+                self.type_binding.pop(tp.name, None)
+                self.file_types.pop(tp.name, None)
                 if bound:
                     self.type_binding[tp.name] = bound
                 continue
@@ -692,6 +707,9 @@ class _FunctionBuilder:
                     is_extern = True
         type_node = d.child_by_field_id(_F_TYPE)
         type_text = t(type_node) if type_node is not None else ""
+        if type_text in self.file_types:
+            # File-level aliases are resolved; template parameters keep their names (code is generated from them).
+            type_text = self.file_types[type_text]
         for decl in d.children_by_field_id(_F_DECLARATOR):
             node = decl
             value: Node | None = None
@@ -1529,6 +1547,8 @@ def _top_level(root: Node) -> tuple[list[tuple[Node, Node | None]], list[Node], 
                     functions.extend((n, None) for n in nested if n.start_byte > child.start_byte)
             elif t in ("preproc_def", "preproc_function_def"):
                 defines.append(child)
+            elif t == "type_definition" or t == "alias_declaration":
+                decls.append(child)
             elif t == "declaration" or t == "field_declaration":
                 decls.append(child)
                 ty = child.child_by_field_name("type")
@@ -1560,7 +1580,10 @@ def _file_context(root: Node, src: bytes) -> tuple[FileContext, frozenset[str], 
             val = eval_numeric_text(_text(src, val_node), consts)
             if val is not None:
                 consts[name] = val
+    typedefs = _typedefs(decls, defines, src)
     for d in sorted(decls, key=lambda n: n.start_byte):
+        if d.type == "type_definition" or d.type == "alias_declaration":
+            continue
         quals = {_text(src, c) for c in d.children if c.type in ("type_qualifier", "storage_class_specifier")}
         quals |= {c.type for c in d.children if c.type in ("__device__", "__constant__", "__shared__")}
         if not quals:
@@ -1579,8 +1602,50 @@ def _file_context(root: Node, src: bytes) -> tuple[FileContext, frozenset[str], 
                     val = eval_numeric_text(_text(src, value), consts)
                     if val is not None:
                         consts[dname] = val
-    ctx = FileContext(tuple(sorted(consts.items())), frozenset(constant_arrays), frozenset(device_arrays))
+    ctx = FileContext(tuple(sorted(consts.items())), frozenset(constant_arrays), frozenset(device_arrays), typedefs)
     return ctx, frozenset(macros), functions
+
+
+_TYPE_WORDS = re.compile(
+    r"^(?:(?:const|volatile|signed|unsigned|short|long|struct)\s+)*[A-Za-z_][\w:]*(?:\s+(?:int|long|char|short))*$"
+)
+
+
+def _typedefs(decls: list[Node], defines: list[Node], src: bytes) -> tuple[tuple[str, str], ...]:
+    """Return the file's type aliases (`typedef float floatX;`, `using T = __half;`, `#define realT float`) with
+    chains resolved (`typedef floatX realT;` names `float`), so that the model reads the types they stand for."""
+    raw: dict[str, str] = {}
+    for d in sorted(decls, key=lambda n: n.start_byte):
+        if d.type == "type_definition":
+            ty = d.child_by_field_name("type")
+            if ty is None or ty.type in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"):
+                continue
+            target = " ".join(_text(src, ty).split())
+            for decl in d.children_by_field_name("declarator"):
+                if decl.type == "type_identifier":
+                    raw[_text(src, decl)] = target
+        elif d.type == "alias_declaration":
+            name, ty = d.child_by_field_name("name"), d.child_by_field_name("type")
+            if name is not None and ty is not None:
+                raw[_text(src, name)] = " ".join(_text(src, ty).split())
+    for d in defines:
+        if d.type != "preproc_def":
+            continue
+        name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
+        if name is None or value is None:
+            continue
+        body = " ".join(_MACRO_COMMENT.sub(" ", _text(src, value)).split())
+        if body in TYPE_SIZES or raw.get(body) is not None:
+            raw.setdefault(_text(src, name), body)
+    out: dict[str, str] = {}
+    for name, target in raw.items():
+        seen = {name}
+        while target in raw and target not in seen:
+            seen.add(target)
+            target = raw[target]
+        if _TYPE_WORDS.match(target) and target != name:
+            out[name] = target.removeprefix("const ").strip()
+    return tuple(sorted(out.items()))
 
 
 def _syntax_problems(root: Node, src: bytes) -> list[SyntaxProblem]:

@@ -354,8 +354,12 @@ def kernel_syntax(model: FileModel, fn: Function) -> KernelSyntax | None:
 
 def _declared_type(model: FileModel, decl: Node) -> tuple[str, bool]:
     type_node = decl.child_by_field_name("type")
-    qualifiers = [node_text(model, c) for c in decl.children if c.type == "type_qualifier"]
+    # `long const j` puts the qualifier inside the type (`sized_type_specifier`), `int const k` beside it.
+    inner = list(type_node.children) if type_node is not None and type_node.type == "sized_type_specifier" else []
+    qualifiers = [node_text(model, c) for c in [*decl.children, *inner] if c.type == "type_qualifier"]
     base = node_text(model, type_node) if type_node is not None else "int"
+    if inner:
+        base = " ".join(node_text(model, c) for c in inner if c.type != "type_qualifier")
     return " ".join([*(q for q in qualifiers if q != "const"), base]), "const" in qualifiers
 
 

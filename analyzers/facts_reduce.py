@@ -12,9 +12,11 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from warpwise.analyzers.expr import ranges
+from warpwise.analyzers.expr.canon import Canonicalizer, Form
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.model import FileModel, Function, FunctionKind, Launch, Span
@@ -556,142 +558,246 @@ class TreeReduction:
     statement_span: Span
 
 
-_HALVING = {(">>=", "1"), ("/=", "2")}
-_DOUBLING = {("*=", "2"), ("<<=", "1")}
+def reduce_canon(model: FileModel, fn: Function) -> Canonicalizer:
+    """Return the canonicalizer of a function: file constants folded, locals defined once replaced by their value."""
+    memo = model.memo.setdefault("facts_reduce.canon", {})
+    found = memo.get(fn.base)
+    if found is None:
+        found = Canonicalizer(model.text, model.constants, lambda name: single_definition(model, fn, name))
+        memo[fn.base] = found
+    return found
 
 
-def _step(model: FileModel, update: Node | None, var: str) -> tuple[str, str] | None:
-    """Return (compound operator, amount) of a loop update `s >>= 1` / `s = s / 2` style."""
+_SYNC = "__syncthreads()"
+
+
+def _is_barrier(model: FileModel, stmt: Node) -> bool:
+    """Return whether a statement is `__syncthreads();` (however it is spaced or commented)."""
+    if stmt.type != "expression_statement":
+        return False
+    inner = [c for c in stmt.named_children if c.type != "comment"]
+    return len(inner) == 1 and inner[0].type == "call_expression" and "".join(text_of(model, inner[0]).split()) == _SYNC
+
+
+def _new_value(model: FileModel, canon: Canonicalizer, update: Node | None, var: str) -> Form | None:
+    """Return the form of the value an update (`s >>= 1`, `s = s / 2`, `s *= 2`, `s += s`) gives `var`."""
+    if update is not None and update.type == "expression_statement":
+        inner = [c for c in update.named_children if c.type != "comment"]
+        update = inner[0] if len(inner) == 1 else None
+    if update is not None and update.type == "update_expression":
+        arg = unparen(field(update, "argument"))
+        if arg is None or arg.type != "identifier" or text_of(model, arg) != var:
+            return None
+        return Form.atom(var) + Form.const(1 if operator_of(update) == "++" else -1)
     if update is None or update.type != "assignment_expression":
         return None
-    if clean(text_of(model, field(update, "left"))) != var:
+    left = unparen(field(update, "left"))
+    if left is None or left.type != "identifier" or text_of(model, left) != var:
         return None
     op = operator_of(update)
-    right = unparen(field(update, "right"))
-    if right is None:
-        return None
-    if op == "=" and right.type == "binary_expression" and clean(text_of(model, field(right, "left"))) == var:
-        return f"{operator_of(right)}=", clean(text_of(model, field(right, "right")))
-    if op is None:
-        return None
-    return op, clean(text_of(model, right))
-
-
-def _combine(model: FileModel, fn: Function, stmt: Node, tid: str, var: str) -> tuple[str, str, str, Span] | None:
-    """Return (array, combine, form, span) of `a[t] op= a[t + s]`, `a[t] = a[t] op a[t + s]` or `a[t] = f(..)`."""
-    if stmt.type != "expression_statement":
-        return None
-    inner = [c for c in stmt.named_children if c.type != "comment"]
-    if len(inner) != 1 or inner[0].type != "assignment_expression":
-        return None
-    assign = inner[0]
-    left = field(assign, "left")
-    if left is None or left.type != "subscript_expression":
-        return None
-    array = text_of(model, field(left, "argument"))
-    if not any(s.name == array for s in fn.shared):
-        return None
-    own = f"{array}[{tid}]"
-    other = {f"{array}[{tid} + {var}]", f"{array}[{var} + {tid}]"}
-    if clean(text_of(model, left)) != own:
-        return None
-    op = operator_of(assign)
-    right = unparen(field(assign, "right"))
-    if right is None or op is None:
-        return None
-    span = (stmt.start_byte - fn.base, stmt.end_byte - fn.base)
-    if op != "=":
-        if clean(text_of(model, right)) in other:
-            return array, op[:-1], "compound", span
-        return None
-    if right.type == "binary_expression":
-        lhs, rhs = field(right, "left"), field(right, "right")
-        if clean(text_of(model, lhs)) == own and clean(text_of(model, rhs)) in other:
-            return array, operator_of(right) or "?", "binary", span
-        return None
-    arg_list = field(right, "arguments")
-    if right.type == "call_expression" and arg_list is not None:
-        args = [a for a in arg_list.named_children if a.type != "comment"]
-        if len(args) == 2 and clean(text_of(model, args[0])) == own and clean(text_of(model, args[1])) in other:
-            return array, clean(text_of(model, field(right, "function"))), "call", span
+    right = canon.of(field(update, "right"))
+    old = Form.atom(var)
+    if op == "=":
+        return right
+    if op in ("+=", "-="):
+        return old + (right if op == "+=" else right.scale(Fraction(-1)))
+    if op == "*=":
+        return old * right
+    if op == "/=":
+        return old.divide(right)
+    k = right.int_value()
+    if op in ("<<=", ">>=") and k is not None and 0 <= k < 31:
+        return old.scale(Fraction(2**k)) if op == "<<=" else old.divide(Form.const(2**k))
     return None
 
 
-def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReduction | None:
-    """Return the tree reduction a `for` loop performs, or None when the loop has another shape."""
-    loop = fn.loops[loop_id]
-    if loop.kind != "for" or loop.var is None:
+def _compare(canon: Canonicalizer, node: Node | None) -> tuple[str, Node, Node] | None:
+    """Return a comparison as (`<` or `<=` or `!=` or `==`, smaller side, larger side): `a > b` becomes `b < a`."""
+    node = unparen(node)
+    if node is None or node.type != "binary_expression":
         return None
-    node = node_at(model, fn, loop.span, "for_statement")
+    op, left, right = operator_of(node), field(node, "left"), field(node, "right")
+    if left is None or right is None:
+        return None
+    if op in ("<", "<=", "==", "!="):
+        return op, left, right
+    if op == ">":
+        return "<", right, left
+    if op == ">=":
+        return "<=", right, left
+    return None
+
+
+_LoopParts = tuple[Node, Node | None, Node, list[Node], Node]
+
+
+def _loop_parts(model: FileModel, fn: Function, loop_id: int) -> _LoopParts | None:
+    """Return (loop node, initial value, condition, body statements, update) of a `for` loop or a `while` loop
+    whose variable is set just before it and updated as the body's last statement."""
+    loop = fn.loops[loop_id]
+    if loop.kind == "for":
+        node = node_at(model, fn, loop.span, "for_statement")
+        if node is None:
+            return None
+        init = field(node, "initializer")
+        if init is None:
+            return None
+        if init.type == "declaration":
+            decls = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
+            init_value = field(decls[0], "value") if len(decls) == 1 else None
+            var_node = field(decls[0], "declarator") if len(decls) == 1 else None
+        elif init.type == "assignment_expression" and operator_of(init) == "=":
+            init_value, var_node = field(init, "right"), field(init, "left")
+        else:
+            return None
+        cond, update = field(node, "condition"), field(node, "update")
+        if var_node is None or cond is None or update is None:
+            return None
+        return node, init_value, cond, statements(field(node, "body")), update
+    if loop.kind != "while":
+        return None
+    node = node_at(model, fn, loop.span, "while_statement")
     if node is None:
         return None
-    var = loop.var
     body = statements(field(node, "body"))
-    if len(body) != 2 or body[0].type != "if_statement" or field(body[0], "alternative") is not None:
+    cond = condition_value(node)
+    if len(body) < 2 or cond is None:
         return None
-    if clean(text_of(model, body[1])) != "__syncthreads();":
+    update = body[-1]
+    prev = node.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    init_value = None
+    if prev is not None and prev.type == "declaration":
+        decls = [d for d in prev.children_by_field_name("declarator") if d.type == "init_declarator"]
+        if len(decls) == 1:
+            init_value = field(decls[0], "value")
+    elif prev is not None and prev.type == "expression_statement":
+        inner = [c for c in prev.named_children if c.type != "comment"]
+        if len(inner) == 1 and inner[0].type == "assignment_expression" and operator_of(inner[0]) == "=":
+            init_value = field(inner[0], "right")
+    return node, init_value, cond, body[:-1], update
+
+
+def _loop_var(model: FileModel, fn: Function, loop_id: int, update: Node) -> str | None:
+    """Return the variable a loop's update assigns."""
+    loop = fn.loops[loop_id]
+    if loop.var is not None:
+        return loop.var
+    if update.type == "expression_statement":
+        inner = [c for c in update.named_children if c.type != "comment"]
+        update = inner[0] if len(inner) == 1 else None
+    left = unparen(field(update, "left")) if update is not None and update.type == "assignment_expression" else None
+    return text_of(model, left) if left is not None and left.type == "identifier" else None
+
+
+_BLOCK_X = Form.atom("blockDim.x")
+_THREAD_X = Form.atom("threadIdx.x")
+
+
+def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReduction | None:
+    """Return the tree reduction a loop performs, or None when the loop has another shape.
+
+    Read semantically: `for` or `while`, any spacing and names, `blockDim.x / 2` or `blockDim.x >> 1`, strides
+    halved or doubled in any spelling, commuted comparisons and operands, the thread index inline or in a local,
+    and the interleaved tree guarded by `tid % (2 * s) == 0` or addressed by a strided index `i = 2 * s * tid`.
+    """
+    parts = _loop_parts(model, fn, loop_id)
+    if parts is None:
         return None
-    init = field(node, "initializer")
-    if init is None:
+    _, init_value, cond_node, body, update = parts
+    var = _loop_var(model, fn, loop_id, update)
+    if var is None or init_value is None:
         return None
-    if init.type == "declaration":
-        decls = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
-        init_value = field(decls[0], "value") if len(decls) == 1 else None
-    elif init.type == "assignment_expression":
-        init_value = field(init, "right")
-    else:
+    canon = reduce_canon(model, fn)
+    # The loop variable is written by the loop itself: it must stay an atom, never be resolved to its first value.
+    canon_var = Form.atom(var)
+    if not body or not _is_barrier(model, body[-1]):
         return None
-    cond = unparen(field(node, "condition"))
-    if init_value is None or cond is None or cond.type != "binary_expression":
+    body = body[:-1]
+    index_local: tuple[str, Form] | None = None
+    if len(body) == 2 and body[0].type == "declaration":
+        decls = [d for d in body[0].children_by_field_name("declarator") if d.type == "init_declarator"]
+        name_node = field(decls[0], "declarator") if len(decls) == 1 else None
+        if name_node is None or name_node.type != "identifier":
+            return None
+        index_local = (text_of(model, name_node), canon.of(field(decls[0], "value")))
+        body = body[1:]
+    if len(body) != 1 or body[0].type != "if_statement" or field(body[0], "alternative") is not None:
         return None
-    step = _step(model, field(node, "update"), var)
-    guard = condition_value(body[0])
-    if guard is None or guard.type != "binary_expression":
+    new = _new_value(model, canon, update, var)
+    cond = _compare(canon, cond_node)
+    guard = _compare(canon, condition_value(body[0]))
+    if new is None or cond is None or guard is None:
         return None
-    cond_l, cond_r = clean(text_of(model, field(cond, "left"))), unparen(field(cond, "right"))
-    init_text = clean(text_of(model, unparen(init_value)))
-    if step in _HALVING and cond_l == var and operator_of(cond) == ">" and number_value(model, cond_r) == 0:
-        if init_text in ("blockDim.x / 2", "blockDim.x >> 1"):
+    init = canon.of(init_value)
+    halving = new == canon_var.divide(Form.const(2))
+    doubling = new == canon_var.scale(Fraction(2))
+
+    def form(n: Node) -> Form:
+        f = canon.of(n)
+        if index_local is not None and f == Form.atom(index_local[0]):
+            return index_local[1]
+        return f
+
+    tid_node: Node | None = None
+    bound_span: Span = (0, 0)
+    own: Form | None = None
+    if halving and cond[0] == "<" and canon.of(cond[1]).int_value() == 0 and form(cond[2]) == canon_var:
+        if init == _BLOCK_X.divide(Form.const(2)):
             first = None
-        elif loop.init_value is not None:
-            first = loop.init_value
+        elif init.int_value() is not None:
+            first = init.int_value()
         else:
             return None
-        if operator_of(guard) != "<" or clean(text_of(model, field(guard, "right"))) != var:
+        if guard[0] != "<" or form(guard[2]) != canon_var or index_local is not None:
             return None
-        tid_node = field(guard, "left")
+        tid_node = guard[1]
         shape, covered = "sequential", (2 * first if first is not None else None)
-        bound_span = (cond_r.start_byte - fn.base, cond_r.end_byte - fn.base) if cond_r is not None else (0, 0)
-    elif step in _DOUBLING and cond_l == var and operator_of(cond) == "<" and loop.init_value == 1:
-        bound = clean(text_of(model, cond_r)) if cond_r is not None else ""
-        if bound == "blockDim.x":
+        zero = unparen(cond[1])
+        if zero is None:
+            return None
+        bound_span = (zero.start_byte - fn.base, zero.end_byte - fn.base)
+        own = canon.of(tid_node)
+    elif doubling and cond[0] == "<" and form(cond[1]) == canon_var and init.int_value() == 1:
+        bound = canon.of(cond[2])
+        if bound == _BLOCK_X:
             covered = None
-        elif loop.bound_value is not None:
-            covered = loop.bound_value
+        elif bound.int_value() is not None:
+            covered = bound.int_value()
         else:
             return None
-        # The guard is `tid % (2 * s) == 0`.
-        if operator_of(guard) != "==" or number_value(model, field(guard, "right")) != 0:
+        shape, first = "interleaved", None
+        pair = canon_var.scale(Fraction(2))
+        if guard[0] == "==" and (canon.of(guard[1]).int_value() == 0 or canon.of(guard[2]).int_value() == 0):
+            # The guard is `tid % (2 * s) == 0` (either side of `==`).
+            mod = unparen(guard[1] if canon.of(guard[2]).int_value() == 0 else guard[2])
+            if mod is None or mod.type != "binary_expression" or operator_of(mod) != "%":
+                return None
+            if canon.of(field(mod, "right")) != pair or index_local is not None:
+                return None
+            tid_node = field(mod, "left")
+            own = canon.of(tid_node)
+        elif guard[0] == "<" and form(guard[2]) == bound:
+            # The strided index `i = 2 * s * tid` addresses the left element of each pair: `if (i < n)`.
+            own = form(guard[1])
+            tid_node = _thread_factor(model, fn, canon, guard[1] if index_local is None else None, index_local)
+            if tid_node is None or own != pair * canon.of(tid_node):
+                return None
+        else:
             return None
-        mod = unparen(field(guard, "left"))
-        if mod is None or mod.type != "binary_expression" or operator_of(mod) != "%":
-            return None
-        if clean(text_of(model, unparen(field(mod, "right")))) not in (f"2 * {var}", f"{var} * 2"):
-            return None
-        tid_node = field(mod, "left")
-        shape, first, bound_span = "interleaved", None, (0, 0)
     else:
         return None
-    if not is_thread_x(model, fn, tid_node):
+    if canon.of(tid_node) != _THREAD_X:
         return None
     tid = clean(text_of(model, unparen(tid_node)))
     consequence = statements(field(body[0], "consequence"))
-    if len(consequence) != 1:
+    if len(consequence) != 1 or own is None:
         return None
-    found = _combine(model, fn, consequence[0], tid, var)
+    found = _combine(model, fn, canon, consequence[0], own, canon_var, form)
     if found is None:
         return None
-    array, combine, form, span = found
+    array, combine, kind, span = found
     shared = next((s for s in fn.shared if s.name == array), None)
     if shared is None:
         return None
@@ -705,7 +811,7 @@ def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReductio
         tid,
         var,
         combine,
-        form,
+        kind,
         bare_type(shared.element_type),
         source,
         first,
@@ -714,6 +820,94 @@ def tree_reduction(model: FileModel, fn: Function, loop_id: int) -> TreeReductio
         bound_span,
         span,
     )
+
+
+def _thread_factor(
+    model: FileModel,
+    fn: Function,
+    canon: Canonicalizer,
+    expr: Node | None,
+    index_local: tuple[str, Form] | None,
+) -> Node | None:
+    """Return the identifier (or `threadIdx.x`) that a strided index multiplies: `tid` in `2 * s * tid`."""
+    if expr is None and index_local is not None:
+        decl_values, _ = definitions(model, fn, index_local[0])
+        expr = decl_values[0] if len(decl_values) == 1 else None
+    stack = [expr] if expr is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type in ("identifier", "field_expression") and canon.of(n) == _THREAD_X:
+            return n
+        if n.type != "field_expression":
+            stack.extend(n.named_children)
+    return None
+
+
+def _combine(
+    model: FileModel,
+    fn: Function,
+    canon: Canonicalizer,
+    stmt: Node,
+    own: Form,
+    stride: Form,
+    form: Any,
+) -> tuple[str, str, str, Span] | None:
+    """Return (array, combine, form, span) of `a[t] op= a[t + s]`, `a[t] = a[t] op a[t + s]` or `a[t] = f(..)`."""
+    if stmt.type != "expression_statement":
+        return None
+    inner = [c for c in stmt.named_children if c.type != "comment"]
+    if len(inner) != 1 or inner[0].type != "assignment_expression":
+        return None
+    assign = inner[0]
+    left = unparen(field(assign, "left"))
+    if left is None or left.type != "subscript_expression":
+        return None
+    array_node = unparen(field(left, "argument"))
+    if array_node is None or array_node.type != "identifier":
+        return None
+    array = text_of(model, array_node)
+    if not any(s.name == array for s in fn.shared):
+        return None
+    other_index = own + stride
+
+    def element(n: Node | None, index: Form) -> bool:
+        n = unparen(n)
+        if n is None or n.type != "subscript_expression":
+            return False
+        arg = unparen(field(n, "argument"))
+        if arg is None or arg.type != "identifier" or text_of(model, arg) != array:
+            return False
+        idx = field(n, "indices") or field(n, "index")
+        if idx is not None and idx.type == "subscript_argument_list":
+            items = [c for c in idx.named_children if c.type != "comment"]
+            idx = items[0] if len(items) == 1 else None
+        return idx is not None and form(idx) == index
+
+    if not element(left, own):
+        return None
+    op = operator_of(assign)
+    right = unparen(field(assign, "right"))
+    if right is None or op is None:
+        return None
+    span = (stmt.start_byte - fn.base, stmt.end_byte - fn.base)
+    if op != "=":
+        if element(right, other_index):
+            return array, op[:-1], "compound", span
+        return None
+    if right.type == "binary_expression":
+        lhs, rhs = field(right, "left"), field(right, "right")
+        op2 = operator_of(right) or "?"
+        if element(lhs, own) and element(rhs, other_index):
+            return array, op2, "binary", span
+        if op2 in ("+", "*", "&", "|", "^") and element(rhs, own) and element(lhs, other_index):
+            return array, op2, "binary", span
+        return None
+    arg_list = field(right, "arguments")
+    if right.type == "call_expression" and arg_list is not None:
+        args = [a for a in arg_list.named_children if a.type != "comment"]
+        if len(args) == 2 and element(args[0], own) and element(args[1], other_index):
+            return array, clean(text_of(model, field(right, "function"))), "call", span
+    return None
 
 
 # -- atomics ------------------------------------------------------------------------------------------------------
@@ -773,6 +967,14 @@ def atomic_target(model: FileModel, fn: Function, call_span: Span) -> AtomicTarg
         index, form = idx[0], "address"
     elif addr.type == "binary_expression" and operator_of(addr) == "+":
         base_node, index = unparen(field(addr, "left")), field(addr, "right")
+        other = unparen(index)
+        if (
+            (base_node is None or base_node.type != "identifier" or fn.param(text_of(model, base_node)) is None)
+            and other is not None
+            and other.type == "identifier"
+        ):
+            # `i + p` is the same address as `p + i`.
+            base_node, index = other, field(addr, "left")
         form = "offset"
     elif addr.type == "identifier":
         base_node, form = addr, "pointer"
@@ -881,12 +1083,14 @@ def division_type(model: FileModel, fn: Function, node: Node) -> CType | None:
 
 # -- scalar half arithmetic ---------------------------------------------------------------------------------------
 
-GLOBAL_INDEX_FORMS = {
-    "blockIdx.x * blockDim.x + threadIdx.x",
-    "blockDim.x * blockIdx.x + threadIdx.x",
-    "threadIdx.x + blockIdx.x * blockDim.x",
-    "threadIdx.x + blockDim.x * blockIdx.x",
-}
+_GLOBAL_INDEX = Form.atom("blockIdx.x") * Form.atom("blockDim.x") + Form.atom("threadIdx.x")
+
+
+def is_global_index(model: FileModel, node: Node | None) -> bool:
+    """Return whether an expression computes `blockIdx.x * blockDim.x + threadIdx.x`, however it is written."""
+    if node is None:
+        return False
+    return Canonicalizer(model.text, model.constants).of(node) == _GLOBAL_INDEX
 
 
 # -- cheap node lookup --------------------------------------------------------------------------------------------

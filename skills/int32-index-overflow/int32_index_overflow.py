@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterator
 
 from warpwise.analyzers.facts_reduce import (
-    GLOBAL_INDEX_FORMS,
     CType,
     Node,
     clean,
@@ -20,11 +19,13 @@ from warpwise.analyzers.facts_reduce import (
     expr_type,
     field,
     identifier_nodes,
+    is_global_index,
     is_kernel,
     launches_of,
     node_at,
     operator_of,
     text_of,
+    unparen,
     variable_type,
 )
 from warpwise.skills.model import AnchorKind
@@ -64,7 +65,7 @@ def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
         decl = init.parent if init is not None else None
         if init is None or value is None or decl is None or decl.type != "declaration":
             continue
-        if clean(text_of(ctx.model, value)) not in GLOBAL_INDEX_FORMS:
+        if not is_global_index(ctx.model, value):
             continue
         type_node = field(decl, "type")
         ty = ctype(text_of(ctx.model, type_node)) if type_node is not None else None
@@ -73,7 +74,11 @@ def int32_global_index(ctx: MatchContext) -> Iterator[Region]:
         if len(decl.children_by_field_name("declarator")) != 1:
             continue
         product = next(
-            (c for c in (field(value, "left"), field(value, "right")) if c is not None and operator_of(c) == "*"),
+            (
+                c
+                for c in (unparen(field(value, "left")), unparen(field(value, "right")))
+                if c is not None and operator_of(c) == "*"
+            ),
             None,
         )
         factor = field(product, "left")

@@ -66,7 +66,7 @@ PRIMARY = {"identifier", "subscript_expression", "field_expression", "call_expre
 def pow_small_integer_exponent(
     ctx: MatchContext, exponents: tuple[int, ...] | list[int] = (2, 3, 4)
 ) -> Iterator[Region]:
-    """Find `powf(x, n)` / `pow(x, n)` with a literal small integer exponent `n`."""
+    """Find `powf(x, n)` / `pow(x, n)` with a small integer exponent `n` (a literal or a file-level constant)."""
     fn = ctx.function
     for call in fn.calls:
         if call.category != "math" or call.name not in ("powf", "pow") or len(call.args) != 2:
@@ -74,9 +74,17 @@ def pow_small_integer_exponent(
         node = node_at(ctx.model, fn, call.span, "call_expression")
         args_node = field(node, "arguments")
         args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
-        if len(args) != 2 or args[1].type != "number_literal":
+        if len(args) != 2:
             continue
-        value = float_literal_value(text_of(ctx.model, args[1]))
+        exponent = unparen(args[1])
+        if exponent is not None and exponent.type == "identifier":
+            # A file-level constant or macro (`#define EXP 2 // squared`) is its value.
+            known = ctx.model.constants.get(text_of(ctx.model, exponent))
+            value = float(known) if known is not None else None
+        elif exponent is not None and exponent.type == "number_literal":
+            value = float_literal_value(text_of(ctx.model, exponent))
+        else:
+            continue
         if value is None or value not in exponents or not is_pure(args[0]):
             continue
         base = unparen(args[0])

@@ -66,7 +66,9 @@ def _template_typed(ctx: RewriteContext, names: list[str]) -> bool:
 
 def _drop_const(ctx: RewriteContext, decl: Any) -> list[Edit]:
     """Remove `const` from a declaration (the index gets a second assignment)."""
-    for c in decl.children:
+    type_node = decl.child_by_field_name("type")
+    inner = list(type_node.children) if type_node is not None and type_node.type == "sized_type_specifier" else []
+    for c in [*decl.children, *inner]:
         if c.type == "type_qualifier" and ctx.text((c.start_byte, c.end_byte)) == "const":
             end = c.end_byte
             while ctx.data[end : end + 1] in (b" ", b"\t"):

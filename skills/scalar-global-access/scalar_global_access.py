@@ -257,9 +257,12 @@ def _offset(model: FileModel, arg: str) -> tuple[str, int | None] | None:
     m = re.fullmatch(r"\s*(\w+)\s*\+\s*(.+?)\s*", arg) or re.fullmatch(r"\s*&\s*(\w+)\s*\[\s*(.+?)\s*\]\s*", arg)
     if m is None:
         return None
-    raw = m.group(2)
+    base, raw = m.group(1), m.group(2)
+    if (base.isdigit() or base in model.constants) and re.fullmatch(r"[A-Za-z_]\w*", raw):
+        # `1 + x` is the same pointer as `x + 1`.
+        base, raw = raw, base
     value = int(raw) if raw.isdigit() else model.constants.get(raw)
-    return m.group(1), value
+    return base, value
 
 
 @check("pointers_aligned")

@@ -17,7 +17,6 @@ from warpwise.analyzers.build import eval_numeric_text
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import identifier_uses, nodes
 from warpwise.analyzers.facts_reduce import (
-    GLOBAL_INDEX_FORMS,
     Node,
     _rel,
     bare_type,
@@ -33,6 +32,9 @@ from warpwise.analyzers.facts_reduce import (
     statements,
     text_of,
     unparen,
+)
+from warpwise.analyzers.facts_reduce import (
+    is_global_index as computes_global_index,
 )
 from warpwise.analyzers.model import AccessKind, FileModel, Function, Span
 from warpwise.skills.model import AnchorKind
@@ -79,7 +81,7 @@ HALF_PACKED = {
 def is_global_index(model: FileModel, fn: Function, name: str) -> bool:
     """Return whether a local is defined once as `blockIdx.x * blockDim.x + threadIdx.x` (in any operand order)."""
     value = single_definition(model, fn, name)
-    return value is not None and clean(text_of(model, value)) in GLOBAL_INDEX_FORMS
+    return value is not None and computes_global_index(model, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +273,10 @@ def half_pointers_aligned(ctx: CheckContext) -> Verdict:
                 doubts.append(f"the launch in `{host.name}` does not pass `{name}` in a way warpwise can read")
                 continue
             arg = clean(launch.args[p.index])
-            offset = re.fullmatch(r"([A-Za-z_]\w*)\s*\+\s*(\d+)", arg)
-            if offset is not None and int(offset.group(2)) % 2 == 1:
+            offset = re.fullmatch(r"([A-Za-z_]\w*)\s*\+\s*(\d+)", arg) or re.fullmatch(
+                r"(\d+)\s*\+\s*([A-Za-z_]\w*)", arg
+            )
+            if offset is not None and int(offset.group(1) if offset.group(1).isdigit() else offset.group(2)) % 2 == 1:
                 return violated(f"the launch in `{host.name}` passes `{arg}` for `{name}`: 2-byte aligned only")
             if not re.fullmatch(r"[A-Za-z_]\w*", arg):
                 doubts.append(f"the launch in `{host.name}` passes `{arg}` for `{name}`; its alignment is not known")

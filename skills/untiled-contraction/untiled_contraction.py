@@ -795,7 +795,8 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
         return None, f"`{fn.name}` converts its {half} operands with `{conv}`"
     pa = fn.param(a.name)
     assert pa is not None
-    elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b", " ", pa.base_type).strip()
+    # Generated code spells the element type as the source does (`real`, not the `float` the model resolved).
+    elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b|[*&]", " ", pa.type).strip()
     if conv:
         conv = {"half": "__half2float", "bfloat16": "__bfloat162float"}[half or "half"]
     return (

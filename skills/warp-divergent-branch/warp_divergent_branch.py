@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from warpwise.analyzers.facts_memory import kernel_syntax, linear, unparen
+from warpwise.analyzers.facts_reduce import condition_value, field, node_at, operator_of, reduce_canon
 from warpwise.analyzers.model import Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -26,7 +27,7 @@ def lane_divergent_branches(ctx: MatchContext) -> Iterator[Region]:
         pattern = branch.lane_pattern
         if pattern is None and branch.thread_dependent and "%" in branch.condition:
             pattern = _runtime_lane_period(ctx, fn, branch)
-        if pattern is None:
+        if pattern is None or _leader_lanes(ctx, fn, branch):
             continue
         yield Region(
             AnchorKind.BRANCH,
@@ -35,6 +36,25 @@ def lane_divergent_branches(ctx: MatchContext) -> Iterator[Region]:
             f"lanes:{branch.span[0]}",
             {"branch": branch, "condition": branch.condition, "pattern": pattern},
         )
+
+
+def _leader_lanes(ctx: MatchContext, fn: Function, branch: Any) -> bool:
+    """Return whether a branch picks one leader lane per group of a constant size to do the group's work
+    (`if (lane % 4 == 0) store(...)`, no `else`): the other lanes have nothing to do, so no warp runs two sides
+    and no other thread mapping removes the idle lanes."""
+    node = node_at(ctx.model, fn, branch.span, "if_statement")
+    if node is None or field(node, "alternative") is not None:
+        return False
+    cmp = unparen(condition_value(node))
+    if cmp is None or cmp.type != "binary_expression" or operator_of(cmp) != "==":
+        return False
+    canon = reduce_canon(ctx.model, fn)
+    left, right = field(cmp, "left"), field(cmp, "right")
+    mod = unparen(left if canon.of(right).int_value() == 0 else right if canon.of(left).int_value() == 0 else None)
+    if mod is None or mod.type != "binary_expression" or operator_of(mod) != "%":
+        return False
+    period = canon.of(field(mod, "right")).int_value()
+    return period is not None and period >= 2
 
 
 def _runtime_lane_period(ctx: MatchContext, fn: Function, branch: Any) -> str | None:
