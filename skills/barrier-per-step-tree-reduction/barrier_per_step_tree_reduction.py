@@ -482,8 +482,18 @@ def recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]:
                 if not ok:
                     why = f"the loop over `{name}` does not combine every element exactly once"
                     continue
-                out.append(TreeLoop(name, arr.element_type, comb[3], parts["span"], tuple(ok), fixed, _form(first)))
+                elem = _spelled_type(model, fn, arr)
+                out.append(TreeLoop(name, elem, comb[3], parts["span"], tuple(ok), fixed, _form(first)))
     return out, ("" if out else why)
+
+
+def _spelled_type(model: FileModel, fn: Function, arr: Any) -> str:
+    """Return the shared array's element type as the source spells it (`acc_t`, not the `float` it resolves to),
+    so the rewrite keeps the user's names; the resolved type when the declaration cannot be read."""
+    start, name = fn.span(arr.span)[0], fn.span(arr.name_span)[0]
+    decl = model.text[start:name].decode("utf-8", "replace")
+    words = [w for w in decl.replace("*", " ").split() if w not in ("__shared__", "extern", "volatile", "static")]
+    return " ".join(words) or arr.element_type
 
 
 def _form(first: list[tuple[int, int, int]]) -> str:

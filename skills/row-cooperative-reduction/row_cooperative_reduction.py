@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from warpwise.analyzers.facts import function_node
-from warpwise.analyzers.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
+from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -1548,7 +1548,7 @@ def row_launches_rewritable(ctx: CheckContext) -> Verdict:
         return unknown("no row kernel was recognised here")
     if annotation_edits(ctx.model.text, rk.fn_start, Mapping()) is None:
         return unknown(f"the `// warpwise:` annotation of `{rk.kernel}` launches a block of more than one dimension")
-    for host, launch in launches_of(ctx.model, rk.kernel):
+    for host, launch in ctx.model.launches_of(rk.kernel):  # in-file launches only: spec launches change apart
         if launch_syntax(ctx.model, host, launch) is None:
             return unknown(f"the launch of `{rk.kernel}` in `{host.name}` cannot be rewritten to a grid over rows")
     return holds(f"every launch of `{rk.kernel}` in this file can be rewritten to a grid over rows")
@@ -1571,7 +1571,7 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     if notes is None:
         return None  # An annotation with a 2-D block: its launch cannot become a grid over rows.
     edits += notes
-    for host, launch in launches_of(ctx.model, rk.kernel):
+    for host, launch in ctx.model.launches_of(rk.kernel):  # in-file launches only: spec launches change apart
         ls = launch_syntax(ctx.model, host, launch)
         if ls is None:
             return None

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.facts import function_node, tree_of
-from warpwise.analyzers.facts_memory import launch_syntax, launches_of, node_text, squash, unparen
+from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -1160,7 +1160,7 @@ def contraction_launches_rewritable(ctx: CheckContext) -> Verdict:
     c: Contraction | None = ctx.fact("contraction")
     if c is None:
         return unknown("no contraction was recognised here")
-    for host, launch in launches_of(ctx.model, c.kernel):
+    for host, launch in ctx.model.launches_of(c.kernel):  # in-file launches only: spec launches change apart
         if (
             _launch_text(c, ctx.function, launch.args, Tiles()) is None
             or launch_syntax(ctx.model, host, launch) is None
@@ -1183,7 +1183,7 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     if t.min_blocks:
         at = ctx.function.span(ctx.function.name_span)[0]
         edits.append(Edit(at, at, f"__launch_bounds__({t.threads}, {t.min_blocks}) "))
-    for host, launch in launches_of(ctx.model, c.kernel):
+    for host, launch in ctx.model.launches_of(c.kernel):  # in-file launches only: spec launches change apart
         ls = launch_syntax(ctx.model, host, launch)
         texts = _launch_text(c, ctx.function, launch.args, t)
         if ls is None or texts is None:

@@ -8,12 +8,12 @@ import pytest
 
 from tests.search.test_actions import context
 from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.facts import tree_of
 from warpwise.search.actions import Action
 from warpwise.search.context import SearchContext
 from warpwise.search.evaluate import Evaluator
 from warpwise.search.params import ParamActions
 from warpwise.search.version import Version
-from warpwise.skills.facts import tree_of
 from warpwise.skills.library import builtin_library
 from warpwise.verify.types import Options, Side
 
