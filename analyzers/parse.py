@@ -22,6 +22,7 @@ from typing import Any
 import tree_sitter as ts
 import tree_sitter_cuda as ts_cuda
 
+from warpwise.analyzers import checkpoint
 from warpwise.analyzers.model import LineIndex, Position
 
 
@@ -42,10 +43,33 @@ def new_parser() -> ts.Parser:
     return ts.Parser(language())
 
 
+_CHECKPOINTED_PARSE = 16 * 1024
+"""Texts longer than this offer checkpoints while they are parsed (a shorter one parses in a few milliseconds)."""
+
+_PARSE_CHUNK = 64 * 1024
+
+
 def parse_tree(data: bytes, parser: ts.Parser | None = None, old_tree: ts.Tree | None = None) -> ts.Tree:
     """Parse a text (incrementally from an edited `old_tree` when given): the one call of tree-sitter's parser."""
     p = parser if parser is not None else new_parser()
     data = parse_source(data)
+    if len(data) > _CHECKPOINTED_PARSE and checkpoint.installed():
+        # Read in chunks so that tree-sitter calls back while it parses: each call is a checkpoint.
+        def read(offset: int, _point: object) -> bytes:
+            return data[offset : offset + _PARSE_CHUNK]
+
+        def progress(*_state: object) -> bool:
+            checkpoint.checkpoint(abortable=False)
+            return False
+
+        tree = (
+            p.parse(read, old_tree, progress_callback=progress)
+            if old_tree is not None
+            else p.parse(read, progress_callback=progress)
+        )
+        if tree is not None:
+            return tree
+        p.reset()
     return p.parse(data, old_tree) if old_tree is not None else p.parse(data)
 
 
@@ -119,7 +143,9 @@ class SourceFile:
         if tree is None:
             with _LAZY_PARSE:
                 if self._tree is None:
-                    self._tree = parse_tree(self._text)
+                    # No checkpoint while the lock is held: work run at one could need the lock too.
+                    with checkpoint.checkpoints(None):
+                        self._tree = parse_tree(self._text)
                 tree = self._tree
         return tree
 

@@ -16,12 +16,14 @@ no loop repeats it, and the index is the thread's own element (no neighbour offs
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
-from warpwise.analyzers.parse import captures, query
+from warpwise.analyzers.parse import SourceFile, captures, query
 from warpwise.skills.facts import tree_of
 from warpwise.skills.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.skills.model import AnchorKind
@@ -104,15 +106,28 @@ def _bare_type(text: str) -> str:
     return out
 
 
+_ALIASES_OF: weakref.WeakKeyDictionary[SourceFile, tuple[dict[str, str], frozenset[str]]] = weakref.WeakKeyDictionary()
+"""The aliases of each parsed text, found once: every function's checks ask, and the queries read the whole file."""
+
+
 def type_aliases(model: FileModel) -> tuple[dict[str, str], frozenset[str]]:
     """Return the file's `typedef` / `using` aliases (name -> aliased type text) and its struct, class and union
     names."""
+    hit = _ALIASES_OF.get(model.source)
+    if hit is None:
+        hit = _ALIASES_OF[model.source] = _find_aliases(model)
+    return dict(hit[0]), hit[1]
+
+
+def _find_aliases(model: FileModel) -> tuple[dict[str, str], frozenset[str]]:
     root = tree_of(model).root_node
     aliases: dict[str, str] = {}
     for source in (_TYPEDEFS, _ALIASES):
+        checkpoint()  # Each query reads the whole file.
         found = captures(query(source), root)
         for name, typ in zip(found.get("name", []), found.get("type", []), strict=False):
             aliases[name.text.decode()] = _bare_type(typ.text.decode())
+    checkpoint()
     records = frozenset(n.text.decode() for n in captures(query(_RECORDS), root).get("name", []))
     return aliases, records
 
