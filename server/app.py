@@ -35,6 +35,7 @@ from warpwise import __version__
 from warpwise.server.analysis import Analysis, AnalysisFailure, AnalysisLane
 from warpwise.server.documents import DocumentStore, OpenDocument
 from warpwise.server.jobs import Job
+from warpwise.server.problem_files import problem_files_status
 from warpwise.server.providers import CardProvider, Provider, RuleProvider
 from warpwise.server.settings import DEFAULTS, SettingProblem, Settings
 from warpwise.server.verification import VerificationService
@@ -364,6 +365,7 @@ class WarpwiseServer(LanguageServer):
             "running": running.describe() if running is not None else None,
             "error": self._error_text(),
             "verification": {"available": available, "detail": reason},
+            "problemFiles": problem_files_status(self.verification),
             "cards": {"available": cards_ok, "detail": cards_reason},
             "queue": {
                 "length": self.verification.queue.length,
