@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from warpwise.server.settings import SECTION, parse_settings
+from warpwise.server.team_key import configure_team_key
 
 if TYPE_CHECKING:
     from warpwise.server.app import WarpwiseServer
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 def apply(ls: WarpwiseServer, raw: Any, source: str, announce: bool = True) -> None:
     """Validate raw settings onto the current ones, make them current, and re-analyse open documents if changed."""
     settings, problems = parse_settings(raw, base=ls.settings)
-    ls.setting_problems = problems
+    key_problem = configure_team_key(settings)
+    ls.setting_problems = [*problems, key_problem] if key_problem is not None else problems
     if announce:
         announce_problems(ls)
     logging.getLogger("warpwise").setLevel(settings.log_level.upper())
