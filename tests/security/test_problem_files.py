@@ -156,3 +156,32 @@ def test_cli_verify_on_the_compile_only_backend_does_not_run_the_problem_file_an
         assert len(said) == 1, proc.stderr
         assert "kernels.saxpy.problem.py" in said[0] and "compile-only backend" in said[0]
     assert not marker.exists()
+
+
+@pytest.mark.gpu
+def test_cli_verify_on_a_gpu_runs_the_problem_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    source, marker = _workspace(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "warpwise",
+            "verify",
+            str(source),
+            "--kernel",
+            "saxpy",
+            "--skill",
+            "missing-restrict",
+            "--backend",
+            "local",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "is not run" not in proc.stderr
+    assert marker.exists(), proc.stdout + proc.stderr
