@@ -15,8 +15,8 @@ is waiting (newly opened ones first), then lets the interrupted analysis resume 
 the interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version
 costs at most the time to the next checkpoint. The work run at a checkpoint offers checkpoints too (for documents
 not already interrupted further down), so a third document opened meanwhile does not wait for the second. One
-thread does it all: Python's GIL would make a second analysis thread take turns with the first on the same core
-rather than run beside it, and the loop would see 5 ms switch intervals instead of a prompt result.
+thread does it all: under Python's GIL a second analysis thread would only take turns with the first, a switch
+interval at a time, rather than run beside it.
 
 The thread never dies of one bad input: a failure while analysing one snapshot is logged and delivered as an
 `AnalysisFailure`. If the thread itself stops unexpectedly, `on_crash` is called, and the server restarts it and
