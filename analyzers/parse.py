@@ -53,22 +53,25 @@ def parse_tree(data: bytes, parser: ts.Parser | None = None, old_tree: ts.Tree |
     """Parse a text (incrementally from an edited `old_tree` when given): the one call of tree-sitter's parser."""
     p = parser if parser is not None else new_parser()
     data = parse_source(data)
-    if len(data) > _CHECKPOINTED_PARSE and checkpoint.installed():
-        # Read in chunks so that tree-sitter calls back while it parses: each call is a checkpoint.
-        def read(offset: int, _point: object) -> bytes:
-            return data[offset : offset + _PARSE_CHUNK]
+    if old_tree is None and len(data) > _CHECKPOINTED_PARSE and checkpoint.installed():
+        # Read in chunks so that tree-sitter calls back while it parses: each call is a checkpoint. The chunks are
+        # memoryview slices, because py-tree-sitter 0.26 keeps every `bytes` chunk a read callback returns. Only
+        # whole parses offer checkpoints: an incremental one re-parses what the edits touched, in milliseconds,
+        # and py-tree-sitter 0.26 holds on to memory when a read callback parses from an old tree.
+        view = memoryview(data)
+
+        def read(offset: int, _point: object) -> memoryview:
+            return view[offset : offset + _PARSE_CHUNK]
 
         def progress(*_state: object) -> bool:
             checkpoint.checkpoint(abortable=False)
             return False
 
-        tree = (
-            p.parse(read, old_tree, progress_callback=progress)
-            if old_tree is not None
-            else p.parse(read, progress_callback=progress)
-        )
-        if tree is not None:
-            return tree
+        first = p.parse(read, progress_callback=progress)
+        if first is not None:
+            # A tree parsed from a callback has no source to give its nodes' text from (and would read the freed
+            # views): parse again from the bytes, which reuses every node of `first` (a few milliseconds).
+            return p.parse(data, first)
         p.reset()
     return p.parse(data, old_tree) if old_tree is not None else p.parse(data)
 
