@@ -76,9 +76,7 @@ def main() -> int:
                 )
                 print(rows[-1], flush=True)
     worst = max(r["peak_mib"] for r in rows if r["files"] == max(counts))
-    by_format = {
-        fmt: [r["peak_mib"] for r in rows if r["format"] == fmt] for fmt in formats
-    }
+    by_format = {fmt: [r["peak_mib"] for r in rows if r["format"] == fmt] for fmt in formats}
     growth = {fmt: round(v[-1] - v[0], 1) for fmt, v in by_format.items()}
     table = ["| files | format | peak RSS | exit | wall | output |", "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -91,9 +89,7 @@ def main() -> int:
         "`ru_maxrss`. Files: three generated kernels each (`tests/security/sources.py`).\n\n"
         + "\n".join(table)
         + f"\n\nPeak at {max(counts)} files: {worst:.1f} MiB (bound {BOUND_MIB:g} MiB). Growth from "
-        f"{min(counts)} to {max(counts)} files: "
-        + ", ".join(f"{fmt} {g:+.1f} MiB" for fmt, g in growth.items())
-        + "."
+        f"{min(counts)} to {max(counts)} files: " + ", ".join(f"{fmt} {g:+.1f} MiB" for fmt, g in growth.items()) + "."
     )
     name = "check_memory" + (f"-{args.label}" if args.label else "")
     path = write_result(name, {"rows": rows, "bound_mib": BOUND_MIB, "growth_mib": growth}, md)
