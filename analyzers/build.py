@@ -18,6 +18,7 @@ from fractions import Fraction
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.cuda_api import (
     ASYNC_CALLS,
     ATOMIC_CALLS,
@@ -1728,6 +1729,7 @@ def analyze_document(doc: CudaDocument) -> FileModel:
     budget: list[SyntaxProblem] = []
 
     def build(i: int, binding: tuple[str, ...]) -> None:
+        checkpoint()
         fn_node, template = functions[i]
         nodes = fn_node.descendant_count
         shallow = nodes > FUNCTION_NODE_BUDGET

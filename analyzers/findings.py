@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.model import (
     Access,
     AccessKind,
@@ -359,6 +360,7 @@ def check_model(model: FileModel, select: set[str] | None = None) -> list[Findin
     if select is None or "analysis-budget" in select:
         out.extend(budget_findings(model))
     for fn in model.functions:
+        checkpoint()
         out.extend(check_function(model, fn, select))
     out.sort(key=lambda f: (f.span[0], f.rule))
     return out

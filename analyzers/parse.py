@@ -22,6 +22,7 @@ from typing import Any
 import tree_sitter as ts
 import tree_sitter_cuda as ts_cuda
 
+from warpwise.analyzers import checkpoint
 from warpwise.analyzers.model import LineIndex, Position
 
 
@@ -42,10 +43,36 @@ def new_parser() -> ts.Parser:
     return ts.Parser(language())
 
 
+_CHECKPOINTED_PARSE = 16 * 1024
+"""Texts longer than this offer checkpoints while they are parsed (a shorter one parses in a few milliseconds)."""
+
+_PARSE_CHUNK = 64 * 1024
+
+
 def parse_tree(data: bytes, parser: ts.Parser | None = None, old_tree: ts.Tree | None = None) -> ts.Tree:
     """Parse a text (incrementally from an edited `old_tree` when given): the one call of tree-sitter's parser."""
     p = parser if parser is not None else new_parser()
     data = parse_source(data)
+    if old_tree is None and len(data) > _CHECKPOINTED_PARSE and checkpoint.installed():
+        # Read in chunks so that tree-sitter calls back while it parses: each call is a checkpoint. The chunks are
+        # memoryview slices, because py-tree-sitter 0.26 keeps every `bytes` chunk a read callback returns. Only
+        # whole parses offer checkpoints: an incremental one re-parses what the edits touched, in milliseconds,
+        # and py-tree-sitter 0.26 holds on to memory when a read callback parses from an old tree.
+        view = memoryview(data)
+
+        def read(offset: int, _point: object) -> memoryview:
+            return view[offset : offset + _PARSE_CHUNK]
+
+        def progress(*_state: object) -> bool:
+            checkpoint.checkpoint(abortable=False)
+            return False
+
+        first = p.parse(read, progress_callback=progress)
+        if first is not None:
+            # A tree parsed from a callback has no source to give its nodes' text from (and would read the freed
+            # views): parse again from the bytes, which reuses every node of `first` (a few milliseconds).
+            return p.parse(data, first)
+        p.reset()
     return p.parse(data, old_tree) if old_tree is not None else p.parse(data)
 
 
@@ -119,7 +146,9 @@ class SourceFile:
         if tree is None:
             with _LAZY_PARSE:
                 if self._tree is None:
-                    self._tree = parse_tree(self._text)
+                    # No checkpoint while the lock is held: work run at one could need the lock too.
+                    with checkpoint.checkpoints(None):
+                        self._tree = parse_tree(self._text)
                 tree = self._tree
         return tree
 

@@ -8,6 +8,16 @@ comes has its edits applied but is not analysed: only the newest version is wort
 an immutable value tagged with the snapshot's version; the loop publishes it only if the document is still at
 that version.
 
+One document's analysis never holds up another's: the analysers call `warpwise.analyzers.checkpoint.checkpoint()`
+at cheap places (while tree-sitter parses, between functions, between the cards tried on one function, between
+rules), every few milliseconds. At each one the lane runs, to completion, any snapshot of another document that
+is waiting (newly opened ones first), then lets the interrupted analysis resume where it stopped; and it abandons
+the interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version
+costs at most the time to the next checkpoint. The work run at a checkpoint offers checkpoints too (for documents
+not already interrupted further down), so a third document opened meanwhile does not wait for the second. One
+thread does it all: under Python's GIL a second analysis thread would only take turns with the first, a switch
+interval at a time, rather than run beside it.
+
 The thread never dies of one bad input: a failure while analysing one snapshot is logged and delivered as an
 `AnalysisFailure`. If the thread itself stops unexpectedly, `on_crash` is called, and the server restarts it and
 says so in its status.
@@ -22,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from warpwise.analyzers.build import analyze_document
+from warpwise.analyzers.checkpoint import Superseded, checkpoints
 from warpwise.analyzers.embedded import mask_python
 from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument, SourceFile
@@ -33,6 +44,9 @@ log = logging.getLogger(__name__)
 
 MAX_REPLAYED_EDITS = 64
 """Past this many queued edits, re-parsing the whole text is cheaper than replaying them one by one."""
+
+MAX_INTERRUPTIONS = 8
+"""How many analyses may be interrupted at once, one inside the other (each for a different document)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +141,12 @@ class AnalysisLane:
         self._docs: dict[str, tuple[CudaDocument, int]] = {}
         self._stop = False
         self._thread: threading.Thread | None = None
+        self._interrupted: list[str] = []
         self.analyses = 0
         self.skipped_superseded = 0
         self.resyncs = 0
+        self.interruptions = 0
+        self.abandoned = 0
 
     def start(self) -> None:
         """Start the thread."""
@@ -179,9 +196,20 @@ class AnalysisLane:
             uri = next(iter(self._inbox))
             return uri, self._inbox.pop(uri)
 
-    def _superseded(self, uri: str) -> bool:
+    def _take_other(self, busy: list[str]) -> Snapshot | None:
+        """Take the waiting snapshot of a document not in `busy`, a newly opened one first."""
         with self._lock:
-            return isinstance(self._inbox.get(uri), Snapshot)
+            others = [s for u, s in self._inbox.items() if isinstance(s, Snapshot) and u not in busy]
+            if not others:
+                return None
+            snap = next((s for s in others if s.uri not in self._docs), others[0])
+            del self._inbox[snap.uri]
+            return snap
+
+    def _superseded(self, uri: str) -> bool:
+        """Return whether a newer snapshot of the document waits, or the document was closed."""
+        with self._lock:
+            return uri in self._inbox
 
     def _run(self) -> None:
         try:
@@ -197,17 +225,41 @@ class AnalysisLane:
                         self._docs.pop(uri, None)
                         continue
                     assert isinstance(item, Snapshot)
-                    try:
-                        result: Analysis | AnalysisFailure | None = self._process(item)
-                    except Exception as exc:  # A bug on one input is logged and reported; the thread goes on.
-                        log.exception("analysis of %s (version %d) failed", item.uri, item.version)
-                        self._docs.pop(uri, None)
-                        result = AnalysisFailure(item.uri, item.version, f"{type(exc).__name__}: {exc}")
-                    if result is not None:
-                        self._deliver(result)
+                    self._handle(item)
         except BaseException as exc:  # The thread is gone; the server restarts it and says so.
             log.exception("the analysis thread stopped")
             self._on_crash(exc)
+
+    def _handle(self, snap: Snapshot) -> None:
+        """Analyse one snapshot and deliver its result, offering checkpoints to other documents meanwhile."""
+        self._interrupted.append(snap.uri)
+        hook = self._checkpoint if len(self._interrupted) <= MAX_INTERRUPTIONS else None
+        try:
+            with checkpoints(hook):
+                result: Analysis | AnalysisFailure | None = self._process(snap)
+        except Superseded:  # A newer version of this document waits; only that one is worth a result.
+            self.abandoned += 1
+            result = None
+        except Exception as exc:  # A bug on one input is logged and reported; the thread goes on.
+            log.exception("analysis of %s (version %d) failed", snap.uri, snap.version)
+            self._docs.pop(snap.uri, None)
+            result = AnalysisFailure(snap.uri, snap.version, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._interrupted.pop()
+        if result is not None:
+            self._deliver(result)
+
+    def _checkpoint(self, abortable: bool) -> None:
+        """Run other documents' waiting snapshots now; abandon this analysis if its document has a newer one."""
+        current = self._interrupted[-1]
+        while not self._stop:
+            if abortable and self._superseded(current):
+                raise Superseded(current)
+            other = self._take_other(self._interrupted)
+            if other is None:
+                return
+            self.interruptions += 1
+            self._handle(other)
 
     def _document(self, snap: Snapshot) -> CudaDocument:
         """Bring this file's `CudaDocument` to the snapshot's text, incrementally when possible.

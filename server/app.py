@@ -35,6 +35,7 @@ from warpwise import __version__
 from warpwise.server.analysis import Analysis, AnalysisFailure, AnalysisLane, warm_up
 from warpwise.server.documents import DocumentStore, OpenDocument
 from warpwise.server.jobs import Job
+from warpwise.server.problem_files import problem_files_status
 from warpwise.server.providers import CardProvider, Provider, RuleProvider
 from warpwise.server.services import ClientFeatures, Config, ProgressBook, Services, Timers
 from warpwise.server.settings import Settings
@@ -356,6 +357,7 @@ class WarpwiseServer(LanguageServer):
             "running": running.describe() if running is not None else None,
             "error": self._error_text(),
             "verification": {"available": available, "detail": reason},
+            "problemFiles": problem_files_status(self.verification),
             "cards": {"available": cards_ok, "detail": cards_reason},
             "queue": {
                 "length": self.verification.queue.length,

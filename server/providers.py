@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.findings import RULES, Finding, Severity, check_model
 from warpwise.analyzers.model import FileModel, Span
 from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY, apply_suppressions
@@ -328,6 +329,7 @@ def collect_items(providers: list[Provider], model: FileModel, settings: Setting
     items: list[Item] = []
     problems: list[str] = []
     for p in providers:
+        checkpoint()
         try:
             items.extend(p.items(model, settings))
         except Exception as exc:  # One failing provider never hides the others.

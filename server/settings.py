@@ -245,6 +245,14 @@ class Settings:
         kind="string",
         enum=("error", "warning", "info", "debug"),
     )
+    verification_team_key_file: str = _setting(
+        "verification.teamKeyFile",
+        "",
+        "A file holding this team's key, readable by its owner only (`chmod 600`): results measured here are signed "
+        "with it, and results signed with it elsewhere keep their status here. Empty: `$WARPWISE_TEAM_KEY_FILE`, else "
+        "no key. The key itself is never logged, shown or exported.",
+        kind="string",
+    )
 
     def rule_enabled(self, rule_id: str) -> bool:
         """Return whether a rule or card id reports under these settings."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.findings import Finding, Related, Severity
 from warpwise.analyzers.model import FileModel, FunctionKind, Span
 from warpwise.skills.library import CardLibrary, SkillCard, builtin_library
@@ -168,11 +169,15 @@ def match_function(model: FileModel, fn: Any, cards: Iterable[SkillCard], target
     out: list[Match] = []
     if fn.kind is FunctionKind.HOST:
         return out
+    if any(fn.base <= p.span[0] < fn.base + fn.length for p in model.budget_problems):
+        # Over the analysis budget: the body is not modelled, so no card can read it (and none reports inside it).
+        return out
     mctx = MatchContext(model, fn, target_sm)
     for card in cards:
         m, args = card.matcher
         if m is None:
             continue
+        checkpoint()
         try:
             regions = list(m(mctx, **args))
         except Exception:  # One failing card never hides the others.

@@ -4,9 +4,13 @@ Every result a worker produces carries a `Provenance` (machine, GPU UUID and nam
 version, time). The machine that measured it signs it with the team key: an HMAC-SHA256 over the result's
 canonical JSON (everything but the signature itself and the fields this machine sets when it reads a result), so
 changing any figure, status or provenance field breaks the signature. The key is configured on workers and
-editors through the environment of the worker and of the language server (`$WARPWISE_TEAM_KEY_FILE`, a file
-only its owner reads, or `$WARPWISE_TEAM_KEY`); it is never written into a result, a log line or an export,
-only its `key_id` (a hash that names it).
+editors as a key file only its owner may read: the editor's `warpwise.verification.teamKeyFile` setting, the
+command line's `warpwise --team-key-file PATH` (for `verify`, `optimize`, `cache`, `worker`, `serve`, ...), or the
+environment (`$WARPWISE_TEAM_KEY_FILE`, or the key itself in `$WARPWISE_TEAM_KEY`), in that order. A key file is
+checked before it is used (`read_key_file`: it exists, is a regular file, is not readable or writable by other
+users, holds at least 16 bytes) and a bad one is refused with a one-line message naming the file and what to do.
+The key is never written into a result, a log line, a settings echo or an export, only its `key_id` (a hash that
+names it).
 
 `assess` is the one place that decides whether a stored result may speak for itself: a result measured on this
 machine (written by this machine's gate, with this machine's id or no provenance at all) or one signed by the
@@ -25,6 +29,7 @@ import importlib.metadata
 import json
 import os
 import socket
+import stat
 import time
 import uuid
 from pathlib import Path
@@ -35,18 +40,82 @@ KEY_ENV = "WARPWISE_TEAM_KEY"
 KEY_FILE_ENV = "WARPWISE_TEAM_KEY_FILE"
 _DOMAIN = b"warpwise-result-v1\0"
 _UNSIGNED_FIELDS = frozenset({"signature", "cached", "reported_status", "reported_by"})
+MIN_KEY_BYTES = 16
+"""A shorter key is refused: an HMAC key should be at least as long as a guess is hard."""
+MAX_KEY_FILE_BYTES = 4096
 _machine: str | None = None
+_configured: bytes | None = None
+"""The key from a key file configured by a setting or an option (`configure_key_file`); None: the environment's."""
+
+
+class KeyFileError(ValueError):
+    """A team key file that cannot be used; the message says which file, why, and what to do."""
+
+
+def read_key_file(path: str | Path) -> bytes:
+    """Return the key in a key file, or raise `KeyFileError` saying why it cannot be used."""
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise KeyFileError(f"the team key file {p} does not exist") from None
+    except OSError as exc:
+        raise KeyFileError(f"cannot read the team key file {p}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise KeyFileError(f"the team key file {p} is not a regular file")
+    if st.st_mode & 0o077:
+        raise KeyFileError(
+            f"the team key file {p} can be read or written by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"run `chmod 600 {p}`"
+        )
+    if st.st_size > MAX_KEY_FILE_BYTES:
+        raise KeyFileError(f"the team key file {p} holds {st.st_size:,} bytes; a team key is one short line")
+    try:
+        data = p.read_bytes().strip()
+    except OSError as exc:
+        raise KeyFileError(f"cannot read the team key file {p}: {exc.strerror or exc}") from None
+    if not data:
+        raise KeyFileError(f"the team key file {p} is empty; write a key into it (`openssl rand -hex 32 > {p}`)")
+    if len(data) < MIN_KEY_BYTES:
+        raise KeyFileError(
+            f"the team key in {p} has {len(data)} bytes; use at least {MIN_KEY_BYTES} (`openssl rand -hex 32 > {p}`)"
+        )
+    return data
+
+
+def configure_key_file(path: str | Path | None) -> None:
+    """Use the key in `path` from now on (None or "": go back to the environment's); raise `KeyFileError`.
+
+    A refused file leaves no key configured from it: results are then checked with the environment's key, if any.
+    """
+    global _configured
+    _configured = None
+    if path:
+        _configured = read_key_file(path)
+
+
+def key_problem() -> str | None:
+    """Return why the environment's key file cannot be used, or None (no file named, or a good one)."""
+    path = os.environ.get(KEY_FILE_ENV)
+    if _configured is not None or not path:
+        return None
+    try:
+        read_key_file(path)
+    except KeyFileError as exc:
+        return f"{exc} (named by ${KEY_FILE_ENV})"
+    return None
 
 
 def team_key() -> bytes | None:
-    """Return the team key configured here, or None (a missing or unreadable key file counts as none)."""
+    """Return the team key configured here, or None (a key file that cannot be used counts as none)."""
+    if _configured is not None:
+        return _configured
     path = os.environ.get(KEY_FILE_ENV)
     if path:
         try:
-            data = Path(path).expanduser().read_bytes().strip()
-        except OSError:
+            return read_key_file(path)
+        except KeyFileError:
             return None
-        return data or None
     raw = os.environ.get(KEY_ENV, "").strip()
     return raw.encode() if raw else None
 

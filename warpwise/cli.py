@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from warpwise import __version__
 
@@ -65,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 clean, 1 findings (or a failed verification), 2 usage or input error.",
     )
     parser.add_argument("--version", action="version", version=f"warpwise {__version__}")
+    parser.add_argument(
+        "--team-key-file",
+        metavar="FILE",
+        help="the team's key file (mode 600): results measured here are signed with it, results signed with it "
+        "elsewhere keep their status (default: $WARPWISE_TEAM_KEY_FILE)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in COMMAND_MODULES:
         importlib.import_module(module)
@@ -77,12 +85,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _use_team_key_file(path: str) -> bool:
+    """Check a `--team-key-file` and make it this process's (and its workers') key file; say why not."""
+    from warpwise.verify import provenance
+
+    try:
+        provenance.read_key_file(path)
+    except provenance.KeyFileError as exc:
+        print(f"warpwise: error: --team-key-file: {exc}", file=sys.stderr)
+        return False
+    # The path, never the key, goes into the environment, where the worker processes started from here read it.
+    os.environ[provenance.KEY_FILE_ENV] = str(Path(path).expanduser().resolve())
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    if args.team_key_file is not None and not _use_team_key_file(args.team_key_file):
         return EXIT_ERROR
     try:
         return int(args.handler(args))

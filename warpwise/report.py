@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,6 +361,13 @@ def _sarif_rule(rid: str, info: RuleInfo, cards: dict[str, Any]) -> dict[str, An
     }
 
 
+_SARIF_RESULTS = "\0warpwise-sarif-results\0"
+"""Stands in the log for the results while the rest of it is formatted (no rule, path or message holds NUL)."""
+
+_SARIF_SPILL_BYTES = 4 * 2**20
+"""Results up to this size stay in memory; a larger log's results wait in a temporary file."""
+
+
 def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], out: TextIO | None = None) -> None:
     """Print a SARIF 2.1.0 log: rules with help, results with fingerprints, verdicts and safe fixes.
 
@@ -371,7 +379,21 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
     from warpwise.skills.library import builtin_library
 
     cards = {c.skill_id: c for c in builtin_library()}
-    results = []
+    # Results are spilled to a temporary file as they come (one JSON line each), so memory stays flat in the
+    # number of files; the rules, which come first in the log, are known only once every result is.
+    with tempfile.SpooledTemporaryFile(max_size=_SARIF_SPILL_BYTES, mode="w+", encoding="utf-8") as spill:
+        _write_sarif(reports, problems, out, catalog, cards, spill)
+
+
+def _write_sarif(
+    reports: Iterable[FileReport],
+    problems: list[InputProblem],
+    out: TextIO,
+    catalog: dict[str, RuleInfo],
+    cards: dict[str, Any],
+    spill: Any,
+) -> None:
+    used_ids: set[str] = set()
     for r in reports:
         seen: dict[str, int] = {}
         for f in r.findings:
@@ -414,14 +436,13 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
                         for v in match.verdicts
                     ],
                 }
-            results.append(result)
-    used = sorted({res["ruleId"] for res in results} | set(catalog))
+            used_ids.add(f.rule)
+            spill.write(json.dumps(result, separators=(",", ":")) + "\n")
+    used = sorted(used_ids | set(catalog))
     index = {rid: i for i, rid in enumerate(used)}
     rules = [
         _sarif_rule(rid, catalog.get(rid) or RuleInfo(rid, rid, Severity.WARNING, INFO_URI), cards) for rid in used
     ]
-    for res in results:
-        res["ruleIndex"] = index[res["ruleId"]]
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -437,7 +458,7 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
                     }
                 },
                 "columnKind": "utf16CodeUnits",
-                "results": results,
+                "results": [_SARIF_RESULTS],
                 "invocations": [
                     {
                         "executionSuccessful": not problems,
@@ -449,7 +470,23 @@ def render_sarif(reports: Iterable[FileReport], problems: list[InputProblem], ou
             }
         ],
     }
-    json.dump(log, out, indent=2)
+    # The log is written as `json.dump(log, indent=2)` would write it, with the results streamed in their place.
+    text = json.dumps(log, indent=2)
+    marker = json.dumps(_SARIF_RESULTS)
+    at = text.index(marker)
+    indent = text[text.rindex("\n", 0, at) + 1 : at]
+    out.write(text[: at - len(indent) - 1])
+    spill.seek(0)
+    first = True
+    for line in spill:
+        res = json.loads(line)
+        res["ruleIndex"] = index[res["ruleId"]]
+        out.write(("\n" if first else ",\n") + indent + json.dumps(res, indent=2).replace("\n", "\n" + indent))
+        first = False
+    rest = text[at + len(marker) :]
+    if first:  # No results: `[]`, as json.dump writes an empty list.
+        rest = "]" + rest[rest.index("]") + 1 :]
+    out.write(rest)
     out.write("\n")
 
 

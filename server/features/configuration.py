@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from warpwise.server.services import Analyses, ClientFeatures, Config, Editor, Tasks
 from warpwise.server.settings import SECTION, parse_settings
+from warpwise.server.team_key import configure_team_key
 
 if TYPE_CHECKING:
     from warpwise.server.documents import DocumentStore
@@ -39,7 +40,8 @@ class Reconfigure:
         """Validate raw settings onto the current ones, make them current, and re-analyse open documents."""
         config = self.config
         settings, problems = parse_settings(raw, base=config.settings)
-        config.problems = problems
+        key_problem = configure_team_key(settings)
+        config.problems = [*problems, key_problem] if key_problem is not None else problems
         if announce:
             self.announce_problems()
         logging.getLogger("warpwise").setLevel(settings.log_level.upper())

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.facts_memory import KernelSyntax, kernel_syntax, launches_of, squash
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
@@ -118,9 +119,11 @@ def _read_type_aliases(model: FileModel) -> tuple[dict[str, str], frozenset[str]
     root = tree_of(model).root_node
     aliases: dict[str, str] = {}
     for source in (_TYPEDEFS, _ALIASES):
+        checkpoint()  # Each query reads the whole file.
         found = captures(query(source), root)
         for name, typ in zip(found.get("name", []), found.get("type", []), strict=False):
             aliases[name.text.decode()] = _bare_type(typ.text.decode())
+    checkpoint()
     records = frozenset(n.text.decode() for n in captures(query(_RECORDS), root).get("name", []))
     return aliases, records
 

@@ -49,6 +49,27 @@ def test_kernels_under_the_budget_are_analysed_in_full() -> None:
 
 
 @pytest.mark.parametrize(
+    "body",
+    [
+        "y[i] = " + "(" * 20_000 + "x[i]" + ")" * 20_000 + ";",
+        "y[i] = " + "-" * 20_000 + "x[i];",
+        "if (i) {" * 20_000 + "y[i] = x[i];" + "}" * 20_000,
+    ],
+    ids=["parentheses", "unary-minus", "nested-blocks"],
+)
+def test_deep_nesting_is_analysed_partially_without_recursing(body: str, caplog: pytest.LogCaptureFixture) -> None:
+    # Twenty thousand levels: past Python's recursion limit if anything walked the tree recursively.
+    text = f"__global__ void deep(const float* x, float* y, int i) {{ {body} }}\n{SMALL}".encode()
+    t0 = time.perf_counter()
+    report = engine.analyze_model(engine.parsed_model(text, "deep.cu"), None)
+    elapsed = time.perf_counter() - t0
+    assert [f.message.split(" has ")[0] for f in report.findings if f.rule == "analysis-budget"] == ["`deep`"]
+    assert any(f.function == "small" and f.rule == "double-literal-promotion" for f in report.findings)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert elapsed < 10.0, f"{elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(
     ("key", "value"),
     [
         ("analysis.maxFileSizeMiB", 1e308),

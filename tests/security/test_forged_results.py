@@ -122,6 +122,7 @@ def test_results_signed_by_the_team_key_keep_their_status(tmp_path: Path, monkey
 def test_the_team_key_can_come_from_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "team.key"
     path.write_bytes(KEY + b"\n")
+    path.chmod(0o600)  # Only its owner may read a key file (tests/security/test_team_key.py).
     monkeypatch.delenv(provenance.KEY_ENV, raising=False)
     monkeypatch.setenv(provenance.KEY_FILE_ENV, str(path))
     assert provenance.team_key() == KEY

@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.server.conftest import KERNELS, Session, apply_edit
+from tests.server.conftest import KERNELS, PINNED, SLOW_NVCC, Session, apply_edit
 
 UNROLL_LINE = 7
 PREFIX = "// one\n// two\n// three\n"
@@ -64,3 +64,22 @@ async def test_diagnostics_after_a_backwards_version_describe_the_new_text(sessi
     unroll = [d for d in first if str(d.code) == "constant-trip-loop-without-unroll"]
     moved = [d for d in after if str(d.code) == "constant-trip-loop-without-unroll"]
     assert unroll and moved and moved[0].range.start.line == unroll[0].range.start.line + 3
+
+
+async def test_a_backwards_version_cancels_the_documents_running_job(sessions) -> None:
+    # The stand-in compiler never finishes, so the save's resource report runs until something cancels it.
+    s: Session = await sessions("neovim", {**PINNED, "compiler": {"nvcc": str(SLOW_NVCC)}})
+    original = KERNELS.read_text()
+    uri = s.open(KERNELS)
+    await s.static(uri)
+    send(s, uri, 3, "// three\n" + original)
+    await s.static(uri, 3)
+    s.save(uri)
+    running = await s.status(lambda p: p["running"] is not None and p["running"]["uri"] == uri)
+    job_id = running["running"]["id"]
+    send(s, uri, 2, PREFIX + original)
+    await s.status(lambda p: p["running"] is None or p["running"]["id"] != job_id)
+    await s.static(uri, 2)
+    status = await s.command("warpwise.status")
+    assert status["running"] is None or status["running"]["id"] != job_id
+    assert status["queue"]["length"] == 0

@@ -164,6 +164,16 @@ def _run_verify(args: argparse.Namespace) -> int:
         print("warpwise verify: error: --seeds must be at least 3", file=sys.stderr)
         return EXIT_ERROR
     backend_name = _backend_name(args)
+    if backend_name == "compile-only":
+        from warpwise.verify.spec import problem_file_for
+
+        problem_file = problem_file_for(args.file, args.kernel)
+        if problem_file is not None:
+            print(
+                f"warpwise verify: the problem file {problem_file} is not run: the compile-only backend builds the "
+                "kernels and runs nothing",
+                file=sys.stderr,
+            )
     options = Options(
         seeds=tuple(range(args.seeds)),
         time_limit_s=args.time_limit,
