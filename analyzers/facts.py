@@ -7,10 +7,10 @@ Some facts need the syntax tree (literals, exact expression shapes); they read t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Loop, Param, Span
+from warpwise.analyzers.model import Access, AccessKind, FileModel, Function, Launch, Loop, Param, Span
 from warpwise.analyzers.parse import captures, query
 
 
@@ -74,10 +74,35 @@ def loop_label(loop: Loop) -> str:
     return f"the loop over `{loop.var}`" if loop.var else f"the `{loop.kind}` loop"
 
 
+SPEC_CALLER = "<run spec>"
+"""The `caller` of a launch built from a run spec (never a function name): `warpwise.skills.spec_launch`."""
+
+_spec_launches: Callable[[FileModel, str], tuple[Function, Launch] | None] | None = None
+
+
+def provide_spec_launches(provider: Callable[[FileModel, str], tuple[Function, Launch] | None]) -> None:
+    """Install the source of run-spec launches (`warpwise.skills.spec_launch`, which reads problem files and
+    annotations through the gate's spec layer, above this one)."""
+    global _spec_launches
+    _spec_launches = provider
+
+
+def is_spec_launch(launch: Launch) -> bool:
+    """Return whether a launch was built from a run spec rather than read from the file."""
+    return launch.caller == SPEC_CALLER
+
+
+def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
+    """Return a kernel's launches in its file, else the one its annotation or problem file gives (if any)."""
+    found = model.launches_of(kernel)
+    if found or _spec_launches is None:
+        return found
+    extra = _spec_launches(model, kernel)
+    return [extra] if extra is not None else []
+
+
 def distinct_launch_args(model: FileModel, fn: Function, params: list[Param]) -> tuple[bool | None, str]:
     """Return whether every launch passes distinct plain names for these pointer parameters (None: no launch)."""
-    from warpwise.skills.spec_launch import launches_of
-
     launches = launches_of(model, fn.name)
     if not launches:
         return None, f"no launch of `{fn.name}` in this file"

@@ -381,9 +381,9 @@ def may_be_elementwise(model: FileModel, fn: Function) -> bool:
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
     """Return a kernel's launches in its file, else the one its annotation or problem file gives (`spec_launch`)."""
-    from warpwise.skills import spec_launch
+    from warpwise.analyzers import facts
 
-    return spec_launch.launches_of(model, kernel)
+    return facts.launches_of(model, kernel)
 
 
 def _less_than(ks: KernelSyntax, cond: Node, var: str) -> Node | None:
@@ -700,7 +700,7 @@ class LaunchSyntax:
 
 def launch_syntax(model: FileModel, host: Function, launch: Launch) -> LaunchSyntax | None:
     """Return the grid and block nodes of one launch."""
-    from warpwise.skills.spec_launch import is_spec_launch
+    from warpwise.analyzers.facts import is_spec_launch
 
     if is_spec_launch(launch):
         return None  # A launch from a run spec has no text in the file.

@@ -393,9 +393,9 @@ _THREAD_LIMITS = ranges.BUILTIN_LIMITS
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
     """Return a kernel's launches in its file, else the one its annotation or problem file gives (`spec_launch`)."""
-    from warpwise.skills import spec_launch
+    from warpwise.analyzers import facts
 
-    return spec_launch.launches_of(model, kernel)
+    return facts.launches_of(model, kernel)
 
 
 def geometry_limits(model: FileModel, fn: Function) -> dict[str, tuple[int, int]]:

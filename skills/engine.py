@@ -36,6 +36,10 @@ from warpwise.skills.regions import (
 )
 from warpwise.skills.rewrite import Edit, Fix, RewriteContext, apply_edits
 
+# Importing it installs the hook through which the shared facts see a run spec's launch (analyzers may not
+# import the spec layer).
+from warpwise.skills.spec_launch import spec_launch as _spec_launch  # noqa: F401
+
 log = logging.getLogger(__name__)
 
 

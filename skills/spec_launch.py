@@ -18,15 +18,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from warpwise.analyzers.facts import SPEC_CALLER, is_spec_launch, provide_spec_launches
 from warpwise.analyzers.model import FileModel, Function, Launch
 
-SPEC_CALLER = "<run spec>"
-"""The `caller` of a launch built from a run spec (never a function name)."""
-
-
-def is_spec_launch(launch: Launch) -> bool:
-    """Return whether a launch was built from a run spec rather than read from the file."""
-    return launch.caller == SPEC_CALLER
+__all__ = ["SPEC_CALLER", "is_spec_launch", "launches_of", "spec_launch"]
 
 
 def _dims(values: tuple[int, int, int]) -> tuple[int, ...]:
@@ -90,8 +85,10 @@ def spec_launch(model: FileModel, kernel: str) -> tuple[Function, Launch] | None
 
 def launches_of(model: FileModel, kernel: str) -> list[tuple[Function, Launch]]:
     """Return a kernel's launches in its file, else the one its annotation or problem file gives (if any)."""
-    found = model.launches_of(kernel)
-    if found:
-        return found
-    extra = spec_launch(model, kernel)
-    return [extra] if extra is not None else []
+    from warpwise.analyzers.facts import launches_of as _launches_of
+
+    return _launches_of(model, kernel)
+
+
+# The analyzers' shared facts ask for spec launches through this hook (they may not import the spec layer).
+provide_spec_launches(spec_launch)
