@@ -82,6 +82,7 @@ class Item:
     verdicts: tuple[Verdict, ...] = ()
     applicability: Applicability | None = None  # for card items
     has_rewrite: bool = False
+    concern: str = "performance"  # or "correctness" (`warpwise.skills.presentation`)
     payload: Any = field(default=None, compare=False, repr=False)
 
     @property
@@ -134,6 +135,7 @@ def _item_of_finding(f: Finding, source: str = "rule") -> Item:
         related=tuple((r.message, r.span) for r in f.related),
         doc_url=rule_doc_url(f.rule),
         summary=rule.summary if rule is not None else (UNUSED_SUMMARY if f.rule == UNUSED_RULE else None),
+        concern=rule.concern if rule is not None else "performance",
     )
 
 
@@ -283,6 +285,7 @@ class CardProvider:
             ),
             applicability=applicability,
             has_rewrite=bool(m.has_rewrite),
+            concern=str(header.concern),
             payload=m,
         )
 
@@ -321,7 +324,7 @@ def _evidence(records: Iterable[Any]) -> Iterable[Evidence]:
 def collect_items(providers: list[Provider], model: FileModel, settings: Settings) -> tuple[list[Item], list[str]]:
     """Run every provider; a failing one is logged, reported in the returned problems, and skipped.
 
-    A card supersedes a model-level rule it names where both bind to one span (`warpwise.skills.engine.superseded`,
+    A card supersedes a model-level rule it names where both bind to one region (`warpwise.skills.engine.superseded`,
     the rule the CLI applies too).
     """
     items: list[Item] = []

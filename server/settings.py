@@ -160,6 +160,14 @@ class Settings:
         exclusive_minimum=0,
         maximum=3600,
     )
+    diagnostics_show_all: bool = _setting(
+        "diagnostics.showAll",
+        False,
+        "Show every finding at its declared severity. By default (the quiet default) only correctness problems and "
+        "findings with an expected gain (a predicted speedup of at least 1.1x with a 50% chance to verify, or a "
+        "verified one) are drawn as warnings; the others are hints, shown in the hover and the code lens.",
+        kind="boolean",
+    )
     cards_enabled: tuple[str, ...] = _setting(
         "cards.enabled",
         (),

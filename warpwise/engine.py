@@ -207,6 +207,8 @@ class FixOutcome:
     text: bytes
     applied: list[Fix] = field(default_factory=list)
     rounds: int = 0
+    held_back: list[tuple[Fix, str]] = field(default_factory=list)
+    """Safe fixes not applied because their build adds spills or local memory (or none confirms it), with why."""
 
 
 def fix_text(
@@ -214,10 +216,12 @@ def fix_text(
 ) -> FixOutcome:
     """Apply the fixes of every matching card until none is left (or `max_rounds`), like ruff's fix loop.
 
-    Only `safe` fixes are applied unless `include_unsafe`; display-only cards never change the text. Each round
-    re-analyses the new text, so fixes always apply to the version they were computed on.
+    Only `safe` fixes are applied unless `include_unsafe`; a safe fix of a card with a resource guard is applied
+    only when its build adds no spills or local memory (`warpwise.skills.guard`). Display-only cards never change
+    the text. Each round re-analyses the new text, so fixes always apply to the version they were computed on.
     """
     from warpwise.skills.engine import compute_fix, merge_fixes
+    from warpwise.skills.guard import unsafe_for_resources
     from warpwise.skills.model import Applicability
     from warpwise.skills.rewrite import apply_edits
 
@@ -233,8 +237,15 @@ def fix_text(
             if not m.has_rewrite or m.applicability not in allowed:
                 continue
             fix = compute_fix(model, m)
-            if fix is not None:
-                fixes.append(fix)
+            if fix is None:
+                continue
+            if not include_unsafe:
+                why = unsafe_for_resources(model, m, fix)
+                if why is not None:
+                    # A safe fix whose build adds spills (or that no build confirms) is unsafe for bulk fixing.
+                    outcome.held_back.append((fix, why))
+                    continue
+            fixes.append(fix)
         edits = merge_fixes(fixes)
         if not edits:
             break

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from warpwise.server import convert
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.documents import OpenDocument
 from warpwise.server.jobs import Job, JobState
@@ -36,7 +36,7 @@ def static_diagnostics(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list
     """Return the findings of an analysis as LSP diagnostics."""
     lines = analysis.model.lines
     out = []
-    for item in analysis.items:
+    for item, severity in presentation.shown(ls, analysis):
         related = None
         if item.related and ls.client.related_information:
             related = [
@@ -49,7 +49,7 @@ def static_diagnostics(ls: WarpwiseServer, analysis: Analysis, uri: str) -> list
             types.Diagnostic(
                 range=convert.span_range(lines, item.span),
                 message=item.message,
-                severity=convert.SEVERITY[item.severity],
+                severity=convert.SEVERITY[severity],
                 code=item.id,
                 code_description=(
                     types.CodeDescription(href=item.doc_url) if item.doc_url and ls.client.code_description else None
@@ -73,11 +73,11 @@ def static_diagnostics_json(ls: WarpwiseServer, analysis: Analysis, uri: str) ->
     related_info = ls.client.related_information
     code_description = ls.client.code_description
     out = []
-    for item in analysis.items:
+    for item, severity in presentation.shown(ls, analysis):
         diag: dict[str, Any] = {
             "range": convert.span_range_json(lines, item.span),
             "message": item.message,
-            "severity": SEVERITY_JSON[item.severity],
+            "severity": SEVERITY_JSON[severity],
             "code": item.id,
         }
         if item.doc_url and code_description:

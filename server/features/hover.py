@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from warpwise.analyzers.model import FileModel, Function
-from warpwise.server import convert
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
@@ -139,10 +139,13 @@ def verification_line(state: CandidateState) -> str:
 def _item_markdown(ls: WarpwiseServer, analysis: Analysis, item: Item) -> str:
     lines = analysis.model.lines
     kind = "skill card" if item.source == "card" else "rule"
-    head = f"**{item.id}** · {item.severity.value} · {kind}"
+    severity, why = presentation.explain(ls, analysis, item)
+    head = f"**{item.id}** · {severity.value} · {kind}"
     if item.card is not None and item.card.status:
         head += f" ({item.card.status})"
     out = [head, "", item.message]
+    if why:
+        out += ["", f"*{why}*"]
     if item.card is not None:
         out += ["", f"**Intent.** {item.card.intent}"]
     elif item.summary:
