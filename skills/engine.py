@@ -286,10 +286,14 @@ def superseded(matches: Iterable[Match]) -> Superseded:
 
 
 def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
-    """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
+    """Return the edits of several fixes, skipping any fix that overlaps one already taken.
+
+    An edit that two fixes share (the same range and text, such as the `#include` each fix of a file adds at its
+    top) is made once: without that, every fix after the first overlapped and one pass of fixes was not idempotent.
+    """
     taken: list[Edit] = []
     for fix in fixes:
-        candidate = sorted(taken + list(fix.edits))
+        candidate = sorted(set(taken) | set(fix.edits))
         try:
             apply_edits(b"\0" * (max(e.end for e in candidate) + 1), candidate)
         except ValueError:
