@@ -289,16 +289,34 @@ def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
     """Return the edits of several fixes, skipping any fix that overlaps one already taken.
 
     An edit that two fixes share (the same range and text, such as the `#include` each fix of a file adds at its
-    top) is made once: without that, every fix after the first overlapped and one pass of fixes was not idempotent.
+    top) is made once, and insertions of one card's fixes at one place are joined: without that, every fix after
+    the first overlapped and one pass of a card's fixes was not idempotent (issue 18).
     """
     taken: list[Edit] = []
+    inserted_by: dict[int, str] = {}
+    """The card whose fixes inserted text at an offset (insertions of one card at one place are joined)."""
     for fix in fixes:
-        candidate = sorted(set(taken) | set(fix.edits))
+        edits = set(taken)
+        for e in fix.edits:
+            if e in edits:
+                continue
+            same = next((t for t in edits if t.start == t.end == e.start), None) if e.start == e.end else None
+            if same is not None and inserted_by.get(e.start) == fix.card_id:
+                # Two fixes of one card insert at one place (a declaration each, before the same loop): both go in,
+                # in fix order; another card's insertion there waits for the next round (its order could matter).
+                edits.discard(same)
+                edits.add(Edit(e.start, e.start, same.text + e.text))
+                continue
+            edits.add(e)
+        candidate = sorted(edits)
         try:
             apply_edits(b"\0" * (max(e.end for e in candidate) + 1), candidate)
         except ValueError:
             continue
         taken = candidate
+        for e in fix.edits:
+            if e.start == e.end:
+                inserted_by.setdefault(e.start, fix.card_id)
     return taken
 
 

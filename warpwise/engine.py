@@ -19,7 +19,7 @@ from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
 from warpwise.analyzers.suppressions import UNUSED_RULE, apply_suppressions
 from warpwise.skills.engine import Match, match_file, superseded
-from warpwise.skills.rewrite import Fix
+from warpwise.skills.rewrite import Edit, Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
 PYTHON_SUFFIX = ".py"
@@ -249,8 +249,15 @@ def fix_text(
         edits = merge_fixes(fixes)
         if not edits:
             break
-        taken = [f for f in fixes if set(f.edits) <= set(edits)]
+        taken = [f for f in fixes if all(_made(e, edits) for e in f.edits)]
         outcome.text = apply_edits(outcome.text, edits)
         outcome.applied.extend(taken)
         outcome.rounds += 1
     return outcome
+
+
+def _made(edit: Edit, edits: list[Edit]) -> bool:
+    """Return whether a fix's edit is among the merged edits (or joined into an insertion at its place)."""
+    if edit in edits:
+        return True
+    return edit.start == edit.end and any(e.start == e.end == edit.start and edit.text in e.text for e in edits)
