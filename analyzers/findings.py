@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +29,8 @@ from warpwise.analyzers.model import (
 )
 
 log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 class Severity(StrEnum):
@@ -68,16 +71,18 @@ class Rule:
     severity: Severity
     summary: str
     check: Callable[[FileModel, Function], Iterator[Finding]]
+    concern: str = "performance"
+    """`correctness` for rules that report code that can compute wrong results or hang; else `performance`."""
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, severity: Severity, summary: str):
+def rule(rule_id: str, severity: Severity, summary: str, concern: str = "performance"):
     """Register a rule function under an id."""
 
     def wrap(fn: Callable[[FileModel, Function], Iterator[Finding]]):
-        RULES[rule_id] = Rule(rule_id, severity, summary, fn)
+        RULES[rule_id] = Rule(rule_id, severity, summary, fn, concern)
         return fn
 
     return wrap
@@ -93,11 +98,60 @@ def _stride_words(acc: Access) -> str:
     return f"`{acc.stride_text}`"
 
 
+def _cast_target_width(model: FileModel, fn: Function, acc: Access) -> int | None:
+    """Return the width of the type an element's address is cast to (`reinterpret_cast<float4*>(&a[4 * i])`).
+
+    An address taken and reinterpreted as a pointer to a wider (vector) type is a vector access of that width:
+    `&a[4 * i]` read as a `float4` is contiguous across threads, not a stride of 4 floats.
+    """
+    if acc.kind is not AccessKind.ADDRESS:
+        return None
+    start, end = fn.span(acc.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    text = model.text
+    for _ in range(6):
+        if node is None:
+            return None
+        parent = node.parent
+        if parent is None:
+            return None
+        if parent.type == "cast_expression":
+            ty = parent.child_by_field_name("type")
+            return _pointee_width(text[ty.start_byte : ty.end_byte]) if ty is not None else None
+        if parent.type == "argument_list":
+            call = parent.parent
+            fn_node = call.child_by_field_name("function") if call is not None else None
+            if fn_node is None or fn_node.type != "template_function":
+                return None
+            args = fn_node.child_by_field_name("arguments")
+            return _pointee_width(text[args.start_byte + 1 : args.end_byte - 1]) if args is not None else None
+        if parent.type not in ("pointer_expression", "parenthesized_expression", "subscript_expression"):
+            return None
+        node = parent
+    return None
+
+
+def _pointee_width(type_text: bytes) -> int | None:
+    """Return the size of the pointee of a pointer type's text (`const float4*` gives 16), or None."""
+    from warpwise.analyzers.expr.values import type_size
+
+    t = type_text.decode("utf-8", "replace").strip()
+    if not t.endswith("*"):
+        return None
+    return type_size(t[:-1].strip())
+
+
 @rule("uncoalesced-global-access", Severity.WARNING, "Adjacent threads access global memory far apart.")
 def _uncoalesced(model: FileModel, fn: Function) -> Iterator[Finding]:
     for acc in fn.accesses:
         if acc.space is not MemorySpace.GLOBAL or acc.pattern is not AccessPattern.STRIDED:
             continue
+        vector = _cast_target_width(model, fn, acc)
+        if vector is not None and acc.stride is not None and acc.width:
+            # The address is read as a vector: what matters is the stride in vectors, not in elements.
+            stride_bytes = abs(acc.stride) * acc.width
+            if stride_bytes <= vector:
+                continue
         verb = {AccessKind.READ: "read", AccessKind.WRITE: "written", AccessKind.ATOMIC: "updated"}.get(
             acc.kind, "accessed"
         )
@@ -132,9 +186,11 @@ def _reread(model: FileModel, fn: Function) -> Iterator[Finding]:
             continue
         if acc.pattern in (AccessPattern.UNKNOWN, AccessPattern.INDIRECT) or acc.via_ldg:
             continue
+        moved = set(_NAME.findall(acc.array)) | {acc.base}
         for loop_id in reversed(acc.loops):
             loop = fn.loops[loop_id]
-            if acc.index_names & loop.assigned:
+            if acc.index_names & loop.assigned or moved & loop.assigned:
+                # The index, or the pointer itself (`p += stride`), changes in this loop: the address is not invariant.
                 break
             key = (acc.base, acc.index, loop_id)
             if key in seen:
@@ -175,6 +231,64 @@ def _reread(model: FileModel, fn: Function) -> Iterator[Finding]:
             break
 
 
+def bank_ways(words: int, width: int) -> int:
+    """Return how many lanes of a warp share a bank for a stride of `words` 4-byte words and `width`-byte accesses."""
+    ways = math.gcd(words, 32)
+    if width == 8:
+        ways = max(1, ways // 2)
+    elif width >= 16:
+        ways = max(1, ways // 4)
+    return ways
+
+
+def padding_removes_conflict(acc: Access, row: int | None) -> bool:
+    """Return whether adding one element to the last dimension (`row` elements) removes the access's conflict.
+
+    Padding changes the stride only when the stride is a multiple of the row (the threads walk a column); a
+    conflict within a row (`tile[k][4 * threadIdx.x]`) stays however many elements are added, so offering the
+    padding again after it was applied would stack it.
+    """
+    if acc.stride is None or acc.stride.denominator != 1 or not acc.width or not row or len(acc.indices) < 2:
+        return False
+    stride = abs(acc.stride.numerator)
+    if stride % row:
+        return False
+    return bank_ways(stride // row * (row + 1) * acc.width // 4, acc.width) < 2
+
+
+def opaque_wrapper(model: FileModel, fn: Function, acc: Access) -> str | None:
+    """Return what hides an access's real width: a function-like macro of the file it is passed to, or a cast of
+    its address to another pointer type (`reinterpret_cast<float4*>(&s[r][c])`); None when the access is plain.
+
+    Such an access may be a vector load (`FETCH_FLOAT4(s[r][c])`): its bank pattern is not the element's, and a
+    padding that breaks the rows' 16-byte alignment breaks the vector load.
+    """
+    start, end = fn.span(acc.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    text = model.text
+    for _ in range(6):
+        parent = node.parent if node is not None else None
+        if parent is None:
+            return None
+        if parent.type == "argument_list":
+            call = parent.parent
+            callee = call.child_by_field_name("function") if call is not None else None
+            name = text[callee.start_byte : callee.end_byte].decode("utf-8", "replace") if callee is not None else ""
+            if name in model.macros:
+                return f"the macro `{name}`"
+            if callee is not None and callee.type == "template_function" and "cast" in name:
+                return f"`{name.split('<', 1)[0]}`"
+            return None
+        if parent.type == "cast_expression":
+            ty = parent.child_by_field_name("type")
+            shown = text[ty.start_byte : ty.end_byte].decode("utf-8", "replace") if ty is not None else "?"
+            return f"a cast to `{shown}`" if "*" in shown else None
+        if parent.type not in ("pointer_expression", "parenthesized_expression", "subscript_expression"):
+            return None
+        node = parent
+    return None
+
+
 @rule("shared-bank-conflict", Severity.WARNING, "Threads of a warp hit the same shared-memory bank.")
 def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
     for acc in fn.accesses:
@@ -183,19 +297,16 @@ def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
         if acc.stride is None or acc.stride.denominator != 1 or not acc.width or acc.width < 4:
             continue
         words = abs(acc.stride.numerator) * acc.width // 4
-        ways = math.gcd(words, 32)
-        if acc.width == 8:
-            ways = max(1, ways // 2)
-        if acc.width >= 16:
-            ways = max(1, ways // 4)
-        if ways < 2:
+        ways = bank_ways(words, acc.width)
+        if ways < 2 or opaque_wrapper(model, fn, acc) is not None:
+            # A macro or a cast may read the element as a wider vector: its banks are not the element's.
             continue
         arr = next((s for s in fn.shared if s.name == acc.base), None)
         hint = ""
         if arr is not None and len(arr.dims) >= 2 and arr.dim_values and arr.dim_values[-1]:
             hint = (
                 f"; padding the last dimension of `{arr.name}` to {arr.dim_values[-1] + 1} removes it"
-                if len(acc.indices) >= 2
+                if padding_removes_conflict(acc, arr.dim_values[-1])
                 else ""
             )
         yield Finding(
@@ -264,6 +375,7 @@ _BLOCK_SYNCS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__
     "divergent-syncthreads",
     Severity.ERROR,
     "A block-wide barrier is not reached by every thread of the block.",
+    concern="correctness",
 )
 def _divergent_sync(model: FileModel, fn: Function) -> Iterator[Finding]:
     syncs = [c for c in fn.calls if c.category == "sync" and (c.name in _BLOCK_SYNCS or c.name.endswith(".sync"))]

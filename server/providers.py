@@ -84,6 +84,8 @@ class Item:
     verdicts: tuple[Verdict, ...] = ()
     applicability: Applicability | None = None  # for card items
     has_rewrite: bool = False
+    concern: str = "performance"  # or "correctness" (`warpwise.skills.presentation`)
+    configured: bool = False  # the severity is the project configuration's (`[tool.warpwise] severity`)
     payload: Any = field(default=None, compare=False, repr=False)
 
     @property
@@ -136,6 +138,7 @@ def _item_of_finding(f: Finding, source: str = "rule") -> Item:
         related=tuple((r.message, r.span) for r in f.related),
         doc_url=rule_doc_url(f.rule),
         summary=rule.summary if rule is not None else (UNUSED_SUMMARY if f.rule == UNUSED_RULE else None),
+        concern=rule.concern if rule is not None else "performance",
     )
 
 
@@ -285,6 +288,7 @@ class CardProvider:
             ),
             applicability=applicability,
             has_rewrite=bool(m.has_rewrite),
+            concern=str(header.concern),
             payload=m,
         )
 
@@ -323,7 +327,7 @@ def _evidence(records: Iterable[Any]) -> Iterable[Evidence]:
 def collect_items(providers: list[Provider], model: FileModel, settings: Settings) -> tuple[list[Item], list[str]]:
     """Run every provider; a failing one is logged, reported in the returned problems, and skipped.
 
-    A card supersedes a model-level rule it names where both bind to one span (`warpwise.skills.engine.superseded`,
+    A card supersedes a model-level rule it names where both bind to one region (`warpwise.skills.engine.superseded`,
     the rule the CLI applies too).
     """
     items: list[Item] = []
@@ -355,7 +359,9 @@ def collect_items(providers: list[Provider], model: FileModel, settings: Setting
     items.extend(_item_of_finding(f) for f in unused if policy.enabled(f.rule))
     if policy.severity:
         # The project's severity overrides are the last word on a finding's level.
-        items = [replace(i, severity=policy.severity_of(i.id, i.severity)) for i in items]
+        items = [
+            replace(i, severity=policy.severity[i.id], configured=True) if i.id in policy.severity else i for i in items
+        ]
     items.sort(key=lambda i: (i.span[0], i.id))
     return items, problems
 

@@ -202,6 +202,14 @@ class Settings:
         pattern=r"^(sm_\d{2,3}[a-z]?)?$",
         pattern_help="write it as sm_<number>, for example sm_90, or leave it empty",
     )
+    diagnostics_show_all: bool = _setting(
+        "diagnostics.showAll",
+        False,
+        "Show every finding at its declared severity. By default (the quiet default) only correctness problems and "
+        "findings with an expected gain (a predicted speedup of at least 1.1x with a 50% chance to verify, or a "
+        "verified one) are drawn as warnings; the others are hints, shown in the hover and the code lens.",
+        kind="boolean",
+    )
     cards_enabled: tuple[str, ...] = _setting(
         "cards.enabled",
         (),

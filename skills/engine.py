@@ -73,6 +73,8 @@ class Match:
     verdicts: tuple[PreconditionVerdict, ...]
     applicability: Applicability
     related: tuple[Related, ...] = field(default=())
+    region_severity: Severity | None = None
+    """The severity the region itself earned, when lower than the card's (a matcher's `_severity` fact)."""
 
     @property
     def card_id(self) -> str:
@@ -91,8 +93,8 @@ class Match:
 
     @property
     def severity(self) -> Severity:
-        """Return the severity the card is shown with."""
-        return Severity(self.card.header.severity)
+        """Return the severity the card is shown with (the region's own, where its matcher proved less)."""
+        return self.region_severity or Severity(self.card.header.severity)
 
     @property
     def has_rewrite(self) -> bool:
@@ -193,8 +195,17 @@ def match_function(model: FileModel, fn: Any, cards: Iterable[SkillCard], target
                 continue
             facts = {"kernel": fn.name, **region.facts}
             related = tuple(facts.pop("_related", ()) or ())
+            severity = facts.pop("_severity", None)
             out.append(
-                Match(card, region, render(card.header.message, facts), verdicts, _effective(card, verdicts), related)
+                Match(
+                    card,
+                    region,
+                    render(card.header.message, facts),
+                    verdicts,
+                    _effective(card, verdicts),
+                    related,
+                    Severity(severity) if severity else None,
+                )
             )
     return out
 
@@ -253,25 +264,68 @@ def compute_fix(model: FileModel, match: Match) -> Fix | None:
     return Fix(match.card_id, match.fix_title, tuple(edits), match.applicability)
 
 
-def superseded(matches: Iterable[Match]) -> set[tuple[str, Span]]:
-    """Return the (rule id, span) of the model-level findings these matches supersede.
+class Superseded:
+    """The model-level findings that card matches supersede: one diagnostic per region and problem.
 
-    A card names in `supersedes` the model-level rules it replaces; where both bind to one span only the card's
-    finding is shown. This is the one place the rule is decided (the CLI and the server both ask it).
+    A card names in `supersedes` the model-level rules it replaces; where a finding of such a rule lies on the
+    card's region (the same span, or one that overlaps it, such as the access inside a loop the card binds to),
+    only the card's finding is shown. This is the one place the rule is decided (the CLI and the server both ask it).
     """
-    return {(rule, m.span) for m in matches for rule in m.card.header.supersedes}
+
+    def __init__(self, matches: Iterable[Match]) -> None:
+        self._by_rule: dict[str, list[Span]] = {}
+        for m in matches:
+            for rule in m.card.header.supersedes:
+                self._by_rule.setdefault(rule, []).append(m.span)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_rule)
+
+    def __contains__(self, key: object) -> bool:
+        """Return whether a (rule id, span) finding is superseded by a card on an overlapping region."""
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        rule, (start, end) = key
+        return any(s == (start, end) or (s[0] < end and start < s[1]) for s in self._by_rule.get(rule, ()))
+
+
+def superseded(matches: Iterable[Match]) -> Superseded:
+    """Return the model-level findings these matches supersede (test membership with `(rule id, span) in ...`)."""
+    return Superseded(matches)
 
 
 def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
-    """Return the edits of several fixes, skipping any fix that overlaps one already taken."""
+    """Return the edits of several fixes, skipping any fix that overlaps one already taken.
+
+    An edit that two fixes share (the same range and text, such as the `#include` each fix of a file adds at its
+    top) is made once, and insertions of one card's fixes at one place are joined: without that, every fix after
+    the first overlapped and one pass of a card's fixes was not idempotent (issue 18).
+    """
     taken: list[Edit] = []
+    inserted_by: dict[int, str] = {}
+    """The card whose fixes inserted text at an offset (insertions of one card at one place are joined)."""
     for fix in fixes:
-        candidate = sorted(taken + list(fix.edits))
+        edits = set(taken)
+        for e in fix.edits:
+            if e in edits:
+                continue
+            same = next((t for t in edits if t.start == t.end == e.start), None) if e.start == e.end else None
+            if same is not None and inserted_by.get(e.start) == fix.card_id:
+                # Two fixes of one card insert at one place (a declaration each, before the same loop): both go in,
+                # in fix order; another card's insertion there waits for the next round (its order could matter).
+                edits.discard(same)
+                edits.add(Edit(e.start, e.start, same.text + e.text))
+                continue
+            edits.add(e)
+        candidate = sorted(edits)
         try:
             apply_edits(b"\0" * (max(e.end for e in candidate) + 1), candidate)
         except ValueError:
             continue
         taken = candidate
+        for e in fix.edits:
+            if e.start == e.end:
+                inserted_by.setdefault(e.start, fix.card_id)
     return taken
 
 

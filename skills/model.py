@@ -170,6 +170,12 @@ class CardHeader(_Strict):
     status: Status = Status.PREVIEW
     scope: Scope = Field(default_factory=Scope)
     severity: str = Field(default="info", pattern=r"^(error|warning|info|hint)$")
+    concern: str = Field(
+        default="performance",
+        pattern=r"^(performance|correctness)$",
+        description="what the finding is about: a correctness problem keeps its severity in the quiet default; "
+        "a performance finding is a warning there only when a gain is expected or verified",
+    )
     anchor: Anchor
     message: str = Field(min_length=8, description="the finding's message; {fields} come from the region")
     fix_title: str | None = Field(default=None, description="the quick fix title; {fields} come from the region")
@@ -186,6 +192,11 @@ class CardHeader(_Strict):
         "a shared package.module:function, or null",
     )
     applicability: Applicability
+    resource_guard: bool = Field(
+        default=False,
+        description="the fix changes code generation (unrolling, register blocking): a safe fix is applied in bulk "
+        "only when a compile-only build shows it adds no spills or local memory",
+    )
     risk: Risk
     evidence: list[EvidenceRecord] = Field(default_factory=list)
     references: list[Reference] = Field(min_length=1)

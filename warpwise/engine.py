@@ -19,7 +19,7 @@ from warpwise.analyzers.model import FileModel
 from warpwise.analyzers.parse import CudaDocument
 from warpwise.analyzers.suppressions import UNUSED_RULE, apply_suppressions
 from warpwise.skills.engine import Match, match_file, superseded
-from warpwise.skills.rewrite import Fix
+from warpwise.skills.rewrite import Edit, Fix
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".cuda")
 PYTHON_SUFFIX = ".py"
@@ -207,6 +207,8 @@ class FixOutcome:
     text: bytes
     applied: list[Fix] = field(default_factory=list)
     rounds: int = 0
+    held_back: list[tuple[Fix, str]] = field(default_factory=list)
+    """Safe fixes not applied because their build adds spills or local memory (or none confirms it), with why."""
 
 
 def fix_text(
@@ -214,10 +216,12 @@ def fix_text(
 ) -> FixOutcome:
     """Apply the fixes of every matching card until none is left (or `max_rounds`), like ruff's fix loop.
 
-    Only `safe` fixes are applied unless `include_unsafe`; display-only cards never change the text. Each round
-    re-analyses the new text, so fixes always apply to the version they were computed on.
+    Only `safe` fixes are applied unless `include_unsafe`; a safe fix of a card with a resource guard is applied
+    only when its build adds no spills or local memory (`warpwise.skills.guard`). Display-only cards never change
+    the text. Each round re-analyses the new text, so fixes always apply to the version they were computed on.
     """
     from warpwise.skills.engine import compute_fix, merge_fixes
+    from warpwise.skills.guard import unsafe_for_resources
     from warpwise.skills.model import Applicability
     from warpwise.skills.rewrite import apply_edits
 
@@ -233,13 +237,27 @@ def fix_text(
             if not m.has_rewrite or m.applicability not in allowed:
                 continue
             fix = compute_fix(model, m)
-            if fix is not None:
-                fixes.append(fix)
+            if fix is None:
+                continue
+            if not include_unsafe:
+                why = unsafe_for_resources(model, m, fix)
+                if why is not None:
+                    # A safe fix whose build adds spills (or that no build confirms) is unsafe for bulk fixing.
+                    outcome.held_back.append((fix, why))
+                    continue
+            fixes.append(fix)
         edits = merge_fixes(fixes)
         if not edits:
             break
-        taken = [f for f in fixes if set(f.edits) <= set(edits)]
+        taken = [f for f in fixes if all(_made(e, edits) for e in f.edits)]
         outcome.text = apply_edits(outcome.text, edits)
         outcome.applied.extend(taken)
         outcome.rounds += 1
     return outcome
+
+
+def _made(edit: Edit, edits: list[Edit]) -> bool:
+    """Return whether a fix's edit is among the merged edits (or joined into an insertion at its place)."""
+    if edit in edits:
+        return True
+    return edit.start == edit.end and any(e.start == e.end == edit.start and edit.text in e.text for e in edits)

@@ -74,21 +74,26 @@ def _pos(report: FileReport, offset: int) -> tuple[int, int]:
 class TextWriter:
     """Compiler-style text, written file by file as each report arrives (nothing is kept but the counts)."""
 
-    def __init__(self, out: TextIO | None = None, color: bool = False) -> None:
+    def __init__(self, out: TextIO | None = None, color: bool = False, hints: bool = True) -> None:
         self.out = out or sys.stdout
         self.color = color
+        self.hints = hints
+        self.hidden = 0
         self.counts = {s: 0 for s in Severity}
         self.kernels_with = 0
         self.kernels_total = 0
         self.files = 0
 
     def file(self, report: FileReport) -> None:
-        """Write one file's findings, grouped by kernel."""
+        """Write one file's findings, grouped by kernel (hints only when the writer lists them)."""
         out, model = self.out, report.model
         self.files += 1
         lines = [report.path]
         by_fn: dict[str | None, list[Finding]] = {}
         for f in report.findings:
+            if not self.hints and f.severity is Severity.HINT:
+                self.hidden += 1
+                continue
             by_fn.setdefault(f.function, []).append(f)
         listed: set[str | None] = set()
         for fn in model.functions:
@@ -131,7 +136,13 @@ class TextWriter:
             f"{total} finding{'s' if total != 1 else ''} in {kw} of {kt} kernel{'s' if kt != 1 else ''}, "
             f"{nf} file{'s' if nf != 1 else ''}"
         )
-        self.out.write(summary + (f" ({', '.join(parts)})." if parts else ".") + "\n")
+        hidden = (
+            f" {self.hidden} hint{'s' if self.hidden != 1 else ''} not listed (`warpwise check --all` lists every "
+            "finding at its declared severity)."
+            if self.hidden
+            else ""
+        )
+        self.out.write(summary + (f" ({', '.join(parts)})." if parts else ".") + hidden + "\n")
         self.out.flush()
 
 

@@ -175,6 +175,15 @@ _CAST_CALLS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "int",
 _LANE_CALLS = frozenset({"thread_rank", "__lane_id", "laneid", "lane_id"})
 _LOAD_CALLS = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"})
 _MINMAX_CALLS = frozenset({"min", "max", "umin", "umax", "llmin", "llmax"})
+_GROUP_CALLS = frozenset({"this_thread_block", "this_grid", "this_cluster", "this_multi_grid", "tiled_partition"})
+"""Cooperative-groups handles: the same group for every thread that asks (a tile's size is the same in every warp)."""
+_GROUP_SHAPE_CALLS = frozenset(
+    {"size", "num_threads", "dim_threads", "group_dim", "num_blocks", "dim_blocks", "block_index", "group_index"}
+)
+"""Members of a group handle that every thread of a block reads alike (`block.size()` is `blockDim`'s product)."""
+_WARP_INDEX_CALLS = frozenset({"meta_group_rank"})
+"""Members that are the same within a warp but differ between the warps of a block."""
+_GROUP_MEMBER_CALLS = _GROUP_SHAPE_CALLS | _WARP_INDEX_CALLS
 
 
 def _coef_text(c: Coef) -> str:
@@ -484,6 +493,18 @@ class Evaluator:
                 name = self._text(fn).rsplit("::", 1)[-1]
         if args and name in _CAST_CALLS:
             return self.eval(args[0])
+        if name in _GROUP_CALLS:
+            return _PLAIN_UNIFORM
+        if (
+            not args
+            and fn is not None
+            and fn.type == "field_expression"
+            and name in _GROUP_SHAPE_CALLS | _WARP_INDEX_CALLS
+        ):
+            receiver = self.eval(fn.child_by_field_name("argument"))
+            if receiver.kind <= _UNIFORM and not receiver.ty:
+                warp = name in _WARP_INDEX_CALLS
+                return _new(Value, (_UNIFORM, None, None, self._text(node), warp, receiver.deps))
         if name in _LANE_CALLS:
             return _new(Value, (_AFFINE, _ONE, None, self._text(node), name == "thread_rank", _EMPTY))
         if args and name in _LOAD_CALLS:

@@ -257,8 +257,18 @@ async def _fix_all_edits(verification: VerificationService, cards: CardProvider,
     items = _safe_items(verification, analysis)
 
     def compute() -> list[Edit]:
-        fixes = [f for f in (cards.compute_fix(analysis.model, i) for i in items) if f is not None]
-        return cards.merge([f for f in fixes if f.applicability is Applicability.SAFE])
+        from warpwise.skills.guard import unsafe_for_resources
+
+        fixes = []
+        for i in items:
+            fix = cards.compute_fix(analysis.model, i)
+            if fix is None or fix.applicability is not Applicability.SAFE:
+                continue
+            # A safe fix whose build adds spills (or that no build confirms) is left out of "fix all".
+            if i.payload is not None and unsafe_for_resources(analysis.model, i.payload, fix) is not None:
+                continue
+            fixes.append(fix)
+        return cards.merge(fixes)
 
     edits = await asyncio.to_thread(compute)
     if not edits:

@@ -1,4 +1,4 @@
-"""Code lenses over each kernel: its last measured time (or compile-only resources) and waiting improvements."""
+"""Code lenses over each kernel: its last measured time (or compile-only resources), waiting improvements, hints."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from warpwise.server import convert
+from warpwise.analyzers.findings import Severity
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.features.code_actions import FAILED_STATES
 
@@ -25,6 +26,7 @@ async def code_lens(
     stale = report is not None and doc is not None and doc.content_hash != report.content_hash
     lenses: list[types.CodeLens] = []
     seen: set[str] = set()
+    shown = presentation.shown(verification, analysis)
     for fn in analysis.model.kernels:
         if fn.name in seen:
             continue
@@ -62,9 +64,12 @@ async def code_lens(
                 ),
             )
         )
-        verified = unverified = 0
-        for item in analysis.items:
-            if item.function != fn.name or not item.has_fix:
+        verified = unverified = hints = 0
+        for item, severity in shown:
+            if item.function != fn.name:
+                continue
+            hints += severity is Severity.HINT
+            if not item.has_fix:
                 continue
             state = verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
             if state.state == "verified":
@@ -74,6 +79,8 @@ async def code_lens(
         title = f"{verified} verified improvement{'s' if verified != 1 else ''} waiting"
         if unverified:
             title += f" · {unverified} not yet verified"
+        if hints:
+            title += f" · {hints} hint{'s' if hints != 1 else ''}"
         lenses.append(
             types.CodeLens(
                 range=rng,

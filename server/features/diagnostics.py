@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from warpwise.server import convert
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.documents import OpenDocument
 from warpwise.server.jobs import Job, JobState
@@ -34,11 +34,13 @@ PROFILE_SOURCE = "warpwise profile"
 MAX_COMPILER_MESSAGES = 20
 
 
-def static_diagnostics(client: ClientFeatures, analysis: Analysis, uri: str) -> list[types.Diagnostic]:
+def static_diagnostics(
+    client: ClientFeatures, analysis: Analysis, uri: str, verification: VerificationService
+) -> list[types.Diagnostic]:
     """Return the findings of an analysis as LSP diagnostics."""
     lines = analysis.model.lines
     out = []
-    for item in analysis.items:
+    for item, severity in presentation.shown(verification, analysis):
         related = None
         if item.related and client.related_information:
             related = [
@@ -51,7 +53,7 @@ def static_diagnostics(client: ClientFeatures, analysis: Analysis, uri: str) -> 
             types.Diagnostic(
                 range=convert.span_range(lines, item.span),
                 message=item.message,
-                severity=convert.SEVERITY[item.severity],
+                severity=convert.SEVERITY[severity],
                 code=item.id,
                 code_description=(
                     types.CodeDescription(href=item.doc_url) if item.doc_url and client.code_description else None
@@ -64,7 +66,9 @@ def static_diagnostics(client: ClientFeatures, analysis: Analysis, uri: str) -> 
     return out
 
 
-def static_diagnostics_json(client: ClientFeatures, analysis: Analysis, uri: str) -> list[dict[str, Any]]:
+def static_diagnostics_json(
+    client: ClientFeatures, analysis: Analysis, uri: str, verification: VerificationService
+) -> list[dict[str, Any]]:
     """Return the findings of an analysis as LSP diagnostics in JSON values, ready to send.
 
     The same diagnostics as `static_diagnostics`, unstructured; built directly because this runs on every
@@ -75,11 +79,11 @@ def static_diagnostics_json(client: ClientFeatures, analysis: Analysis, uri: str
     related_info = client.related_information
     code_description = client.code_description
     out = []
-    for item in analysis.items:
+    for item, severity in presentation.shown(verification, analysis):
         diag: dict[str, Any] = {
             "range": convert.span_range_json(lines, item.span),
             "message": item.message,
-            "severity": SEVERITY_JSON[item.severity],
+            "severity": SEVERITY_JSON[severity],
             "code": item.id,
         }
         if item.doc_url and code_description:
@@ -295,7 +299,7 @@ def publish(
         pushed[doc.uri] = bool(profile)
         diags = []
     else:
-        diags = static_diagnostics_json(client, analysis, doc.uri)
+        diags = static_diagnostics_json(client, analysis, doc.uri, verification)
     diags += [editor.unstructure(d) for d in profile]
     editor.notify_json(
         types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": diags, "version": analysis.version}
@@ -374,12 +378,16 @@ def clear(uri: str, *, editor: Editor, pushed: dict[str, bool]) -> None:
 
 
 async def pull(
-    analysis: Analysis, params: types.DocumentDiagnosticParams, *, client: ClientFeatures
+    analysis: Analysis,
+    params: types.DocumentDiagnosticParams,
+    *,
+    client: ClientFeatures,
+    verification: VerificationService,
 ) -> types.DocumentDiagnosticReport:
     """Return the static findings of the current version (`textDocument/diagnostic`; analysis lane)."""
     uri = params.text_document.uri
     result_id = f"{analysis.version}.{analysis.generation}"
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    items = static_diagnostics(client, analysis, uri)
+    items = static_diagnostics(client, analysis, uri, verification)
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from warpwise.analyzers.model import FileModel, Function
-from warpwise.server import convert
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.features.diagnostics import gpu_profile_line, kernel_summary
@@ -149,10 +149,13 @@ def verification_line(state: CandidateState) -> str:
 def _item_markdown(verification: VerificationService, analysis: Analysis, item: Item) -> str:
     lines = analysis.model.lines
     kind = "skill card" if item.source == "card" else "rule"
-    head = f"**{item.id}** · {item.severity.value} · {kind}"
+    severity, why = presentation.explain(verification, analysis, item)
+    head = f"**{item.id}** · {severity.value} · {kind}"
     if item.card is not None and item.card.status:
         head += f" ({item.card.status})"
     out = [head, "", item.message]
+    if why:
+        out += ["", f"*{why}*"]
     configured = file_policy(analysis.model.path).describe(item.id)
     if configured is not None:
         out += ["", f"*Configured: {configured}.*"]

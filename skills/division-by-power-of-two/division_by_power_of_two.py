@@ -171,6 +171,40 @@ def _loop_start(model: FileModel, fn: Function, loop: Loop) -> Node | None:
     return start
 
 
+def compiler_proves_non_negative(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> bool:
+    """Return whether nvcc itself sees that a signed dividend is never negative, and so already emits the shift.
+
+    Its induction-variable analysis knows that a `for` counter starting at a non-negative constant and stepping up
+    by a positive constant stays non-negative (signed overflow is undefined), and arithmetic without wrap-around
+    (`+ * / % >> &`) of such counters and non-negative constants keeps that. Ranges of `threadIdx` and friends do
+    not reach it through a conversion to `int`: `int t = threadIdx.x; t / 32` still compiles to the sign
+    correction (bench/results/division_sign_fixup-2026-12-01.md).
+    """
+    node = unparen(node)
+    if node is None or depth > 8:
+        return False
+    t = node.type
+    if t == "number_literal":
+        v = parse_int_literal(text_of(model, node))
+        return v is not None and v >= 0
+    if t == "identifier":
+        name = text_of(model, node)
+        if name in model.constants and variable_type(fn, name) is None:
+            return model.constants[name] >= 0
+        loop = counting_loop(fn, name, (node.start_byte - fn.base, node.end_byte - fn.base))
+        if loop is None or loop.step_value is None or loop.step_value <= 0:
+            return False
+        start = _loop_start(model, fn, loop)
+        start = unparen(start)
+        if start is None or start.type != "number_literal":
+            return False
+        v = parse_int_literal(text_of(model, start))
+        return v is not None and v >= 0
+    if t == "binary_expression" and operator_of(node) in ("+", "*", "/", "%", ">>", "&"):
+        return all(compiler_proves_non_negative(model, fn, field(node, side), depth + 1) for side in ("left", "right"))
+    return False
+
+
 def unroll_constant(fn: Function, names: set[str], rel: Span) -> bool:
     """Return whether every name is the variable of a fully unrolled constant-trip loop around a span (so the
     expression is a constant in each unrolled copy)."""
@@ -258,6 +292,19 @@ def dividend_is_signed(ctx: CheckContext) -> Verdict:
             "shift or mask plus a sign correction"
         )
     return violated(f"`{x}` is unsigned: the compiler already turns `{ctx.fact('expression')}` into a shift or mask")
+
+
+@check("compiler_emits_sign_fixup")
+def compiler_emits_sign_fixup(ctx: CheckContext) -> Verdict:
+    """Hold when nvcc cannot prove the dividend non-negative itself, so it emits the sign correction."""
+    x = ctx.fact("dividend")
+    node = node_at(ctx.model, ctx.function, ctx.fact("dividend_span"))
+    if compiler_proves_non_negative(ctx.model, ctx.function, node):
+        return violated(
+            f"`{x}` counts up from a non-negative constant: nvcc proves it non-negative and already emits "
+            f"`{ctx.fact('replacement')}` for `{ctx.fact('expression')}`"
+        )
+    return holds(f"nvcc cannot prove `{x}` non-negative, so `{ctx.fact('expression')}` carries a sign correction")
 
 
 @check("dividend_non_negative")

@@ -1,10 +1,10 @@
 """Rules of the `dynamic-local-array-index` card (Make per-thread array indices compile-time constants): what only
 this card uses.
 
-Registered here: matcher `dynamic_local_array_indexing`, check `local_array_small`, check `local_index_unrollable`,
-check `local_unroll_trips_small`. The card's rewrite and the recognisers only it needs live here too; what several
-cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library
-imports this file by path as `warpwise.skills.cards.dynamic_local_array_index`.
+Registered here: matcher `dynamic_local_array_indexing`, check `local_memory_confirmed`, check `local_array_small`,
+check `local_index_unrollable`, check `local_unroll_trips_small`. The card's rewrite and the recognisers only it
+needs live here too; what several cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`,
+`.rewrites`, `.facts*`). The library imports this file by path as `warpwise.skills.cards.dynamic_local_array_index`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from warpwise.skills.regions import (
 )
 from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.reduce import _in_block, _own_line
+from warpwise.verify.resources import KernelResources, Unconfirmed, kernel_resources
 
 
 def full_unroll(loop: Loop) -> bool:
@@ -92,6 +93,7 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
             seen_runtime = len(runtime)
         if first is None:
             continue
+        built = build_report(ctx)
         first = first_runtime or first
         dims = re.findall(r"\[(.*?)\]", type_text)
         yield Region(
@@ -111,8 +113,31 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
                     if runtime
                     else "the loop that indexes it is not unrolled"
                 ),
+                "claim": _claim(name, fn.name, built),
+                "build": built,
+                **({} if isinstance(built, KernelResources) else {"_severity": "hint"}),
             },
         )
+
+
+def build_report(ctx: MatchContext) -> KernelResources | Unconfirmed:
+    """Return the compiler's resource report of the kernel (or why there is none; device functions have none)."""
+    fn = ctx.function
+    if not fn.is_kernel:
+        return Unconfirmed(f"`{fn.name}` is not a kernel; its frame is part of each kernel that calls it")
+    return kernel_resources(ctx.model, fn.name, f"sm_{ctx.target_sm}")
+
+
+def _claim(array: str, kernel: str, built: KernelResources | Unconfirmed) -> str:
+    """Return what the finding says about local memory: ptxas' figures, or that the claim is unconfirmed."""
+    if isinstance(built, KernelResources):
+        return (
+            f"ptxas reports {built.stack_bytes} bytes of stack frame for `{kernel}` ({built.compiler}, {built.arch}), "
+            f"so `{array}` lives in local memory"
+        )
+    return (
+        f"registers cannot be indexed, so the compiler may keep `{array}` in local memory (unconfirmed: {built.reason})"
+    )
 
 
 def node_for_name(ctx: MatchContext, name: str) -> Node | None:
@@ -130,6 +155,22 @@ def _dims_value(ctx: CheckContext) -> int | None:
             return None
         total *= v
     return total
+
+
+@check("local_memory_confirmed")
+def local_memory_confirmed(ctx: CheckContext) -> Verdict:
+    """Hold when ptxas reports a stack frame (or spills) for the kernel: the array really lives in local memory."""
+    built = ctx.fact("build")
+    kernel = ctx.function.name
+    if isinstance(built, KernelResources):
+        if built.uses_local_memory:
+            return holds(f"ptxas reports {built.describe()} for `{kernel}`")
+        return violated(
+            f"ptxas reports no stack frame and no spills for `{kernel}` ({built.describe()}): the compiler keeps "
+            f"`{ctx.fact('array')}` in registers already"
+        )
+    reason = built.reason if isinstance(built, Unconfirmed) else "no build"
+    return unknown(f"no build confirms local memory ({reason})")
 
 
 @check("local_array_small")

@@ -52,6 +52,11 @@ def launch_args_for(model: FileModel, fn: Function, name: str) -> list[str] | No
     return out
 
 
+def pointer_names(acc: Access) -> set[str]:
+    """Return the names the address of an access is built from besides its index: the pointer and its alias."""
+    return set(re.findall(r"[A-Za-z_]\w*", acc.array)) | {acc.base}
+
+
 def _index_name(array: str, index: str) -> str:
     tail = re.sub(r"[^A-Za-z0-9_]+", "_", index).strip("_") or "0"
     return f"{array}_{tail}" if len(tail) <= 16 else f"{array}_value"
@@ -68,9 +73,11 @@ def loop_invariant_global_loads(ctx: MatchContext) -> Iterator[Region]:
         if acc.pattern in (AccessPattern.UNKNOWN, AccessPattern.INDIRECT) or acc.via_ldg or acc.vector_cast:
             continue
         target = None
+        moved = pointer_names(acc)
         for loop_id in reversed(acc.loops):
             loop = fn.loops[loop_id]
-            if acc.index_names & loop.assigned:
+            if acc.index_names & loop.assigned or moved & loop.assigned:
+                # The index, or the pointer itself (`p += stride`), changes in this loop: the address is not invariant.
                 break
             target = loop
         if target is None:
@@ -196,7 +203,19 @@ def hoist_loop_invariant_load(ctx: RewriteContext) -> list[Edit] | None:
         return None
     elem = acc.element_type or "auto"
     indent = ctx.indent_at(start)
-    edits = [Edit(line, line, f"{indent}const {elem} {name} = {ctx.fact('load')};\n")]
+    declaration = f"const {elem} {name} = {ctx.fact('load')};"
+    node = ctx.node(ctx.abs(loop.span))
+    while node is not None and (node.start_byte, node.end_byte) != ctx.abs(loop.span):
+        node = node.parent
+    if node is None or node.parent is None:
+        return None
+    if node.parent.type in ("compound_statement", "translation_unit"):
+        edits = [Edit(line, line, f"{indent}{declaration}\n")]
+    else:
+        # The loop is the body of a brace-less `if`, `for` or `while`: a declaration before it would become that
+        # statement's body and leave the loop without its name, so the declaration and the loop get braces.
+        end = ctx.abs(loop.span)[1]
+        edits = [Edit(start, start, f"{{\n{indent}  {declaration}\n{indent}  "), Edit(end, end, f"\n{indent}}}")]
     for occ in ctx.fact("occurrences", ()):
         if occ.kind.value != "read":
             return None

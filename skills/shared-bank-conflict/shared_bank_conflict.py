@@ -8,11 +8,10 @@ imports this file by path as `warpwise.skills.cards.shared_bank_conflict`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 from warpwise.analyzers.facts import identifier_uses
-from warpwise.analyzers.findings import Related
+from warpwise.analyzers.findings import Related, bank_ways, opaque_wrapper, padding_removes_conflict
 from warpwise.analyzers.model import AccessKind, AccessPattern, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
@@ -31,12 +30,7 @@ from warpwise.skills.rewrite import Edit, RewriteContext
 
 def bank_conflict_ways(words: int, width: int) -> int:
     """Return how many threads of a warp share a bank for a word stride (per 32-lane wavefront)."""
-    ways = math.gcd(words, 32)
-    if width == 8:
-        ways = max(1, ways // 2)
-    elif width >= 16:
-        ways = max(1, ways // 4)
-    return ways
+    return bank_ways(words, width)
 
 
 @matcher("shared_bank_conflicts")
@@ -50,7 +44,8 @@ def shared_bank_conflicts(ctx: MatchContext) -> Iterator[Region]:
             continue
         words = abs(acc.stride.numerator) * acc.width // 4
         ways = bank_conflict_ways(words, acc.width)
-        if ways < 2:
+        if ways < 2 or opaque_wrapper(ctx.model, fn, acc) is not None:
+            # A macro or a cast may read the element as a wider vector: its banks are not the element's.
             continue
         arr = next((s for s in fn.shared if s.name == acc.base), None)
         last = arr.dim_values[-1] if arr is not None and arr.dim_values else None
@@ -108,6 +103,45 @@ def shared_only_subscripted(ctx: CheckContext) -> Verdict:
     return violated(
         f"`{arr.name}` is used {uses - 1 - len(accesses)} time(s) other than by subscript (e.g. as a "
         "pointer); padding would change what those uses see"
+    )
+
+
+@check("shared_padding_removes_conflict")
+def shared_padding_removes_conflict(ctx: CheckContext) -> Verdict:
+    """Hold when one more element per row changes the conflicting stride into a conflict-free one."""
+    arr = ctx.fact("shared")
+    acc = ctx.fact("access")
+    if arr is None or not arr.dim_values or arr.dim_values[-1] is None:
+        return unknown("the row length of the shared array is not known")
+    row = arr.dim_values[-1]
+    if padding_removes_conflict(acc, row):
+        return holds(f"lanes walk a column of `{arr.name}`: rows of {row + 1} elements put them in different banks")
+    return violated(
+        f"the conflict of `{ctx.fact('subscript')}` is not across rows of `{arr.name}`, so padding the rows does not "
+        "remove it (applying it again would only grow the array)"
+    )
+
+
+@check("shared_rows_keep_vector_alignment")
+def shared_rows_keep_vector_alignment(ctx: CheckContext) -> Verdict:
+    """Hold when no use of the array may read it with wider (vector) loads that a padded row would misalign."""
+    arr = ctx.fact("shared")
+    if arr is None:
+        return unknown("the declaration was not found")
+    for acc in ctx.function.accesses:
+        if acc.base != arr.name:
+            continue
+        wrapper = opaque_wrapper(ctx.model, ctx.function, acc)
+        if wrapper is not None:
+            return violated(
+                f"`{acc.array}[{']['.join(acc.indices)}]` goes through {wrapper}, which may load it as a vector; "
+                f"rows of {arr.dim_values[-1] + 1 if arr.dim_values and arr.dim_values[-1] else '?'} elements would "
+                "break the vector alignment"
+            )
+    width = arr.element_bytes
+    return holds(
+        f"`{arr.name}` is read and written only as `{arr.element_type}` elements"
+        + (f" ({width} bytes, so a padded row stays aligned for them)" if width else "")
     )
 
 

@@ -268,6 +268,11 @@ def streaming_element_private(ctx: CheckContext) -> Verdict:
     if len(indices) > 1:
         shown = ", ".join(f"`{name}[{written[i]}]`" for i in indices)
         return violated(f"`{fn.name}` touches {shown}: neighbouring threads use the same elements of `{name}`")
+    gathered = [a for a in accs if a.pattern is AccessPattern.INDIRECT]
+    if gathered:
+        # A gather's elements are chosen by data, and a looked-up table is usually reused: not a private stream.
+        # (Offering it also nested its fix around the index's own, so one pass of fixes was not idempotent.)
+        return violated(f"`{name}[{gathered[0].index}]` is gathered through a loaded index, not the thread's element")
     uniform = [a for a in accs if a.pattern is AccessPattern.UNIFORM]
     if uniform:
         return violated(f"every thread of a warp reads the same `{name}[{uniform[0].index}]`")

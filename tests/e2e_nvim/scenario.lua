@@ -18,6 +18,10 @@ local SCENARIO = {
   line = 26, -- 1-based, as in the VS Code test
   card = "double-literal-promotion",
   message = "`0.5` is a `double`",
+  -- The quiet default (issue 18): no predicted gain of 1.1x or more, so the finding is a hint (LSP severity 4),
+  -- and its hover says why.
+  severity = 4,
+  hover_why = "Shown as a hint",
   fix_title = "^Write `0%.5f` — ",
   fix_state = { "not yet verified", "verified [%d.]+x on .+", "unverified" },
   line_after_fix = "    x[i] = (x[i] - mean[0]) * 0.5f;",
@@ -103,6 +107,7 @@ ok_diag = step("the finding is published as a diagnostic", function()
     return diagnostic ~= nil
   end)
   assert(diagnostic.message:find(SCENARIO.message, 1, true), "message: " .. diagnostic.message)
+  assert(diagnostic.severity == SCENARIO.severity, "severity " .. tostring(diagnostic.severity) .. ", not a hint")
   note("## Diagnostics")
   for _, d in ipairs(vim.diagnostic.get(bufnr)) do
     note(string.format("%d:%d %s [%s]", d.lnum + 1, d.col + 1, d.message, tostring(d.code)))
@@ -128,7 +133,7 @@ elseif ok_diag then
     assert(result and result.contents, "no hover")
     local text = type(result.contents) == "table" and (result.contents.value or vim.inspect(result.contents)) or result.contents
     note("\n## Hover\n" .. text)
-    for _, needed in ipairs({ SCENARIO.card, "Preconditions for this code", "holds", "Verification" }) do
+    for _, needed in ipairs({ SCENARIO.card, SCENARIO.hover_why, "Preconditions for this code", "holds", "Verification" }) do
       assert(text:find(needed, 1, true), "hover lacks " .. needed)
     end
     local verdicts = {}

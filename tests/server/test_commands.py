@@ -154,7 +154,7 @@ async def test_code_lens_over_each_kernel(session: Session) -> None:
     assert sorted(by_line) == [3, 14, 19]
     assert by_line[3] == [
         "not timed · save to build the resource report",
-        "0 verified improvements waiting · 1 not yet verified",
+        "0 verified improvements waiting · 1 not yet verified · 1 hint",
     ]
     verify = next(
         lens.command

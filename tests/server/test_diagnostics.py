@@ -25,7 +25,9 @@ async def test_open_reports_rules_and_cards(session: Session) -> None:
     assert unroll.source == "warpwise"
     assert "`k`" in unroll.message
     restrict = by_code["missing-restrict"]
-    assert restrict.severity == types.DiagnosticSeverity.Information
+    # The quiet default (issue 18): no gain is predicted for it, so it is a hint, not a squiggle.
+    assert restrict.severity == types.DiagnosticSeverity.Hint
+    assert by_code["uncoalesced-global-access"].severity == types.DiagnosticSeverity.Hint
     caps = session.caps.text_document.publish_diagnostics if session.caps.text_document else None
     if caps is not None and caps.code_description_support:
         assert restrict.code_description is not None
@@ -83,3 +85,27 @@ async def test_project_rule_settings_reach_the_editor(session: Session, tmp_path
     assert "uncoalesced-global-access" in by_code
     codes = {str(d.code) for d in await session.static(session.open(quiet))}
     assert "uncoalesced-global-access" not in codes and "missing-restrict" in codes
+
+
+async def test_show_all_restores_every_declared_severity(session: Session) -> None:
+    uri = session.open(KERNELS)
+    quiet = {(str(d.code), d.range.start.line): d.severity for d in await session.static(uri)}
+    assert quiet[("missing-restrict", 14)] == types.DiagnosticSeverity.Hint
+    session.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"warpwise": {"diagnostics": {"showAll": True}}})
+    )
+    if session.pulls:
+        diags = await session.static(uri)
+    else:
+        params = await session.pushed(
+            uri,
+            lambda p: any(
+                str(d.code) == "missing-restrict" and d.severity == types.DiagnosticSeverity.Information
+                for d in p.diagnostics
+            ),
+        )
+        diags = [d for d in params.diagnostics if d.source == "warpwise"]
+    full = {(str(d.code), d.range.start.line): d.severity for d in diags}
+    assert set(full) == set(quiet)
+    assert full[("missing-restrict", 14)] == types.DiagnosticSeverity.Information
+    assert any(full[k] == types.DiagnosticSeverity.Warning for k in full if k[0] == "uncoalesced-global-access")

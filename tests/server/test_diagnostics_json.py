@@ -52,8 +52,8 @@ def test_json_diagnostics_equal_the_unstructured_types(source: str, full: bool) 
     assert items
     analysis = Analysis("file:///tmp/warpwise-test/file.cu", 3, "hash", model, tuple(items), (), ls.settings, 0, 0.0)
     uri = analysis.uri
-    expected = [ls.protocol.unstructure(d) for d in static_diagnostics(client, analysis, uri)]
-    assert static_diagnostics_json(client, analysis, uri) == expected
+    expected = [ls.protocol.unstructure(d) for d in static_diagnostics(client, analysis, uri, ls.verification)]
+    assert static_diagnostics_json(client, analysis, uri, ls.verification) == expected
     # Both shapes of the optional fields are covered: related locations and links only for clients that take them.
     assert any("relatedInformation" in d for d in expected) is full
     assert any("codeDescription" in d for d in expected) is full

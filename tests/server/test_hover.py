@@ -33,7 +33,8 @@ async def test_hover_on_a_rule_finding_shows_its_summary(session: Session) -> No
     uri = session.open(KERNELS)
     await session.static(uri)
     text = _text(await session.hover(uri, 22, 6))
-    assert "**uncoalesced-global-access** · warning · rule" in text
+    assert "**uncoalesced-global-access** · hint · rule" in text
+    assert "Shown as a hint (declared warning)" in text
     assert "Adjacent threads access global memory far apart." in text
 
 

@@ -19,7 +19,7 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_check_examples_groups_by_kernel(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check", str(EXAMPLES)])
+    code = main(["check", "--all", str(EXAMPLES)])
     out = capsys.readouterr().out
     assert code == 1
     assert "kernel `transpose_naive`" in out

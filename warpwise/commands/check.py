@@ -27,7 +27,8 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
         help="analyse CUDA files and report findings",
         description="Analyse CUDA files (or every *.cu / *.cuh under the folders given) and report, per kernel, "
         "what warpwise found: file:line:col, severity, a one-line message and the rule id.",
-        epilog="Exit codes: 0 nothing found, 1 findings reported, 2 usage or input error.",
+        epilog="Exit codes: 0 nothing found (hints do not count unless --all), 1 findings reported, 2 usage or input "
+        "error.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="CUDA files or folders")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)")
@@ -41,6 +42,13 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help="skip files larger than this many MiB (default: 8)",
     )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="report every finding at its declared severity (by default only correctness problems and findings "
+        "with an expected gain are warnings, the rest are hints and text output does not list them)",
+    )
     p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, change nothing")
     p.add_argument(
@@ -52,8 +60,13 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from warpwise.analyzers.findings import Severity
     from warpwise.engine import FileReport, collect_sources
     from warpwise.report import JsonWriter, TextWriter, render_sarif, rule_catalog
+
+    def reported(res: FileReport) -> bool:
+        """Return whether a file has findings that count (hints do not, in the quiet default)."""
+        return any(args.show_all or f.severity is not Severity.HINT for f in res.findings)
 
     known = set(rule_catalog())
     for flag in ("select", "ignore"):
@@ -83,9 +96,9 @@ def _run_check(args: argparse.Namespace) -> int:
         def analysed() -> Iterator[FileReport]:
             nonlocal found
             for path in files:
-                res = rules.analyze(path, max_bytes)
+                res = rules.analyze(path, max_bytes, args.show_all)
                 if isinstance(res, FileReport):
-                    found = found or bool(res.findings)
+                    found = found or reported(res)
                     yield res
                 else:
                     problems.append(res)
@@ -94,13 +107,13 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         # Text and JSON are streamed: each file is written as soon as it is analysed, and then forgotten.
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        writer = JsonWriter() if args.format == "json" else TextWriter(color=color)
+        writer = JsonWriter() if args.format == "json" else TextWriter(color=color, hints=args.show_all)
         late: list[InputProblem] = []
         for path in files:
-            res = rules.analyze(path, max_bytes)
+            res = rules.analyze(path, max_bytes, args.show_all)
             if isinstance(res, FileReport):
                 writer.file(res)
-                found = found or bool(res.findings)
+                found = found or reported(res)
             else:
                 late.append(res)
         for prob in [*problems, *late]:
@@ -159,14 +172,18 @@ class _RuleSettings:
         pol = self.policy(path)
         return {r for r in self.known if pol.enabled(r)}
 
-    def analyze(self, path: str, max_bytes: int) -> FileReport | InputProblem:
-        """Analyse one file under its rules; configured severities replace the defaults."""
+    def analyze(self, path: str, max_bytes: int, show_all: bool) -> FileReport | InputProblem:
+        """Analyse one file under its rules and present it (the quiet default unless `show_all`); configured
+        severities replace the presented ones, last."""
         from dataclasses import replace
 
         from warpwise.engine import FileReport, analyze_path
+        from warpwise.presentation import present
 
         pol = self.policy(path)
         res = analyze_path(path, {r for r in self.known if pol.enabled(r)}, max_bytes)
+        if isinstance(res, FileReport):
+            res = present(res, show_all)
         if isinstance(res, FileReport) and pol.severity:
             res.findings = [replace(f, severity=pol.severity_of(f.rule, f.severity)) for f in res.findings]
         return res
@@ -189,6 +206,8 @@ def _run_fixes(args: argparse.Namespace, files: list[str], problems: list, rules
             problems.append(data)
             continue
         outcome = fix_text(data, path, include_unsafe=args.unsafe_fixes, select=rules.selected(path))
+        for fix, why in {f.title: (f, w) for f, w in outcome.held_back}.values():
+            print(f"{path}: not applied: {fix.title} [{fix.card_id}]: {why}", file=sys.stderr)
         if outcome.text == data:
             continue
         changed += 1

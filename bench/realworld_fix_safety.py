@@ -1,0 +1,220 @@
+"""Fix safety on real code (issue 18): idempotent fixes, converging `--fix`, files that keep compiling.
+
+Reads the exported mirrors of issue 17's repositories (`MIRRORS/<name>/...`, `MIRRORS/commits.json` mapping each
+name to `[owner/repo, commit]`; the file lists and build recipes are `bench/realworld_build.py`'s). For every CUDA
+file:
+
+* idempotence: for every card with a fix there, applying all its fixes twice gives the text of applying them once,
+* convergence: `fix_text` with unsafe fixes included stops before its round limit, and a second run changes nothing,
+* compile preservation (optional, `--nvcc-state` from `realworld_build.py --phase nvcc`, within `--budget-s`): a
+  file nvcc built with the repository's flags is built again after `--fix` (safe and unsafe fixes), in place of
+  the original (its folder's includes resolve the same way), and must still build.
+
+Resource builds for claims are off (`WARPWISE_NO_RESOURCE_BUILDS=1`): they do not change any fix's text, only
+severities and whether a guarded safe fix is applied in bulk, and with them every file with a per-thread array
+would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and .md.
+
+    python bench/realworld_fix_safety.py MIRRORS [--nvcc-state FILE] [--budget-s S] [--extra-include DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("WARPWISE_NO_RESOURCE_BUILDS", "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import realworld_build as rw
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.engine import fix_text
+from warpwise.skills.engine import compute_fix, match_file, merge_fixes
+from warpwise.skills.library import builtin_library
+from warpwise.skills.rewrite import apply_edits
+
+MAX_ROUNDS = 8
+
+
+def _card_once(card: str, text: bytes, path: str) -> bytes:
+    model = analyze_text(text, path)
+    fixes = [compute_fix(model, m) for m in match_file(model, builtin_library(), enabled={card})]
+    edits = merge_fixes([f for f in fixes if f is not None])
+    return apply_edits(text, edits) if edits else text
+
+
+def check_file(path: Path) -> dict[str, Any]:
+    """Return idempotence and convergence of every fix of one file."""
+    text = path.read_bytes()
+    model = analyze_text(text, str(path))
+    cards = sorted({m.card_id for m in match_file(model, builtin_library()) if m.has_rewrite})
+    not_idempotent = []
+    for card in cards:
+        once = _card_once(card, text, str(path))
+        if once != text and _card_once(card, once, str(path)) != once:
+            not_idempotent.append(card)
+    out = fix_text(text, str(path), include_unsafe=True, max_rounds=MAX_ROUNDS)
+    again = fix_text(out.text, str(path), include_unsafe=True, max_rounds=MAX_ROUNDS)
+    return {
+        "cards_with_fixes": cards,
+        "not_idempotent": not_idempotent,
+        "fixes_applied": len(out.applied),
+        "rounds": out.rounds,
+        "converged": out.rounds < MAX_ROUNDS and again.text == out.text,
+        "changed": out.text != text,
+        "fixed_text": out.text,
+    }
+
+
+def rebuild(root: Path, recipe: Any, file: Path, fixed: bytes, timeout_s: float) -> dict[str, Any]:
+    """Build the fixed text in place of the file (restored afterwards) with the repository's flags."""
+    backup = Path(tempfile.mkdtemp(prefix="rw-fix-")) / file.name
+    shutil.copy2(file, backup)
+    try:
+        file.write_bytes(fixed)
+        return rw.nvcc_build(root, recipe, file, timeout_s)
+    finally:
+        shutil.copy2(backup, file)
+        shutil.rmtree(backup.parent, ignore_errors=True)
+
+
+def main() -> int:
+    """Run the checks and write the results."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mirrors", type=Path)
+    ap.add_argument("--nvcc-state", type=Path, help="realworld_build.py's nvcc state (which files built)")
+    ap.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget for the nvcc rebuilds")
+    ap.add_argument("--timeout-s", type=float, default=900.0, help="time limit of one nvcc rebuild")
+    ap.add_argument("--extra-include", action="append", default=[], help="headers the toolkit lacks")
+    args = ap.parse_args()
+    rw.EXTRA_INCLUDE_DIRS[:] = args.extra_include
+    commits = json.loads((args.mirrors / "commits.json").read_text())
+    built = json.loads(args.nvcc_state.read_text())["nvcc"] if args.nvcc_state else {}
+    rows: dict[str, Any] = {}
+    t_start = time.perf_counter()
+    for name, recipe in rw.RECIPES.items():
+        root = args.mirrors / name
+        if not root.is_dir():
+            continue
+        for f in rw.files_of(root, recipe):
+            key = f"{name}/{f.relative_to(root)}"
+            t0 = time.perf_counter()
+            try:
+                row = check_file(f)
+            except Exception as exc:  # A crash is a result to report, never a stopped benchmark.
+                row = {"error": f"{type(exc).__name__}: {exc}"}
+            row["seconds"] = round(time.perf_counter() - t0, 2)
+            rows[key] = row
+    spent = 0.0
+    for key, row in rows.items():
+        fixed = row.pop("fixed_text", None)
+        if fixed is None or not row.get("changed") or not built.get(key, {}).get("ok"):
+            continue
+        if spent >= args.budget_s:
+            row["rebuild"] = "not run (budget spent)"
+            continue
+        name, rel = key.split("/", 1)
+        t0 = time.perf_counter()
+        root, recipe, file = args.mirrors / name, rw.RECIPES[name], args.mirrors / name / rel
+        # The original is built again first, on this machine now: only a file that builds here tests its fix.
+        control = rw.nvcc_build(root, recipe, file, args.timeout_s)
+        if not control["ok"]:
+            spent += time.perf_counter() - t0
+            row["rebuild"] = {"control_ok": False, "error": control["error"]}
+            continue
+        outcome = rebuild(root, recipe, file, fixed, args.timeout_s)
+        spent += time.perf_counter() - t0
+        row["rebuild"] = {
+            "control_ok": True,
+            "ok": outcome["ok"],
+            "timed_out": outcome.get("timed_out"),
+            "error": outcome["error"],
+        }
+    for row in rows.values():
+        row.pop("fixed_text", None)
+    date = datetime.date.today().isoformat()
+    doc = {
+        "date": date,
+        "command": " ".join(["python", "bench/realworld_fix_safety.py", *sys.argv[1:]]),
+        "commits": commits,
+        "seconds": round(time.perf_counter() - t_start, 1),
+        "files": rows,
+    }
+    out = Path(__file__).resolve().parent / "results"
+    (out / f"realworld_fix_safety-{date}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    (out / f"realworld_fix_safety-{date}.md").write_text(render(doc))
+    print(render(doc))
+    return 0
+
+
+def render(doc: dict[str, Any]) -> str:
+    """Return the Markdown summary."""
+    files = doc["files"]
+    per_repo: dict[str, dict[str, int]] = {}
+    problems: list[str] = []
+    for key, row in files.items():
+        repo = key.split("/", 1)[0]
+        r = per_repo.setdefault(repo, {"files": 0, "with_fixes": 0, "idempotent": 0, "converged": 0, "changed": 0})
+        r["files"] += 1
+        if "error" in row:
+            problems.append(f"- `{key}`: {row['error']}")
+            continue
+        if row["cards_with_fixes"]:
+            r["with_fixes"] += 1
+            r["idempotent"] += not row["not_idempotent"]
+        r["converged"] += row["converged"]
+        r["changed"] += row["changed"]
+        for card in row["not_idempotent"]:
+            problems.append(f"- `{key}`: `{card}` is not idempotent")
+        if not row["converged"]:
+            problems.append(f"- `{key}`: `--fix` did not converge ({row['rounds']} rounds)")
+        rb = row.get("rebuild")
+        if isinstance(rb, dict) and rb.get("control_ok") and not rb["ok"]:
+            problems.append(f"- `{key}`: the fixed file no longer builds: {rb['error'][:200]}")
+    tried = [row["rebuild"] for row in files.values() if isinstance(row.get("rebuild"), dict)]
+    rebuilt = [rb for rb in tried if rb.get("control_ok")]
+    skipped = sum(1 for row in files.values() if row.get("rebuild") == "not run (budget spent)")
+    lines = [
+        f"# Fix safety on real code ({doc['date']})",
+        "",
+        f"Command: `{doc['command']}` ({doc['seconds']} s, CPU only). Resource builds for claims off. Commits:",
+        "",
+        "| repository | commit |",
+        "| --- | --- |",
+        *[f"| {v[0]} | `{v[1][:12]}` |" for v in doc["commits"].values()],
+        "",
+        "| repository | files | with fixes | every card idempotent | `--fix` converges | changed by `--fix` |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for repo, r in per_repo.items():
+        lines.append(
+            f"| {repo} | {r['files']} | {r['with_fixes']} | {r['idempotent']}/{r['with_fixes']} | "
+            f"{r['converged']}/{r['files']} | {r['changed']} |"
+        )
+    ok = sum(1 for rb in rebuilt if rb["ok"])
+    lines += [
+        "",
+        f"nvcc rebuilds of fixed files that built before (safe and unsafe fixes, repository flags): "
+        f"{ok}/{len(rebuilt)} "
+        f"still build; {len(tried) - len(rebuilt)} whose original no longer builds on this machine were not judged; "
+        f"{skipped} not run within the budget.",
+        "",
+        "## Problems",
+        "",
+        *(problems or ["none"]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""The severity each item of an analysis is shown with in the editor (the quiet default, `skills.presentation`).
+
+The rule is `warpwise.skills.presentation.shown_severity`; this module supplies what only the server knows: the
+learned ranking's prediction for the item's (kernel, card) fix and whether the gate verified it on this exact
+text. Diagnostics, hovers and code lenses read the same answer, so a hint in the editor is a hint everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from warpwise.analyzers.findings import Severity
+from warpwise.server.analysis import Analysis
+from warpwise.server.providers import Item
+from warpwise.skills.presentation import Outlook, shown_severity, why_shown
+
+if TYPE_CHECKING:
+    from warpwise.server.verification import VerificationService
+
+log = logging.getLogger(__name__)
+
+
+def _predictions(verification: VerificationService, analysis: Analysis) -> dict[tuple[str, str], Any]:
+    """Return the ranking's predictions for this version, or none when the ranking cannot give them."""
+    if analysis.settings.diagnostics_show_all or not any(i.source == "card" and i.has_fix for i in analysis.items):
+        return {}
+    try:
+        from warpwise.server.features.ranking import predictions
+
+        return predictions(verification, analysis)
+    except Exception:  # The ranking only raises a finding's severity; without it findings are hints.
+        log.exception("no ranking predictions for %s", analysis.uri)
+        return {}
+
+
+def outlook(
+    verification: VerificationService, analysis: Analysis, item: Item, preds: dict[tuple[str, str], Any]
+) -> Outlook | None:
+    """Return what is known of an item's pay-off: its prediction and whether its fix verified on this text."""
+    if item.source != "card":
+        return None
+    verified = False
+    if item.has_fix:
+        state = verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
+        verified = state.state == "verified"
+    pred = preds.get((item.function or "", item.id)) if item.has_fix else None
+    if pred is None and not verified:
+        return None
+    return Outlook(
+        speedup=float(pred.speedup) if pred is not None else None,
+        p_verified=float(pred.p_verified) if pred is not None else None,
+        verified=verified,
+    )
+
+
+def shown(verification: VerificationService, analysis: Analysis) -> list[tuple[Item, Severity]]:
+    """Return every item of an analysis with the severity it is shown with."""
+    show_all = analysis.settings.diagnostics_show_all
+    preds = _predictions(verification, analysis)
+    out = []
+    for item in analysis.items:
+        if item.configured:  # The project configuration's severity is the last word.
+            out.append((item, item.severity))
+            continue
+        look = None if show_all else outlook(verification, analysis, item, preds)
+        out.append(
+            (item, shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all))
+        )
+    return out
+
+
+def explain(verification: VerificationService, analysis: Analysis, item: Item) -> tuple[Severity, str]:
+    """Return the severity an item is shown with and one line saying why (empty when it is as declared)."""
+    if analysis.settings.diagnostics_show_all or item.configured:
+        return item.severity, ""
+    look = outlook(verification, analysis, item, _predictions(verification, analysis))
+    severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look)
+    return severity, why_shown(severity, item.severity, look, item.concern)

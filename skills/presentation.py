@@ -1,0 +1,94 @@
+"""How loudly a finding is shown: the quiet default, and the one setting that restores every finding.
+
+People turn a tool off when most tokens of a kernel carry a squiggle. In the quiet default a finding is drawn as
+a warning only when it is worth acting on:
+
+* a correctness problem (the rule or card declares `concern: correctness`) keeps its declared severity (an
+  `error` only where the rule proved the problem),
+* a performance finding is a warning when a gain is expected (the learned ranking predicts at least
+  `MIN_SPEEDUP` with a chance to verify of at least `MIN_P_VERIFIED`) or measured (a verified gate result),
+* everything else is a hint: no squiggle, still in the hover, the code lens and the quick fixes,
+* notes about warpwise itself (its parser could not read a region, an analysis budget, an unused suppression)
+  keep their declared severity, one per file.
+
+`show_all` (the server's `warpwise.diagnostics.showAll` setting, the CLI's `--all`) shows every finding with its
+declared severity. The caller supplies the prediction and the verification state as plain numbers, so the server
+and the command line share this one rule without this layer knowing the ranking or the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from warpwise.analyzers.findings import RULES, Severity
+
+MIN_SPEEDUP = 1.1
+"""The predicted speedup a performance finding needs to be drawn as a warning."""
+MIN_P_VERIFIED = 0.5
+"""The predicted chance to verify it needs as well."""
+NOTES = frozenset({"syntax-error", "analysis-budget", "unused-suppression"})
+"""Findings about warpwise's own analysis rather than the code; they keep their declared severity."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    """What is known of a finding's pay-off: the ranking's prediction and the gate's verdict, when there are any."""
+
+    speedup: float | None = None
+    p_verified: float | None = None
+    verified: bool = False
+
+    @property
+    def expected_gain(self) -> bool:
+        """Return whether the finding is expected (or measured) to pay off."""
+        if self.verified:
+            return True
+        if self.speedup is None or self.p_verified is None:
+            return False
+        return self.speedup >= MIN_SPEEDUP and self.p_verified >= MIN_P_VERIFIED
+
+
+def rule_concern(rule_id: str, card_concern: str | None = None) -> str:
+    """Return `correctness` or `performance` for a rule or card id (a card's header says; rules declare theirs)."""
+    if card_concern is not None:
+        return card_concern
+    rule = RULES.get(rule_id)
+    return rule.concern if rule is not None else "performance"
+
+
+def shown_severity(
+    rule_id: str,
+    declared: Severity,
+    *,
+    concern: str = "performance",
+    outlook: Outlook | None = None,
+    show_all: bool = False,
+) -> Severity:
+    """Return the severity a finding is shown with."""
+    if show_all or rule_id in NOTES:
+        return declared
+    if concern == "correctness":
+        return declared
+    if outlook is not None and outlook.expected_gain:
+        return Severity.WARNING
+    return Severity.HINT
+
+
+def why_shown(severity: Severity, declared: Severity, outlook: Outlook | None, concern: str) -> str:
+    """Return one line saying why a finding is shown at its severity (for the hover)."""
+    if concern == "correctness":
+        return ""
+    if outlook is not None and outlook.verified:
+        return "Shown as a warning: the fix was verified faster on the GPU."
+    if severity is Severity.WARNING and outlook is not None and outlook.expected_gain:
+        assert outlook.speedup is not None and outlook.p_verified is not None
+        return (
+            f"Shown as a warning: the ranking predicts {outlook.speedup:.2f}x with a "
+            f"{100 * outlook.p_verified:.0f}% chance to verify."
+        )
+    if severity is Severity.HINT and declared is not Severity.HINT:
+        return (
+            f"Shown as a hint (declared {declared.value}): no gain of at least {MIN_SPEEDUP:g}x is predicted or "
+            "verified; `warpwise.diagnostics.showAll` shows every finding at its declared severity."
+        )
+    return ""

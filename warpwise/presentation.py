@@ -1,0 +1,55 @@
+"""The quiet default on the command line: each finding at the severity the editor shows it with.
+
+The rule is `warpwise.skills.presentation.shown_severity` (shared with the server); here the learned ranking
+predicts each card fix of the file. `warpwise check` lists hints only with `--all`, which also restores every
+finding's declared severity; JSON and SARIF carry every finding, at its shown severity, with the declared one in
+`data.declared_severity` when they differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from warpwise.analyzers.findings import Finding
+from warpwise.engine import FileReport
+from warpwise.skills.presentation import Outlook, rule_concern, shown_severity
+
+log = logging.getLogger(__name__)
+
+
+def _predictions(report: FileReport) -> dict[tuple[str, str], Any]:
+    """Return the ranking's prediction per (kernel, card) of a file's card fixes (none without a model)."""
+    matches = [m for m in report.matches if m.has_rewrite]
+    if not matches:
+        return {}
+    try:
+        from warpwise.ranking import predict_matches
+
+        return predict_matches(report.model, matches)
+    except Exception:  # The ranking only raises a finding's severity; without it findings are hints.
+        log.exception("no ranking predictions for %s", report.path)
+        return {}
+
+
+def present(report: FileReport, show_all: bool = False) -> FileReport:
+    """Return the report with each finding at the severity it is shown with (unchanged with `show_all`)."""
+    if show_all:
+        return report
+    preds = _predictions(report)
+    out: list[Finding] = []
+    for f in report.findings:
+        match = report.match_for(f)
+        concern = rule_concern(f.rule, str(match.card.header.concern) if match is not None else None)
+        look = None
+        if match is not None and match.has_rewrite:
+            pred = preds.get((match.function, match.card_id))
+            if pred is not None:
+                look = Outlook(speedup=float(pred.speedup), p_verified=float(pred.p_verified))
+        severity = shown_severity(f.rule, f.severity, concern=concern, outlook=look)
+        if severity is not f.severity:
+            f = dataclasses.replace(f, severity=severity, data={**f.data, "declared_severity": f.severity.value})
+        out.append(f)
+    report.findings = out
+    return report
