@@ -118,7 +118,7 @@ def test_check_applies_the_project_rule_settings_per_file(tmp_path: Path, capsys
         'per-file-ignores = { "tests/**" = ["all"], "src/*.cu" = ["streaming-cache-hints"] }\n'
         'severity = { "uncoalesced-global-access" = "error", "missing-restrict" = "hint" }\n',
     )
-    main(["check", "--format", "json", str(root)])
+    main(["check", "--format", "json", "--all", str(root)])
     found = _rules_by_file(capsys.readouterr().out)
     assert found["tests"] == set()
     rules = {r for r, _ in found["src"]}
@@ -126,6 +126,10 @@ def test_check_applies_the_project_rule_settings_per_file(tmp_path: Path, capsys
     assert ("uncoalesced-global-access", "error") in found["src"]
     assert ("missing-restrict", "hint") in found["src"]
     assert ("scalar-global-access", "info") in found["src"]  # untouched rules keep their default
+    # The configured severity is the last word in the quiet default too (which shows most findings as hints).
+    main(["check", "--format", "json", str(root)])
+    quiet = _rules_by_file(capsys.readouterr().out)["src"]
+    assert ("uncoalesced-global-access", "error") in quiet and ("missing-restrict", "hint") in quiet, sorted(quiet)
 
 
 def test_command_line_select_replaces_the_configured_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
