@@ -87,10 +87,8 @@ def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) ->
 def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconfirmed:
     if os.environ.get(ENV_DISABLE) == "1":
         return Unconfirmed(f"resource builds are off ({ENV_DISABLE}=1)")
-    try:
-        from warpwise.verify.worker import nvbuild
-    except ImportError as exc:  # The CUDA bindings are optional; without them no claim is confirmed.
-        return Unconfirmed(f"no CUDA compiler ({exc})")
+    from warpwise.verify.worker import nvbuild
+
     if nvbuild.nvrtc_version() is None:
         return Unconfirmed("no CUDA compiler: NVRTC (the nvidia-cuda-nvrtc wheel with cuda-bindings) is not installed")
     try:

@@ -29,8 +29,8 @@ import {
 import { type ServerFeatures, serverFeatures } from "./lsp.ts";
 
 /** The finding the scenario follows: one card in one example file, and what its quick fix must produce. */
-/** A card finding that the scenario's quick fix leaves in place: `readonly-data-without-restrict` on `factor`. */
-const BUNDLED = { line: 14, column: 70 };
+/** A card finding that the scenario's quick fix leaves in place: `readonly-data-without-restrict` on the `factor` parameter. */
+const BUNDLED = { line: 14, column: 57 };
 const SCENARIO = {
   file: "vector_ops.cu",
   /** 1-based line and column (UTF-16) where the finding starts. */

@@ -57,6 +57,10 @@ def test_search_strategy_reports_its_best_expressible_version(tmp_path: Path) ->
     out = strategy.run(kernel, ctx)
     assert out.strategy == "search-mcts"
     assert "__shfl" in out.text and "SUM_THREADS" not in out.text
-    assert [r["card"] for r in out.chain] == ["card:shared-memory-block-reduction"]
+    # Both tree-reduction cards bring warp shuffles to this kernel; the search may take either.
+    assert [r["card"] for r in out.chain] in (
+        ["card:shared-memory-block-reduction"],
+        ["card:barrier-per-step-tree-reduction"],
+    )
     assert any("its launch cannot be reported" in n for n in out.notes)
     assert ctx.jobs == 6
