@@ -104,17 +104,19 @@ EOS
         test -x "$WORK/tools/bin/python" || "$PY" -m venv "$WORK/tools"
         "$WORK/tools/bin/python" -m pip install -q pre-commit
         mkdir -p "$WORK/hooks-repo"
-        printf '__global__ void taps(const float* __restrict__ x, float* __restrict__ y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i + 4 < n) {\n    float acc = 0.0f;\n    for (int k = 0; k < 5; ++k) {\n      acc += x[i + k];\n    }\n    y[i] = acc;\n  }\n}\n' >"$WORK/hooks-repo/taps.cu"
+        # A kernel whose streamed element makes a warning in the quiet default and whose streaming-cache-hints fix is
+        # safe without a compiler (the hook's environment has no NVRTC, so resource-guarded fixes are held back).
+        printf '__global__ void scale(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    x[i] = x[i] * 2.0f;\n  }\n}\n' >"$WORK/hooks-repo/scale.cu"
         (
             cd "$WORK/hooks-repo"
-            git init -q . && git add taps.cu
+            git init -q . && git add scale.cu
             export PRE_COMMIT_HOME="$WORK/pre-commit-home"
             rc=0; "$WORK/tools/bin/pre-commit" try-repo "$ROOT" warpwise-check --all-files >"$WORK/hook.log" 2>&1 || rc=$?
-            grep -q "\[constant-trip-loop-without-unroll\]" "$WORK/hook.log" && test "$rc" -eq 1 \
+            grep -q "scale.cu:[0-9]*:[0-9]*: warning" "$WORK/hook.log" && test "$rc" -eq 1 \
                 || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-check did not report the finding (exit $rc)"; exit 1; }
             echo "pre-commit warpwise-check: failed on the finding, as it should"
             rc=0; "$WORK/tools/bin/pre-commit" try-repo "$ROOT" warpwise-fix --all-files >"$WORK/hook.log" 2>&1 || rc=$?
-            grep -q "#pragma unroll" taps.cu && grep -q "files were modified by this hook" "$WORK/hook.log" \
+            grep -q "__stcs" scale.cu && grep -q "files were modified by this hook" "$WORK/hook.log" \
                 || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-fix did not apply the safe fix (exit $rc)"; exit 1; }
             echo "pre-commit warpwise-fix: applied the safe fix"
         )
