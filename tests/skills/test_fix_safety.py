@@ -33,7 +33,11 @@ MAX_ROUNDS = 8
 
 
 def _id(p: Path) -> str:
-    return str(p.relative_to(ROOT))
+    # Card fixtures come from the installed package, which lies outside the checkout when warpwise is installed
+    # from a wheel (as on the GPU machine): name those by their card folder.
+    if p.is_relative_to(ROOT):
+        return str(p.relative_to(ROOT))
+    return f"skills/{p.parent.parent.name}/fixtures/{p.name}"
 
 
 def _cards_with_fixes(source: bytes) -> list[str]:
