@@ -20,7 +20,7 @@ export PYTHONPATH="$SITE" PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-ca
   python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"
 } 2>&1 | tee "$OUT/env.txt"
 t0=$(date +%s)
-timeout "${CORPUS_TIMEOUT:-75}" python3 "$CARRY/src/bench/gpu/corpus_check.py" --suite "$CARRY/prep" --no-experts \
+timeout "${CORPUS_TIMEOUT:-75}" python3 "$CARRY/src/bench/gpu/corpus_check.py" --suite "$CARRY/prep" --no-experts ${CORPUS_ARGS:-} \
   --out "$OUT/corpus" --budget-s "${CORPUS_BUDGET:-60}" --deadline-s 20 2>&1 | tail -60 > "$OUT/corpus.log"
 echo "corpus_check: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/env.txt"
 t0=$(date +%s)

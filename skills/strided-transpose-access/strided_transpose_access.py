@@ -799,7 +799,7 @@ def tiled_body(tk: TransposeKernel, tile: int = 32) -> str:
        ww_k < ww_tiles; ww_k += ww_nb) {{
     const long long ww_a0 = ww_k / ww_tiles_c * WW_T, ww_b0 = ww_k % ww_tiles_c * WW_T;
     for (int ww_base = 0; ww_base < ww_n; ww_base += 4 * ww_nt) {{
-      ww_elem ww_r[4][WW_V];
+      alignas(16) ww_elem ww_r[4][WW_V];
 #pragma unroll
       for (int ww_u = 0; ww_u < 4; ++ww_u) {{
         const int ww_i = ww_base + ww_u * ww_nt + ww_t;
@@ -808,8 +808,7 @@ def tiled_body(tk: TransposeKernel, tile: int = 32) -> str:
         const long long ww_a = ww_a0 + ww_y, ww_b = ww_b0 + ww_x;
         if (ww_i < ww_n && ww_a < ww_rows) {{
           if (ww_vec && ww_b + WW_V <= ww_cols) {{
-            const uint4 ww_raw = *reinterpret_cast<const uint4*>({src} + (ww_a * ww_ld_src + ww_b));
-            __builtin_memcpy(ww_r[ww_u], &ww_raw, 16);
+            *reinterpret_cast<uint4*>(ww_r[ww_u]) = *reinterpret_cast<const uint4*>({src} + (ww_a * ww_ld_src + ww_b));
           }} else {{
             for (int ww_e = 0; ww_e < ww_v; ++ww_e)
               if (ww_b + ww_e < ww_cols) ww_r[ww_u][ww_e] = {src}[ww_a * ww_ld_src + ww_b + ww_e];
@@ -836,12 +835,10 @@ def tiled_body(tk: TransposeKernel, tile: int = 32) -> str:
       const long long ww_b = ww_b0 + ww_y, ww_a = ww_a0 + ww_x;
       if (ww_b < ww_cols) {{
         if (ww_vec && ww_a + WW_V <= ww_rows) {{
-          ww_elem ww_w[WW_V];
+          alignas(16) ww_elem ww_w[WW_V];
 #pragma unroll
           for (int ww_e = 0; ww_e < WW_V; ++ww_e) ww_w[ww_e] = ww_tile[ww_x + ww_e][ww_y];
-          uint4 ww_raw;
-          __builtin_memcpy(&ww_raw, ww_w, 16);
-          *reinterpret_cast<uint4*>({dst} + (ww_b * ww_ld_dst + ww_a)) = ww_raw;
+          *reinterpret_cast<uint4*>({dst} + (ww_b * ww_ld_dst + ww_a)) = *reinterpret_cast<const uint4*>(ww_w);
         }} else {{
           for (int ww_e = 0; ww_e < ww_v; ++ww_e)
             if (ww_a + ww_e < ww_rows) {dst}[ww_b * ww_ld_dst + ww_a + ww_e] = ww_tile[ww_x + ww_e][ww_y];

@@ -108,6 +108,26 @@ def test_every_tile_compiles_for_every_style() -> None:
     assert not bad, bad[0]
 
 
+def test_every_tile_builds_with_nvrtc() -> None:
+    """NVRTC (the gate's first compiler, without the CUDA headers nvcc adds) builds each rewritten kernel."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+    for rel in sorted(r for r in STYLES if r.startswith("bench/")):
+        ((model, fn),) = _kernels(ROOT / rel)
+        for tile in rules.TILE_CHOICES:
+            out = rules.rewrite_source(model, fn.name, tile)
+            err, prog = nvrtc.nvrtcCreateProgram(out, b"k.cu", 0, [], [])
+            assert int(err) == 0
+            try:
+                opts = [b"--gpu-architecture=compute_90"]
+                (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+                _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+                log = b" " * size
+                nvrtc.nvrtcGetProgramLog(prog, log)
+                assert int(cerr) == 0, (rel, tile, log.decode(errors="replace"))
+            finally:
+                nvrtc.nvrtcDestroyProgram(prog)
+
+
 def test_rewrite_keeps_the_signature_and_is_idempotent_on_its_output() -> None:
     path = ROOT / "bench/suite_ood/transpose/one_d_divmod.cu"
     ((model, fn),) = _kernels(path)
