@@ -6,9 +6,9 @@ the GPU (a warp or a block per row, rows per block). Its rules module says so wi
 a list of `(label, args, launch)` where `args` are the rewrite's arguments (they replace the card's anchor
 arguments) and `launch` the geometry change for a problem file's launch, as steps `(block, scale)`: set the block
 to `block`, keeping the number of threads along each dimension in `scale` by scaling the grid (the search's
-`Transform("block", ...)`); `("grid_div", factor)` divides grid.x; `("python", code)` replaces the geometry by
-the code's `launch(inputs)` (a kernel that is correct for any launch, such as the tiled transpose, picks its own).
-Each variant becomes one action; the gate decides which one pays off.
+`Transform("block", ...)`); `("grid_div", factor)` divides grid.x; `("python", code[, block])` replaces the
+geometry by the code's `launch(inputs)`, whose block it names (a kernel that is correct for any launch, such as the
+tiled transpose, picks its own). Each variant becomes one action; the gate decides which one pays off.
 
 Where the kernel is launched from its own file, the rewrite edits the launch site itself and no override is
 needed; where a problem file launches it, the version carries the launch override. The plain card action
@@ -96,7 +96,11 @@ class TransformationActions:
                     override = version.launch or LaunchOverride()
                     for step in launch:
                         override = override.then(_transform(step, f"{label} ({card_id})"))
-                blocks = [tuple(s[0]) for s in launch if not isinstance(s[0], str)]
+                blocks = [
+                    tuple(s[2] if s[0] == "python" else s[0])
+                    for s in launch
+                    if not isinstance(s[0], str) or (s[0] == "python" and len(s) > 2)
+                ]
                 child = version.derive(text, override, blocks[-1] if blocks else "same")
                 verdicts = [v for m in matches for v in m.verdicts]
                 gain, n = evidence_gain(card, ctx.kernel)

@@ -35,7 +35,7 @@ from warpwise.analyzers.facts_reduce import (
     single_definition,
     unparen,
 )
-from warpwise.analyzers.model import Span
+from warpwise.analyzers.model import AccessKind, Span
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -487,6 +487,11 @@ def recognise_histogram(model: Any, fn: Any) -> tuple[Histogram | None, str]:
     text = model.text[fn.base : fn.base + fn.length]
     if blocks is not None and b"gridDim.x" in text:
         blocks, why = None, f"`{fn.name}` reads `gridDim.x`, which coarsening would change"
+    writes = sorted({a.base for a in fn.accesses if a.kind is AccessKind.WRITE and a.base != tgt.base})
+    others = sorted({c.name for c in fn.calls if c.name in ("printf", "assert", "__trap", "__brkpt")})
+    if blocks is not None and (writes or others):
+        # Coarsening runs only the blocks the guard lets work; other effects of the blocks beyond would be lost.
+        blocks, why = None, f"`{fn.name}` also writes {', '.join(f'`{w}`' for w in writes + others)}"
     spans = []
     for n in _walk_nodes(body):
         if n.type == "field_expression" and squash_text(_text(model, n)) == "blockIdx.x":

@@ -902,7 +902,7 @@ def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[
     """Return the search's parameter choices: (label, rewrite arguments, launch steps for a problem file).
 
     Each tile size comes with the launch kept as it is and with one block of each `BLOCK_CHOICES` shape per tile
-    (a `("python", code)` step: the geometry from the problem's sizes).
+    (a `("python", code, block)` step: the geometry from the problem's sizes).
     """
     tk = next((m.region.facts.get("transpose_kernel") for m in matches if m.region.facts.get("transpose_kernel")), None)
     if tk is None:
@@ -913,7 +913,6 @@ def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[
         for block in BLOCK_CHOICES:
             code = tile_launch_code(tk, tile, block)
             if code is not None:
-                out.append(
-                    (f"tile {tile}, one {block[0]}x{block[1]} block per tile", {"tile": tile}, [("python", code)])
-                )
+                label = f"tile {tile}, one {block[0]}x{block[1]} block per tile"
+                out.append((label, {"tile": tile}, [("python", code, block)]))
     return out

@@ -70,6 +70,21 @@ __global__ void h(const int* keys, unsigned int* hist, int n) {
     ),
 }
 
+
+def test_coarsening_is_refused_when_the_kernel_writes_more() -> None:
+    model, fn = _kernel(
+        b"""__global__ void h(const unsigned char* d, int* bins, int* flag, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  flag[blockIdx.x] = 1;
+  if (i < n) atomicAdd(&bins[d[i]], 1);
+}"""
+    )
+    h, why = rules.recognise_histogram(model, fn)
+    assert h is not None, why
+    assert h.blocks is None and "also writes `flag`" in h.why_not_coarsened
+    assert rules.rewrite_source(model, fn.name, True) is None and rules.rewrite_source(model, fn.name, False)
+
+
 NEAR_MISSES = {
     b"""__global__ void h(const int* k, float* w, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
