@@ -539,7 +539,9 @@ def private_histogram_body(model: Any, h: Histogram, coarsen: bool) -> str | Non
     update adds to the private copy at `k - low`, which the proved range of `k` keeps in bounds, or, when a
     run-time bin count exceeds the copy, to global memory as before. Coarsened, block b runs the original blocks
     b, b + gridDim.x, ... below the number of blocks that do any work (from the guard `i < n`), with `blockIdx.x`
-    read as that block; the blocks beyond it did nothing in the original kernel either.
+    read as that block; the blocks beyond it did nothing in the original kernel either. Coarsening assumes the
+    original launch reached every `i < n` (a launch that covered fewer elements counted fewer); the search's
+    candidates go through the gate, which compares the counts.
     """
     if coarsen and h.blocks is None:
         return None
