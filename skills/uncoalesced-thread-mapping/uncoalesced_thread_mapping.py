@@ -42,6 +42,21 @@ from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.skills.rewrites.memory import _ks as _rewrites_ks
 
 
+def _is_strided_copy(model: Any, fn: Any) -> bool:
+    """Whether the kernel is a strided copy (a transpose) in any index form, as `strided-transpose-access` reads it.
+
+    Swapping x and y on a transpose only moves the stride from one side to the other; that card's tile is the fix.
+    The recogniser is the other card's, looked up through the library (cards never import each other).
+    """
+    from warpwise.skills.library import builtin_library
+
+    card = builtin_library().get("strided-transpose-access")
+    recognise = getattr(getattr(card, "rules", None), "recognise_transpose", None)
+    if recognise is None:
+        return False
+    return recognise(model, fn)[0] is not None
+
+
 @matcher("swappable_thread_mapping")
 def swappable_thread_mapping(ctx: MatchContext) -> Iterator[Region]:
     """Find strided global accesses of 2-D kernels that become contiguous or uniform when x and y are swapped."""
@@ -52,7 +67,7 @@ def swappable_thread_mapping(ctx: MatchContext) -> Iterator[Region]:
     if not strided or b"threadIdx.y" not in ctx.model.text[fn.base : fn.base + fn.length]:
         return
     ks = kernel_syntax(ctx.model, fn)
-    if ks is None:
+    if ks is None or _is_strided_copy(ctx.model, fn):
         return
     xvars = [v.name for v in ks.index_vars.values() if v.index.axis == "x"]
     yvars = [v.name for v in ks.index_vars.values() if v.index.axis == "y"]

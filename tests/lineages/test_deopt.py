@@ -433,8 +433,9 @@ def test_unstage_reads_the_global_element_each_slot_was_filled_from() -> None:
 
 
 def test_unstage_follows_reassigned_locals_to_the_fill() -> None:
-    path = Path(__file__).resolve().parents[2] / "skills" / "strided-transpose-access" / "fixtures"
-    plain = (path / "pos_naive_transpose.expected.cu").read_text()
+    # A transpose staged through a 32 x 33 tile, as the strided-transpose-access card's rewrite was before it
+    # became the launch-independent tiled copy (kept here as the unstage pass's input).
+    plain = (Path(__file__).resolve().parent / "staged" / "transpose_tile32.cu").read_text()
     # Without `__restrict__`, `out` may be `in`: a store of another thread could change what a direct read sees.
     assert _run("unstage", plain, "transpose") == []
     text = plain.replace("float* out, const float* in", "float* __restrict__ out, const float* __restrict__ in")

@@ -50,7 +50,7 @@ def test_a_virtual_launch_lets_block_size_cards_apply_to_problem_files() -> None
     ctx, v = context(SUITE / "transpose" / "naive.cu", "transpose_naive")
     actions = {a.name: a for a in CardActions().actions(v, ctx)}
     tiled = actions["card:strided-transpose-access"].produce()
-    assert tiled is not None and "__shared__ float tile[16][17];" in tiled.text
+    assert tiled is not None and "__shared__ ww_elem ww_tile[WW_T][WW_T + 1];" in tiled.text
     assert "warpwise_virtual_launch" not in tiled.text
 
 

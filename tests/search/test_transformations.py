@@ -48,3 +48,28 @@ def test_the_plain_card_action_is_not_offered_for_a_problem_file_launch() -> Non
     ctx, v = context(OOD / "softmax" / "row_per_thread.cu", "softmax_row_per_thread")
     names = {a.name for a in CardActions().actions(v, ctx)}
     assert "card:row-cooperative-reduction" not in names
+
+
+def test_each_tile_and_block_of_the_transpose_is_an_action() -> None:
+    ctx, v = context(OOD / "transpose" / "one_d_divmod.cu", "transpose_1d")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    kept = acts["transform:strided-transpose-access:tile 32, launch kept"].produce()
+    tiled = acts["transform:strided-transpose-access:tile 64, one 32x8 block per tile"].produce()
+    assert kept is not None and tiled is not None
+    assert "ww_tile[WW_T][WW_T + 1]" in tiled.text and "WW_T = sizeof(ww_elem) > 8 ? 32 : 64" in tiled.text
+    assert kept.launch is None or not kept.launch.transforms
+    # One block of 32 x 8 threads per 64 x 64 tile, from the problem's sizes (the original launch is replaced).
+    ns: dict = {"launch": lambda inputs: ((1, 1, 1), (512, 1, 1))}
+    exec(compile(tiled.launch.source(), "launch.py", "exec"), ns)
+    assert ns["launch_candidate"]({"rows": 128, "cols": 200})[:2] == ((2 * 4, 1, 1), (32, 8, 1))
+    assert tiled.block == (32, 8, 1)
+
+
+def test_histogram_variants_divide_the_grid_of_the_coarsened_copy() -> None:
+    ctx, v = context(OOD / "histogram" / "float_range_bins.cu", "histogram_float")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    kept = acts["transform:per-thread-global-atomics:private copy, launch kept"].produce()
+    coarse = acts["transform:per-thread-global-atomics:private copy, coarsened, grid / 256"].produce()
+    assert kept is not None and coarse is not None
+    assert "ww_body(blockIdx.x);" in kept.text and "ww_vb < ww_blocks; ww_vb += gridDim.x" in coarse.text
+    assert _geometry(coarse.launch, (262144, 1, 1), (256, 1, 1))[:2] == ((1024, 1, 1), (256, 1, 1))
