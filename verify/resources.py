@@ -95,10 +95,12 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         source = _source(model, kernel)
         if isinstance(source, Unconfirmed):
             return source
-        built = nvbuild.build(source, arch, nvbuild.BuildCache(_cache_dir()))
+        built = _isolated_build(source, arch)
     except Exception as exc:  # A build that raises is an unconfirmed claim, never a failed analysis.
         log.exception("resource build of %s failed", kernel)
         return Unconfirmed(f"the build of `{kernel}` raised {type(exc).__name__}")
+    if isinstance(built, Unconfirmed):
+        return built
     info = built.info
     if not info.ok:
         first = next((ln.strip() for ln in info.log.splitlines() if "error" in ln), info.log.strip()[:160])
@@ -112,6 +114,59 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         info.spill_stores or 0,
         info.spill_loads or 0,
     )
+
+
+_CHILD = (
+    "import json, sys\n"
+    "from warpwise.verify.types import Source\n"
+    "from warpwise.verify.worker import nvbuild\n"
+    "req = json.load(sys.stdin)\n"
+    "cache = nvbuild.BuildCache(req['cache'])\n"
+    "built = nvbuild.build(Source.from_dict(req['source']), req['arch'], cache)\n"
+    "sys.stdout.write(built.info.to_json())\n"
+)
+_CHILD_TIMEOUT_S = 120.0
+
+
+def _isolated_build(source: Any, arch: str) -> Any:
+    """Build one kernel, compiling in a child process: NVRTC crashes on some real sources (a segmentation fault
+    inside `nvrtcCompileProgram` on a LeetCUDA flash-attention file), and a crash must cost one unconfirmed claim,
+    never the analysis. A build the on-disk cache already holds is read here without a child."""
+    import json
+    import subprocess
+    import sys
+
+    from warpwise.verify.types import BuildInfo
+    from warpwise.verify.worker import nvbuild
+
+    folder = _cache_dir()
+    cache = nvbuild.BuildCache(folder)
+    compiler = nvbuild.nvrtc_version() or ""
+    hit = cache.get(cache.key(source, arch, compiler)) if compiler and not source.host_text else None
+    if hit is not None:
+        return hit
+    request = json.dumps({"source": source.to_dict(), "arch": arch, "cache": folder})
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD],
+            input=request,
+            capture_output=True,
+            text=True,
+            timeout=_CHILD_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return Unconfirmed(f"the build of `{source.name_expression}` took over {_CHILD_TIMEOUT_S:.0f} s")
+    except OSError as exc:
+        return Unconfirmed(f"the build of `{source.name_expression}` could not start ({exc.strerror or exc})")
+    if done.returncode != 0:
+        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
+        return Unconfirmed(f"the compiler crashed building `{source.name_expression}` ({how})")
+    try:
+        info = BuildInfo.from_dict(json.loads(done.stdout))
+    except (ValueError, TypeError, KeyError):
+        return Unconfirmed(f"the build of `{source.name_expression}` gave no report")
+    return nvbuild.Build(b"", info)
 
 
 def _source(model: FileModel, kernel: str) -> Any:
