@@ -14,8 +14,17 @@ from collections.abc import Iterator
 
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import loop_label
-from warpwise.analyzers.facts_reduce import Node, geometry_limits, int_range, single_definition
-from warpwise.analyzers.model import Loop, MemorySpace
+from warpwise.analyzers.facts_reduce import (
+    Node,
+    field,
+    geometry_limits,
+    int_range,
+    node_at,
+    single_definition,
+    text_of,
+    unparen,
+)
+from warpwise.analyzers.model import FileModel, Function, Loop, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -46,6 +55,64 @@ def full_unroll(loop: Loop) -> bool:
     return count is not None and loop.trip_count is not None and count >= loop.trip_count
 
 
+_COMPOUND = frozenset(
+    {"binary_expression", "unary_expression", "conditional_expression", "parenthesized_expression", "cast_expression"}
+)
+
+
+def compile_time(model: FileModel, fn: Function, node: Node | None, depth: int = 0) -> bool:
+    """Return whether an expression is a compile-time constant of every instance of the function: literals,
+    `sizeof`, the file's constants, non-type template parameters, static members of types (`Traits::kItems`) and
+    locals defined once from such values, combined by arithmetic."""
+    node = unparen(node)
+    if node is None or depth > 6:
+        return False
+    t = node.type
+    if t in ("number_literal", "sizeof_expression", "true", "false", "char_literal"):
+        return True
+    if t == "identifier":
+        name = text_of(model, node)
+        if name in model.constants or any(tp.kind == "value" and tp.name == name for tp in fn.template_params):
+            return True
+        return compile_time(model, fn, single_definition(model, fn, name), depth + 1)
+    if t == "qualified_identifier":
+        # `Ktraits::kNItems`, `Config::N`: a static member named through a type, constant per instance.
+        return field(node, "name") is not None and field(node, "name").type == "identifier"
+    if t in _COMPOUND:
+        parts = [c for c in node.named_children if c.type not in ("comment", "type_descriptor")]
+        return bool(parts) and all(compile_time(model, fn, c, depth + 1) for c in parts)
+    return False
+
+
+def compile_time_trips(model: FileModel, fn: Function, loop: Loop) -> bool:
+    """Return whether a counting `for` loop's start, bound and step are compile-time constants per instance (its
+    trip count is known to the compiler, though not to the model: `i < kNItems` with a template `kNItems`)."""
+    if loop.kind != "for" or loop.var is None or loop.step_value is None:
+        return False
+    node = node_at(model, fn, loop.span, "for_statement")
+    cond = unparen(field(node, "condition"))
+    if cond is None or cond.type != "binary_expression":
+        return False
+    left, right = unparen(field(cond, "left")), unparen(field(cond, "right"))
+    if left is not None and left.type == "identifier" and text_of(model, left) == loop.var:
+        bound = right
+    elif right is not None and right.type == "identifier" and text_of(model, right) == loop.var:
+        bound = left
+    else:
+        return False
+    if not compile_time(model, fn, bound):
+        return False
+    if loop.init_value is not None:
+        return True
+    init = field(node, "initializer")
+    if init is not None and init.type == "declaration":
+        decl = field(init, "declarator")
+        return decl is not None and compile_time(model, fn, field(decl, "value"))
+    if init is not None and init.type == "assignment_expression":
+        return compile_time(model, fn, field(init, "right"))
+    return False
+
+
 _BUILTIN_WORDS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 
 
@@ -72,16 +139,20 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
             for ident in sorted(acc.index_names):
                 if ident in loop_vars:
                     loop = fn.loops[loop_vars[ident]]
-                    if loop.trip_count is None:
+                    if loop.trip_count is None and not compile_time_trips(ctx.model, fn, loop):
                         runtime.append(ident)
                         dynamic = True
                     elif not full_unroll(loop):
                         to_unroll.add(loop.id)
                         dynamic = True
                     continue
-                if ident in ctx.model.constants:
+                if ident in ctx.model.constants or any(
+                    tp.kind == "value" and tp.name == ident for tp in fn.template_params
+                ):
                     continue
                 value = node_for_name(ctx, ident)
+                if compile_time(ctx.model, fn, value):
+                    continue
                 r = int_range(ctx.model, fn, value, limits) if value is not None else None
                 if r is None or r[0] != r[1]:
                     runtime.append(ident)
@@ -207,6 +278,9 @@ def local_unroll_trips_small(ctx: CheckContext, limit: int = 64) -> Verdict:
     big = [lp for lp in loops if (lp.trip_count or 0) > limit]
     if big:
         return violated(f"{loop_label(big[0])} runs {big[0].trip_count} times; fully unrolled it would bloat the code")
+    unread = [lp for lp in loops if lp.trip_count is None]
+    if unread:
+        return unknown(f"the trip count of {loop_label(unread[0])} is a compile-time constant this file does not give")
     trips = ", ".join(f"{loop_label(lp)}: {lp.trip_count}" for lp in loops)
     return holds(f"full unrolling stays small ({trips} iterations)")
 
