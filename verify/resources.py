@@ -4,6 +4,7 @@ Statements about local memory, spills, registers and occupancy come from the bui
 `kernel_resources` builds one kernel of a file model with NVRTC (device code only, as the gate extracts it; no GPU
 needed, no code runs) and reads ptxas' report. Builds are cached on disk by content (the worker's `BuildCache`)
 and in memory by (file text, kernel, arch), so the same text is compiled once; a build takes tens of milliseconds.
+It runs in a long-lived child process: NVRTC crashes on some real sources, and a crash must not end the analysis.
 
 When no compiler is available, or the kernel does not build on its own (missing headers, templates without known
 arguments), the answer is a `Unconfirmed` value with the reason: callers then say that their claim is unconfirmed.
@@ -120,21 +121,79 @@ _CHILD = (
     "import json, sys\n"
     "from warpwise.verify.types import Source\n"
     "from warpwise.verify.worker import nvbuild\n"
-    "req = json.load(sys.stdin)\n"
-    "cache = nvbuild.BuildCache(req['cache'])\n"
-    "built = nvbuild.build(Source.from_dict(req['source']), req['arch'], cache)\n"
-    "sys.stdout.write(built.info.to_json())\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    built = nvbuild.build(Source.from_dict(req['source']), req['arch'], nvbuild.BuildCache(req['cache']))\n"
+    "    sys.stdout.write(built.info.to_json() + '\\n')\n"
+    "    sys.stdout.flush()\n"
 )
 _CHILD_TIMEOUT_S = 120.0
+
+
+class _Compiler:
+    """One long-lived child process that compiles for resource reports, one request at a time (JSON lines).
+
+    Starting Python and importing the CUDA bindings costs about a second on a loaded machine, so the child is
+    kept and reused; when it crashes (NVRTC's own segmentation faults) or hangs, it is replaced by the next request.
+    """
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.lock = threading.Lock()
+
+    def ask(self, request: str, timeout: float) -> tuple[str | None, str]:
+        """Return (the child's reply line, "") or (None, why there is none)."""
+        import select
+        import subprocess
+        import sys
+
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                try:
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-c", _CHILD],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                        text=True,
+                        bufsize=1,
+                    )
+                except OSError as exc:
+                    self.proc = None
+                    return None, f"could not start ({exc.strerror or exc})"
+            proc = self.proc
+            try:
+                proc.stdin.write(request + "\n")
+                proc.stdin.flush()
+                ready, _, _ = select.select([proc.stdout], [], [], timeout)
+                line = proc.stdout.readline() if ready else None
+            except OSError:
+                line = ""
+            if line is None:
+                proc.kill()
+                proc.wait()
+                self.proc = None
+                return None, f"took over {timeout:.0f} s"
+            if not line:
+                try:
+                    code = proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    code = proc.wait()
+                self.proc = None
+                how = f"signal {-code}" if code < 0 else f"exit status {code}"
+                return None, f"crashed ({how})"
+            return line, ""
+
+
+_compiler = _Compiler()
 
 
 def _isolated_build(source: Any, arch: str) -> Any:
     """Build one kernel, compiling in a child process: NVRTC crashes on some real sources (a segmentation fault
     inside `nvrtcCompileProgram` on a LeetCUDA flash-attention file), and a crash must cost one unconfirmed claim,
-    never the analysis. A build the on-disk cache already holds is read here without a child."""
+    never the analysis. A build the on-disk cache already holds is read here without asking the child."""
     import json
-    import subprocess
-    import sys
 
     from warpwise.verify.types import BuildInfo
     from warpwise.verify.worker import nvbuild
@@ -146,24 +205,13 @@ def _isolated_build(source: Any, arch: str) -> Any:
     if hit is not None:
         return hit
     request = json.dumps({"source": source.to_dict(), "arch": arch, "cache": folder})
+    reply, why = _compiler.ask(request, _CHILD_TIMEOUT_S)
+    if reply is None:
+        if why.startswith("crashed"):
+            return Unconfirmed(f"the compiler crashed building `{source.name_expression}` ({why[9:-1]})")
+        return Unconfirmed(f"the build of `{source.name_expression}` {why}")
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=request,
-            capture_output=True,
-            text=True,
-            timeout=_CHILD_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return Unconfirmed(f"the build of `{source.name_expression}` took over {_CHILD_TIMEOUT_S:.0f} s")
-    except OSError as exc:
-        return Unconfirmed(f"the build of `{source.name_expression}` could not start ({exc.strerror or exc})")
-    if done.returncode != 0:
-        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
-        return Unconfirmed(f"the compiler crashed building `{source.name_expression}` ({how})")
-    try:
-        info = BuildInfo.from_dict(json.loads(done.stdout))
+        info = BuildInfo.from_dict(json.loads(reply))
     except (ValueError, TypeError, KeyError):
         return Unconfirmed(f"the build of `{source.name_expression}` gave no report")
     return nvbuild.Build(b"", info)

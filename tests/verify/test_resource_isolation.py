@@ -11,6 +11,7 @@ from warpwise.verify.types import Source
 @pytest.fixture(autouse=True)
 def _no_disk_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resources, "_cache_dir", lambda: None)
+    monkeypatch.setattr(resources, "_compiler", resources._Compiler())
 
 
 def test_a_compiler_that_segfaults_gives_an_unconfirmed_claim(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,3 +36,15 @@ def test_the_child_builds_what_the_parent_would() -> None:
     got = resources._isolated_build(Source("__global__ void k(float* p) { p[0] = 1.0f; }\n", "k", "k.cu"), "sm_90")
     assert not isinstance(got, resources.Unconfirmed)
     assert got.info.ok and got.info.registers is not None
+    # The child stays up for the next build.
+    again = resources._isolated_build(Source("__global__ void k(int* p) { p[1] = 2; }\n", "k", "k.cu"), "sm_90")
+    assert not isinstance(again, resources.Unconfirmed) and again.info.ok
+
+
+def test_a_child_that_crashed_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resources, "_CHILD", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    src = Source("__global__ void k() {}\n", "k", "k.cu")
+    assert isinstance(resources._isolated_build(src, "sm_90"), resources.Unconfirmed)
+    monkeypatch.setattr(resources, "_CHILD", "import sys\nfor line in sys.stdin:\n    print('{}', flush=True)\n")
+    got = resources._isolated_build(src, "sm_90")
+    assert isinstance(got, resources.Unconfirmed) and "gave no report" in got.reason
