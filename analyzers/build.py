@@ -39,6 +39,7 @@ from warpwise.analyzers.expr.values import (
     parse_int_literal,
     type_size,
 )
+from warpwise.analyzers.macros import MacroView, view_macros
 from warpwise.analyzers.model import (
     Access,
     AccessKind,
@@ -161,6 +162,8 @@ class FileContext:
     device_arrays: frozenset[str]
     typedefs: tuple[tuple[str, str], ...] = ()
     """File-level `typedef` / `using` aliases (and `#define`s that name a type), resolved to the type they name."""
+    views: tuple[MacroView, ...] = ()
+    """The file's function-like macros that view an element through another pointer type (`HALF2(x)`)."""
 
 
 _Def = tuple[str, Node | None, int]
@@ -309,6 +312,7 @@ class _FunctionBuilder:
         self.binding: tuple[str, ...] = ()
         self.type_binding: dict[str, str] = dict(ctx.typedefs)
         self.file_types: dict[str, str] = dict(ctx.typedefs)
+        self.views: dict[str, MacroView] = {v.name: v for v in ctx.views}
         self._tparams: tuple[TemplateParam, ...] = ()
         self.ev = Evaluator(src, self._lookup, self.consts, self.scalars, self.t)
 
@@ -1186,7 +1190,13 @@ class _FunctionBuilder:
             and root.type != "identifier"
         ):
             return None
-        kind = self._access_kind(node, node.parent)
+        view = self._macro_view(node) if self.views else None
+        if view is not None:
+            call, macro = view
+            kind = self._access_kind(call, call.parent)
+            vector = vector or type_size(macro.type) != (type_size(elem) if elem else None)
+        else:
+            kind = self._access_kind(node, node.parent)
         via_ldg = node.id in self._ldg_marked
         if via_ldg:
             kind = _READ
@@ -1238,7 +1248,29 @@ class _FunctionBuilder:
             (first.start_byte - b, last.end_byte - b),
             in_branch,
             via_ldg,
+            view[1].name if view is not None else None,
+            (f"const {view[1].type}" if view[1].const else view[1].type) if view is not None else None,
         )
+
+    def _macro_view(self, node: Node) -> tuple[Node, MacroView] | None:
+        """Return the call of a view macro of the file that `node` is the viewed argument of, and the macro."""
+        child = node
+        parent = node.parent
+        while parent is not None and parent.type == "parenthesized_expression":
+            child, parent = parent, parent.parent
+        if parent is None or parent.type != "argument_list":
+            return None
+        call = parent.parent
+        fn = call.child_by_field_id(_F_FUNCTION) if call is not None else None
+        if call is None or fn is None or fn.type != "identifier":
+            return None
+        macro = self.views.get(self.t(fn))
+        if macro is None:
+            return None
+        args = [c for c in parent.named_children if c.type != "comment"]
+        if macro.param >= len(args) or args[macro.param] != child:
+            return None
+        return call, macro
 
     def _access_kind(self, node: Node, parent: Node | None) -> AccessKind:
         child = node
@@ -1603,7 +1635,13 @@ def _file_context(root: Node, src: bytes) -> tuple[FileContext, frozenset[str], 
                     val = eval_numeric_text(_text(src, value), consts)
                     if val is not None:
                         consts[dname] = val
-    ctx = FileContext(tuple(sorted(consts.items())), frozenset(constant_arrays), frozenset(device_arrays), typedefs)
+    ctx = FileContext(
+        tuple(sorted(consts.items())),
+        frozenset(constant_arrays),
+        frozenset(device_arrays),
+        typedefs,
+        view_macros(defines, src),
+    )
     return ctx, frozenset(macros), functions
 
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from warpwise.analyzers.checkpoint import checkpoint
+from warpwise.analyzers.macros import view_width
 from warpwise.analyzers.model import (
     Access,
     AccessKind,
@@ -146,7 +147,10 @@ def _uncoalesced(model: FileModel, fn: Function) -> Iterator[Finding]:
     for acc in fn.accesses:
         if acc.space is not MemorySpace.GLOBAL or acc.pattern is not AccessPattern.STRIDED:
             continue
-        vector = _cast_target_width(model, fn, acc)
+        vector = view_width(acc.view_type) if acc.view_macro else _cast_target_width(model, fn, acc)
+        if acc.kind is AccessKind.ADDRESS and vector is None:
+            # `&A[i]` handed to `cp.async` or a helper moves as many bytes as the copy says, not one element.
+            continue
         if vector is not None and acc.stride is not None and acc.width:
             # The address is read as a vector: what matters is the stride in vectors, not in elements.
             stride_bytes = abs(acc.stride) * acc.width
@@ -293,6 +297,10 @@ def opaque_wrapper(model: FileModel, fn: Function, acc: Access) -> str | None:
 def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
     for acc in fn.accesses:
         if acc.space is not MemorySpace.SHARED or acc.pattern is not AccessPattern.STRIDED:
+            continue
+        if acc.kind is AccessKind.ADDRESS:
+            # `&tile[r][c]` handed to `cp.async`, `ldmatrix` or `__cvta_generic_to_shared` is not a 4-byte access:
+            # the banks it touches depend on the width of what uses the address (16-byte copies go by phases).
             continue
         if acc.stride is None or acc.stride.denominator != 1 or not acc.width or acc.width < 4:
             continue

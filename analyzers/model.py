@@ -320,6 +320,11 @@ class Access:
     index_span: Span
     in_thread_branch: bool
     via_ldg: bool
+    view_macro: str | None = None
+    """The file's function-like macro the element is accessed through (`HALF2(c[i])`), when it is a view macro
+    (`analyzers.macros`): `kind` is then what the expansion does, `vector_cast` whether the view is wider."""
+    view_type: str | None = None
+    """The pointee type of that view (`half2`, `const float4`); its size is the bytes one access moves."""
 
 
 @_fast_init

@@ -13,6 +13,7 @@ finding covers (white space collapsed), so a finding that moves stays labelled a
     python bench/precision.py export --mirrors /work/.mirror --out /tmp/corpus
     warpwise check --format json /tmp/corpus > check.json
     python bench/precision.py sample --check check.json --corpus /tmp/corpus --per-rule 15 --seed 18
+    python bench/precision.py sample --top-up --check check.json --corpus /tmp/corpus   # after a change
     python bench/precision.py report --check check.json --corpus /tmp/corpus --out bench/results/precision-...
 
 `sample` draws, per rule, `--per-rule` findings at random with a fixed seed (all of them when a rule has fewer)
@@ -41,6 +42,9 @@ PRECISION = ROOT / "bench" / "precision"
 CORPUS = PRECISION / "corpus.yaml"
 LABELS = PRECISION / "labels.yaml"
 JUDGEMENTS = ("wrong", "no-op", "useful")
+HEADER = (
+    "# Judged by reading the code at the pinned commit (issue 18); see bench/precision.py for what the fields mean.\n"
+)
 
 
 def corpus() -> list[dict[str, str]]:
@@ -151,6 +155,30 @@ def sample(check: Path, root: Path, per_rule: int, seed: int) -> list[dict[str, 
     return chosen
 
 
+def top_up(check: Path, root: Path, per_rule: int, seed: int) -> list[dict[str, Any]]:
+    """Draw, per rule, as many unlabelled findings at random (fixed seed) as it takes to bring the rule's labelled
+    findings that still fire up to `per_rule` (all of them when fewer fire): after a change, a rule whose labelled
+    findings dropped out, and a new rule, get a fresh random sample, and a rule that kept its sample keeps it."""
+    labels = {key(x) for x in load_labels() if x.get("judgement") in JUDGEMENTS}
+    unique: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for item in findings(check, root):
+        unique.setdefault(key(item), item)
+    by_rule: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    have: collections.Counter[str] = collections.Counter()
+    for k, item in unique.items():
+        if k in labels:
+            have[item["rule"]] += 1
+        else:
+            by_rule[item["rule"]].append(item)
+    rng = random.Random(seed)
+    chosen: list[dict[str, Any]] = []
+    for rule in sorted(by_rule):
+        items = sorted(by_rule[rule], key=key)
+        want = max(0, per_rule - have[rule])
+        chosen.extend(items if len(items) <= want else rng.sample(items, want))
+    return chosen
+
+
 def report(check: Path, root: Path) -> dict[str, Any]:
     """Return precision per rule over the labelled findings that still fire, and the unlabelled ones."""
     labels = {key(x): x for x in load_labels() if x.get("judgement") in JUDGEMENTS}
@@ -242,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--corpus", type=Path, required=True, help="the folder `export` wrote")
     s.add_argument("--per-rule", type=int, default=15)
     s.add_argument("--seed", type=int, default=18)
+    s.add_argument(
+        "--top-up",
+        action="store_true",
+        help="draw only what brings each rule's labelled findings that still fire up to --per-rule",
+    )
     r.add_argument("--out", type=Path, help="write <out>.md and <out>.json")
     r.add_argument("--commit", default="")
     args = ap.parse_args(argv)
@@ -250,14 +283,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "sample":
         known = {key(x) for x in load_labels()}
-        new = [x for x in sample(args.check, args.corpus, args.per_rule, args.seed) if key(x) not in known]
+        draw = top_up if args.top_up else sample
+        new = [x for x in draw(args.check, args.corpus, args.per_rule, args.seed) if key(x) not in known]
         labels = load_labels() + [
             {k: x[k] for k in ("repo", "commit", "path", "line", "rule", "fingerprint")}
             | {"judgement": "", "reason": ""}
             for x in new
         ]
         PRECISION.mkdir(parents=True, exist_ok=True)
-        LABELS.write_text(yaml.safe_dump({"labels": labels}, sort_keys=False, allow_unicode=True, width=200))
+        LABELS.write_text(HEADER + yaml.safe_dump({"labels": labels}, sort_keys=False, allow_unicode=True, width=200))
         print(f"{len(new)} findings added to {LABELS}")
         return 0
     result = report(args.check, args.corpus)

@@ -4,6 +4,7 @@ Statements about local memory, spills, registers and occupancy come from the bui
 `kernel_resources` builds one kernel of a file model with NVRTC (device code only, as the gate extracts it; no GPU
 needed, no code runs) and reads ptxas' report. Builds are cached on disk by content (the worker's `BuildCache`)
 and in memory by (file text, kernel, arch), so the same text is compiled once; a build takes tens of milliseconds.
+It runs in a long-lived child process: NVRTC crashes on some real sources, and a crash must not end the analysis.
 
 When no compiler is available, or the kernel does not build on its own (missing headers, templates without known
 arguments), the answer is a `Unconfirmed` value with the reason: callers then say that their claim is unconfirmed.
@@ -95,10 +96,12 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         source = _source(model, kernel)
         if isinstance(source, Unconfirmed):
             return source
-        built = nvbuild.build(source, arch, nvbuild.BuildCache(_cache_dir()))
+        built = _isolated_build(source, arch)
     except Exception as exc:  # A build that raises is an unconfirmed claim, never a failed analysis.
         log.exception("resource build of %s failed", kernel)
         return Unconfirmed(f"the build of `{kernel}` raised {type(exc).__name__}")
+    if isinstance(built, Unconfirmed):
+        return built
     info = built.info
     if not info.ok:
         first = next((ln.strip() for ln in info.log.splitlines() if "error" in ln), info.log.strip()[:160])
@@ -112,6 +115,106 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         info.spill_stores or 0,
         info.spill_loads or 0,
     )
+
+
+_CHILD = (
+    "import json, sys\n"
+    "from warpwise.verify.types import Source\n"
+    "from warpwise.verify.worker import nvbuild\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    built = nvbuild.build(Source.from_dict(req['source']), req['arch'], nvbuild.BuildCache(req['cache']))\n"
+    "    sys.stdout.write(built.info.to_json() + '\\n')\n"
+    "    sys.stdout.flush()\n"
+)
+_CHILD_TIMEOUT_S = 120.0
+
+
+class _Compiler:
+    """One long-lived child process that compiles for resource reports, one request at a time (JSON lines).
+
+    Starting Python and importing the CUDA bindings costs about a second on a loaded machine, so the child is
+    kept and reused; when it crashes (NVRTC's own segmentation faults) or hangs, it is replaced by the next request.
+    """
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.lock = threading.Lock()
+
+    def ask(self, request: str, timeout: float) -> tuple[str | None, str]:
+        """Return (the child's reply line, "") or (None, why there is none)."""
+        import select
+        import subprocess
+        import sys
+
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                try:
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-c", _CHILD],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                        text=True,
+                        bufsize=1,
+                    )
+                except OSError as exc:
+                    self.proc = None
+                    return None, f"could not start ({exc.strerror or exc})"
+            proc = self.proc
+            try:
+                proc.stdin.write(request + "\n")
+                proc.stdin.flush()
+                ready, _, _ = select.select([proc.stdout], [], [], timeout)
+                line = proc.stdout.readline() if ready else None
+            except OSError:
+                line = ""
+            if line is None:
+                proc.kill()
+                proc.wait()
+                self.proc = None
+                return None, f"took over {timeout:.0f} s"
+            if not line:
+                try:
+                    code = proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    code = proc.wait()
+                self.proc = None
+                how = f"signal {-code}" if code < 0 else f"exit status {code}"
+                return None, f"crashed ({how})"
+            return line, ""
+
+
+_compiler = _Compiler()
+
+
+def _isolated_build(source: Any, arch: str) -> Any:
+    """Build one kernel, compiling in a child process: NVRTC crashes on some real sources (a segmentation fault
+    inside `nvrtcCompileProgram` on a LeetCUDA flash-attention file), and a crash must cost one unconfirmed claim,
+    never the analysis. A build the on-disk cache already holds is read here without asking the child."""
+    import json
+
+    from warpwise.verify.types import BuildInfo
+    from warpwise.verify.worker import nvbuild
+
+    folder = _cache_dir()
+    cache = nvbuild.BuildCache(folder)
+    compiler = nvbuild.nvrtc_version() or ""
+    hit = cache.get(cache.key(source, arch, compiler)) if compiler and not source.host_text else None
+    if hit is not None:
+        return hit
+    request = json.dumps({"source": source.to_dict(), "arch": arch, "cache": folder})
+    reply, why = _compiler.ask(request, _CHILD_TIMEOUT_S)
+    if reply is None:
+        if why.startswith("crashed"):
+            return Unconfirmed(f"the compiler crashed building `{source.name_expression}` ({why[9:-1]})")
+        return Unconfirmed(f"the build of `{source.name_expression}` {why}")
+    try:
+        info = BuildInfo.from_dict(json.loads(reply))
+    except (ValueError, TypeError, KeyError):
+        return Unconfirmed(f"the build of `{source.name_expression}` gave no report")
+    return nvbuild.Build(b"", info)
 
 
 def _source(model: FileModel, kernel: str) -> Any:

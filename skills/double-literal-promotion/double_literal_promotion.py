@@ -82,6 +82,8 @@ def double_literals_in_float_arithmetic(ctx: MatchContext) -> Iterator[Region]:
             continue
         if other is None or other.type == "number_literal":
             continue
+        if evaluated_at_compile_time(ctx.model, lit):
+            continue
         yield Region(
             AnchorKind.EXPRESSION,
             fn,
@@ -95,6 +97,26 @@ def double_literals_in_float_arithmetic(ctx: MatchContext) -> Iterator[Region]:
                 "expression": " ".join(text(ctx.model, parent).split()),
             },
         )
+
+
+_CONSTANT_CONTEXTS = frozenset({"template_argument_list", "static_assert_declaration", "enumerator"})
+
+
+def evaluated_at_compile_time(model: FileModel, node: Any) -> bool:
+    """Return whether an expression is part of a constant expression the compiler evaluates (the initializer of a
+    `constexpr` variable, a template argument, a `static_assert`, an enumerator): no arithmetic of it runs on the
+    GPU, in `double` or otherwise."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type not in ("compound_statement", "function_definition"):
+        if parent.type in _CONSTANT_CONTEXTS:
+            return True
+        if parent.type == "declaration" and child.type == "init_declarator":
+            return any(
+                c.type in ("type_qualifier", "storage_class_specifier") and text(model, c) in ("constexpr", "consteval")
+                for c in parent.children
+            )
+        child, parent = parent, parent.parent
+    return False
 
 
 _FLOAT_TYPES = {"float", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "float2", "float4"}

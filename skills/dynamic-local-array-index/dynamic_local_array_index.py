@@ -12,10 +12,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from warpwise.analyzers.compile_time import compile_time, compile_time_name
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import loop_label
-from warpwise.analyzers.facts_reduce import Node, geometry_limits, int_range, single_definition
-from warpwise.analyzers.model import Loop, MemorySpace
+from warpwise.analyzers.facts_reduce import (
+    Node,
+    definitions,
+    field,
+    geometry_limits,
+    int_range,
+    node_at,
+    single_definition,
+    text_of,
+    unparen,
+)
+from warpwise.analyzers.model import FileModel, Function, Loop, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -46,6 +57,36 @@ def full_unroll(loop: Loop) -> bool:
     return count is not None and loop.trip_count is not None and count >= loop.trip_count
 
 
+def compile_time_trips(model: FileModel, fn: Function, loop: Loop) -> bool:
+    """Return whether a counting `for` loop's start, bound and step are compile-time constants per instance (its
+    trip count is known to the compiler, though not to the model: `i < kNItems` with a template `kNItems`)."""
+    if loop.kind != "for" or loop.var is None or loop.step_value is None:
+        return False
+    node = node_at(model, fn, loop.span, "for_statement")
+    cond = unparen(field(node, "condition"))
+    if cond is None or cond.type != "binary_expression":
+        return False
+    left, right = unparen(field(cond, "left")), unparen(field(cond, "right"))
+    if left is not None and left.type == "identifier" and text_of(model, left) == loop.var:
+        bound = right
+    elif right is not None and right.type == "identifier" and text_of(model, right) == loop.var:
+        bound = left
+    else:
+        return False
+    if not compile_time(model, fn, bound):
+        return False
+    if loop.init_value is not None:
+        return True
+    init = field(node, "initializer")
+    if init is not None and init.type == "declaration":
+        decl = field(init, "declarator")
+        return decl is not None and compile_time(model, fn, field(decl, "value"))
+    if init is not None and init.type == "assignment_expression":
+        return compile_time(model, fn, field(init, "right"))
+    return False
+
+
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 _BUILTIN_WORDS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 
 
@@ -69,17 +110,25 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
             builtins = sorted(set(_BUILTIN_WORDS.findall(acc.index)))
             runtime.extend(f"{b}" for b in builtins)
             dynamic = bool(builtins)
-            for ident in sorted(acc.index_names):
+            idents = set(acc.index_names)
+            written = set(_IDENT.findall(" ".join(acc.indices)))
+            if written and all(n in loop_vars or compile_time_name(ctx.model, fn, n) for n in written):
+                # `r[i]` inside `for (int i ...)`: the counter, not another local named `i` elsewhere in the function
+                # whose definitions the flow-insensitive model merges into the name's dependencies.
+                idents = written & set(loop_vars)
+            for ident in sorted(idents):
                 if ident in loop_vars:
                     loop = fn.loops[loop_vars[ident]]
-                    if loop.trip_count is None:
+                    if loop.trip_count is None and not compile_time_trips(ctx.model, fn, loop):
                         runtime.append(ident)
                         dynamic = True
                     elif not full_unroll(loop):
                         to_unroll.add(loop.id)
                         dynamic = True
                     continue
-                if ident in ctx.model.constants:
+                if compile_time_name(ctx.model, fn, ident):
+                    continue
+                if name_constant_after_unrolling(ctx.model, fn, ident, _unrolled_vars(ctx, acc.loops)):
                     continue
                 value = node_for_name(ctx, ident)
                 r = int_range(ctx.model, fn, value, limits) if value is not None else None
@@ -94,6 +143,10 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
         if first is None:
             continue
         built = build_report(ctx)
+        if isinstance(built, Unconfirmed) and not runtime and not _may_stay_rolled(fn, to_unroll):
+            # Without a build, a loop nvcc unrolls by itself (a constant trip count of at most
+            # `_COMPILER_UNROLLS` trips, or one the file does not give a number for) is not evidence of local memory.
+            continue
         first = first_runtime or first
         dims = re.findall(r"\[(.*?)\]", type_text)
         yield Region(
@@ -118,6 +171,67 @@ def dynamic_local_array_indexing(ctx: MatchContext) -> Iterator[Region]:
                 **({} if isinstance(built, KernelResources) else {"_severity": "hint"}),
             },
         )
+
+
+_UNROLLED_COMPOUND = frozenset(
+    {"binary_expression", "unary_expression", "conditional_expression", "parenthesized_expression", "cast_expression"}
+)
+
+
+def _unrolled_vars(ctx: MatchContext, loop_ids: tuple[int, ...]) -> frozenset[str]:
+    """Return the counters of the enclosing loops that are fully unrolled over compile-time trip counts."""
+    fn = ctx.function
+    out = set()
+    for lid in loop_ids:
+        loop = fn.loops[lid]
+        if loop.var and full_unroll(loop) and (loop.trip_count is not None or compile_time_trips(ctx.model, fn, loop)):
+            out.add(loop.var)
+    return frozenset(out)
+
+
+def name_constant_after_unrolling(
+    model: FileModel, fn: Function, name: str, unrolled: frozenset[str], depth: int = 0
+) -> bool:
+    """Return whether a name is a constant in every unrolled copy of the loops around it (see below)."""
+    if name in unrolled or compile_time_name(model, fn, name):
+        return True
+    if fn.param(name) is not None or depth > 4:
+        return False
+    # Every definition (a local declared in several unrolled loops is defined once in each) must be constant.
+    values, others = definitions(model, fn, name)
+    return (
+        bool(values)
+        and others == 0
+        and all(constant_after_unrolling(model, fn, v, unrolled, depth + 1) for v in values)
+    )
+
+
+def constant_after_unrolling(
+    model: FileModel, fn: Function, node: Node | None, unrolled: frozenset[str], depth: int = 0
+) -> bool:
+    """Return whether a value is built only from compile-time constants and counters of fully unrolled loops
+    (`int j_s = (i % 2) ? (N - j - 1) : j;`, `int w = tile * 2;` inside `#pragma unroll` loops): every unrolled copy
+    of the body sees a constant."""
+    node = unparen(node)
+    if node is None:
+        return False
+    if node.type == "identifier":
+        return name_constant_after_unrolling(model, fn, text_of(model, node), unrolled, depth)
+    if node.type in ("number_literal", "true", "false", "sizeof_expression"):
+        return True
+    if node.type in _UNROLLED_COMPOUND:
+        parts = [c for c in node.named_children if c.type not in ("comment", "type_descriptor")]
+        return bool(parts) and all(constant_after_unrolling(model, fn, c, unrolled, depth) for c in parts)
+    return compile_time(model, fn, node)
+
+
+_COMPILER_UNROLLS = 4
+"""Trip counts up to which nvcc's default unroller fully unrolls a constant loop (it often goes further)."""
+
+
+def _may_stay_rolled(fn: Function, loop_ids: set[int]) -> bool:
+    """Return whether a loop to unroll has a known trip count above what nvcc unrolls without being asked."""
+    return any((fn.loops[i].trip_count or 0) > _COMPILER_UNROLLS for i in loop_ids)
 
 
 def build_report(ctx: MatchContext) -> KernelResources | Unconfirmed:
@@ -207,6 +321,9 @@ def local_unroll_trips_small(ctx: CheckContext, limit: int = 64) -> Verdict:
     big = [lp for lp in loops if (lp.trip_count or 0) > limit]
     if big:
         return violated(f"{loop_label(big[0])} runs {big[0].trip_count} times; fully unrolled it would bloat the code")
+    unread = [lp for lp in loops if lp.trip_count is None]
+    if unread:
+        return unknown(f"the trip count of {loop_label(unread[0])} is a compile-time constant this file does not give")
     trips = ", ".join(f"{loop_label(lp)}: {lp.trip_count}" for lp in loops)
     return holds(f"full unrolling stays small ({trips} iterations)")
 

@@ -96,6 +96,12 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
     p = ctx.fact("param")
     accesses = [a for a in fn.accesses if a.base == p.name]
     direct = [a for a in accesses if a.array == p.name or a.array.startswith(f"{p.name}[")]
+    mutable_view = next((a for a in accesses if a.view_macro and not (a.view_type or "").startswith("const ")), None)
+    if mutable_view is not None and not p.is_const:
+        return violated(
+            f"`{p.name}` is read through `{mutable_view.view_macro}`, which casts its address to a non-const "
+            f"`{mutable_view.view_type} *`: with `{p.name}` `const` the cast would not compile"
+        )
     uses = identifier_uses(ctx.model, fn, p.name) - 1
     if uses == len(direct):
         return holds(f"`{p.name}` is only read through `{p.name}[...]`")

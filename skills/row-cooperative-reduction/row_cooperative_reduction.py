@@ -61,7 +61,7 @@ from typing import Any
 
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
-from warpwise.analyzers.model import FileModel, Function, FunctionKind
+from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext
@@ -980,9 +980,13 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowKernel | None, str]:
     if "__syncthreads" in s.text(s.body) or "__syncwarp" in s.text(s.body):
         return None, f"`{fn.name}` already synchronises its threads"
     try:
-        return _recognise(s), ""
+        rk = _recognise(s)
     except _Reject as exc:
         return None, str(exc)
+    if _already_coalesced(fn, rk):
+        why = f"every load of `{fn.name}`'s row loops is contiguous across adjacent threads: it is not a row walk"
+        return None, why
+    return rk, ""
 
 
 def _recognise(s: _Syntax) -> RowKernel:
@@ -1538,6 +1542,20 @@ def row_cooperative_reduction(ctx: MatchContext, **_mapping: Any) -> Iterator[Re
         f"row-cooperative:{fn.name}",
         {"kernel": fn.name, "row_kernel": rk, "row": rk.row, "what": rk.summary, "loops": str(len(rk.loops))},
     )
+
+
+def _already_coalesced(fn: Function, rk: RowKernel) -> bool:
+    """Return whether every global load of the row loops is contiguous (or the same) across adjacent threads, as the
+    kernel model classifies it: a sliding window (`in[idx + i]`) is not a row walk, each of its loads is coalesced."""
+    spans = [lp.stmt for lp in rk.loops]
+    reads = [
+        a
+        for a in fn.accesses
+        if a.space is MemorySpace.GLOBAL
+        and a.kind is AccessKind.READ
+        and any(lo <= fn.base + a.span[0] < hi for lo, hi in spans)
+    ]
+    return bool(reads) and all(a.pattern in (AccessPattern.CONTIGUOUS, AccessPattern.UNIFORM) for a in reads)
 
 
 @check("row_launches_rewritable")

@@ -40,6 +40,10 @@ def shared_bank_conflicts(ctx: MatchContext) -> Iterator[Region]:
     for acc in fn.accesses:
         if acc.space is not MemorySpace.SHARED or acc.pattern is not AccessPattern.STRIDED:
             continue
+        if acc.kind is AccessKind.ADDRESS:
+            # An address taken (`cp.async`, `ldmatrix`, `__cvta_generic_to_shared(&tile[r][c])`) is not a 4-byte
+            # access: its banks depend on the width of the copy that uses it.
+            continue
         if acc.stride is None or acc.stride.denominator != 1 or not acc.width or acc.width < 4:
             continue
         words = abs(acc.stride.numerator) * acc.width // 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from warpwise.analyzers.compile_time import compile_time
 from warpwise.analyzers.facts_memory import kernel_syntax, linear, unparen
 from warpwise.analyzers.facts_reduce import condition_value, field, node_at, operator_of, reduce_canon
 from warpwise.analyzers.model import Function, FunctionKind
@@ -54,7 +55,11 @@ def _leader_lanes(ctx: MatchContext, fn: Function, branch: Any) -> bool:
     if mod is None or mod.type != "binary_expression" or operator_of(mod) != "%":
         return False
     period = canon.of(field(mod, "right")).int_value()
-    return period is not None and period >= 2
+    if period is None:
+        # A group size the file does not give a number for (`tid % NUM_WARPS` with a template `NUM_WARPS`) is still
+        # a constant of every instance: one leader per group either way (every lane, when it is 1).
+        return compile_time(ctx.model, fn, field(mod, "right"))
+    return period >= 2
 
 
 def _runtime_lane_period(ctx: MatchContext, fn: Function, branch: Any) -> str | None:

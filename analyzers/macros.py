@@ -1,0 +1,159 @@
+"""Function-like macros of a file that view an element through a pointer of another type.
+
+Real kernels load and store vectors through macros such as
+
+    #define HALF2(x) (reinterpret_cast<half2 *>(&(x))[0])
+    #define FLOAT4(p) (*reinterpret_cast<float4 *>(&(p)))
+
+so `HALF2(c[idx]) = v` is a store of a `half2` at `c + idx`, and `FLOAT4(a[i])` is a 16-byte load. Read as text,
+the access inside the macro call is an element passed to a call. This module reads each function-like macro's
+body once (parsed by tree-sitter as an expression, with the macro's parameters as names) and says which of them
+are such views: the parameter whose address is taken, and the pointer type it is cast to. The model builder then
+records an access made through a view macro as what the expansion does (its kind from where the macro call
+stands, its width from the view's type), so every rule, card and the problem-spec inference read the expansion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from warpwise.analyzers.parse import parse_tree
+
+_CASTS = frozenset({"reinterpret_cast", "static_cast"})
+_WRAPPER_HEAD = b"void warpwise_macro_view_() {\n("
+_WRAPPER_TAIL = b"\n);\n}\n"
+_MAX_BODY = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class MacroView:
+    """A function-like macro whose expansion is the lvalue `*(T *)&(argument)`."""
+
+    name: str
+    param: int
+    """The position of the parameter whose address is cast."""
+    type: str
+    """The pointee type of the cast (`half2`), without `const`."""
+    const: bool
+    """Whether the cast's pointee is `const` (`reinterpret_cast<const float4 *>`)."""
+
+
+def _named(node: Node | None) -> list[Node]:
+    return [] if node is None else [c for c in node.named_children if c.type != "comment"]
+
+
+def _unparen(node: Node | None) -> Node | None:
+    while node is not None and node.type == "parenthesized_expression":
+        inner = _named(node)
+        node = inner[0] if len(inner) == 1 else None
+    return node
+
+
+def _text(src: bytes, node: Node) -> str:
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _pointee(type_text: str) -> tuple[str, bool] | None:
+    """Return (pointee type without `const`, whether it was `const`) of a one-level pointer type's text."""
+    t = " ".join(type_text.split())
+    if not t.endswith("*") or t.count("*") != 1:
+        return None
+    words = t[:-1].replace("__restrict__", " ").split()
+    const = "const" in words
+    base = " ".join(w for w in words if w not in ("const", "volatile"))
+    return (base, const) if base else None
+
+
+def _view(body: Node, src: bytes, params: list[str]) -> tuple[int, str, bool] | None:
+    """Return (parameter, pointee, const) when an expression is `(cast<T *>(&(param)))[0]` or `*cast<T *>(&param)`."""
+    node = _unparen(body)
+    if node is None:
+        return None
+    if node.type == "subscript_expression":
+        index = _named(node.child_by_field_name("indices"))
+        if len(index) != 1 or index[0].type != "number_literal" or _text(src, index[0]).strip() not in ("0", "0u"):
+            return None
+        ptr = _unparen(node.child_by_field_name("argument"))
+    elif node.type == "pointer_expression":
+        op = node.child_by_field_name("operator")
+        if op is None or op.type != "*":
+            return None
+        ptr = _unparen(node.child_by_field_name("argument"))
+    else:
+        return None
+    if ptr is None:
+        return None
+    if ptr.type == "cast_expression":
+        ty = ptr.child_by_field_name("type")
+        target = _pointee(_text(src, ty)) if ty is not None else None
+        inner = _unparen(ptr.child_by_field_name("value"))
+    elif ptr.type == "call_expression":
+        fn = ptr.child_by_field_name("function")
+        if fn is None or fn.type != "template_function":
+            return None
+        name = fn.child_by_field_name("name")
+        if name is None or _text(src, name).rsplit("::", 1)[-1] not in _CASTS:
+            return None
+        targs = fn.child_by_field_name("arguments")
+        target = _pointee(_text(src, targs)[1:-1]) if targs is not None else None
+        args = _named(ptr.child_by_field_name("arguments"))
+        inner = _unparen(args[0]) if len(args) == 1 else None
+    else:
+        return None
+    if target is None or inner is None or inner.type != "pointer_expression":
+        return None
+    op = inner.child_by_field_name("operator")
+    arg = _unparen(inner.child_by_field_name("argument"))
+    if op is None or op.type != "&" or arg is None or arg.type != "identifier":
+        return None
+    name_text = _text(src, arg)
+    if name_text not in params:
+        return None
+    return params.index(name_text), target[0], target[1]
+
+
+def view_macros(defines: list[Node], src: bytes) -> tuple[MacroView, ...]:
+    """Return the view macros among a file's `#define`s (function-like ones only; the last definition wins)."""
+    found: dict[str, MacroView | None] = {}
+    for d in defines:
+        if d.type != "preproc_function_def":
+            continue
+        name_node = d.child_by_field_name("name")
+        params_node = d.child_by_field_name("parameters")
+        value = d.child_by_field_name("value")
+        if name_node is None or params_node is None:
+            continue
+        name = _text(src, name_node)
+        found[name] = None
+        if value is None or value.end_byte - value.start_byte > _MAX_BODY:
+            continue
+        params = [_text(src, p) for p in params_node.named_children if p.type == "identifier"]
+        body = src[value.start_byte : value.end_byte].replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
+        if b"&" not in body or b"*" not in body:
+            continue
+        wrapped = _WRAPPER_HEAD + body + _WRAPPER_TAIL
+        tree = parse_tree(wrapped)
+        if tree.root_node.has_error:
+            continue
+        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+        block = fn.child_by_field_name("body") if fn is not None else None
+        stmts = _named(block)
+        if len(stmts) != 1 or stmts[0].type != "expression_statement":
+            continue
+        expr = _named(stmts[0])
+        got = _view(expr[0], wrapped, params) if len(expr) == 1 else None
+        if got is not None:
+            found[name] = MacroView(name, *got)
+    return tuple(v for v in found.values() if v is not None)
+
+
+def view_width(view_type: str | None) -> int | None:
+    """Return the bytes one access through a view of `view_type` (`const float4`) moves, or None."""
+    if not view_type:
+        return None
+    from warpwise.analyzers.expr.values import type_size
+
+    base = view_type.removeprefix("const ").strip()
+    return type_size(base) or None
