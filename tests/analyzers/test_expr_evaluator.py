@@ -42,6 +42,20 @@ def test_zero_terms_vanish() -> None:
     assert Poly.const(0).terms == {}
 
 
+def test_linear_split_recovers_the_polynomial() -> None:
+    i, k, lda = Poly.atom("i"), Poly.atom("k"), Poly.atom("lda")
+    p = i * lda + k + Poly.const(3)
+    split = p.linear_in("k")
+    assert split is not None
+    q, r = split
+    assert q == Poly.const(1) and r == i * lda + Poly.const(3)
+    assert (k * q + r).key() == p.key()
+    assert (k * k + i).linear_in("k") is None  # k appears squared: not linear in k
+    assert i.linear_in("k") == (Poly(), i)  # free of k: no coefficient
+    assert p.atoms() == {"i", "k", "lda"} and Poly.const(5).atoms() == set()
+    assert not Poly() and not (i - i) and Poly.const(-1) and i
+
+
 SMALL = [(-5, -1), (-3, 4), (0, 0), (0, 7), (2, 9)]
 
 
