@@ -428,65 +428,54 @@ def int_range(
 
     Built-in index variables have their hardware (or launch) ranges; local variables defined once are followed to
     their initializer; anything else (parameters, loop variables, loads) is unknown. Arithmetic that could leave
-    the 64-bit range is unknown.
+    the 64-bit range is unknown. The walk and the arithmetic are the evaluator's (`expr.ranges.IntRanges`); what
+    names and types mean is this module's C type system.
     """
-    node = unparen(node)
-    if node is None or depth > 10:
+    return _IntRanges(model, fn, limits).walk(node, depth)
+
+
+class _IntRanges(ranges.IntRanges):
+    """Integer ranges of one function's expressions, its names and types read with this module's C types."""
+
+    def __init__(self, model: FileModel, fn: Function, limits: dict[str, tuple[int, int]]) -> None:
+        super().__init__(limits)
+        self.model = model
+        self.fn = fn
+
+    def node_text(self, node: Node) -> str:
+        return text_of(self.model, node)
+
+    def constant(self, name: str) -> int | None:
+        if name in self.model.constants and variable_type(self.fn, name) is None:
+            return self.model.constants[name]
         return None
-    t = node.type
-    if t == "number_literal":
-        v = parse_int_literal(text_of(model, node))
-        return ranges.point(v) if v is not None else None
-    if t == "field_expression":
-        return limits.get(clean(text_of(model, node)).replace(" ", ""))
-    if t == "identifier":
-        name = text_of(model, node)
-        if name in model.constants and variable_type(fn, name) is None:
-            return ranges.point(model.constants[name])
-        value = single_definition(model, fn, name)
-        declared = ctype(variable_type(fn, name))
+
+    def definition(self, name: str) -> tuple[Node, ranges.IntType] | None:
+        value = single_definition(self.model, self.fn, name)
+        declared = ctype(variable_type(self.fn, name))
         if value is None or declared is None or not declared.is_int:
             return None
-        r = int_range(model, fn, value, limits, depth + 1)
-        return _fit(r, declared)
-    if t == "cast_expression":
-        target = ctype(text_of(model, field(node, "type")))
-        if target is None or not target.is_int:
+        return value, (declared.bits, declared.kind == "signed")
+
+    def cast_type(self, node: Node) -> ranges.IntType | None:
+        target = ctype(text_of(self.model, node))
+        return (target.bits, target.kind == "signed") if target is not None and target.is_int else None
+
+    def element_type(self, array: Node) -> ranges.IntType | None:
+        arg = unparen(array)
+        if arg is None or arg.type != "identifier":
             return None
-        return _fit(int_range(model, fn, field(node, "value"), limits, depth + 1), target)
-    if t == "binary_expression":
-        op = operator_of(node)
-        a = int_range(model, fn, field(node, "left"), limits, depth + 1)
-        if op in ("%", "&"):
-            c = number_value(model, field(node, "right"))
-            if c is None or c <= 0:
-                return None
-            if op == "&":
-                return ranges.mask(a, c)
-            if a is None:
-                left = expr_type(model, fn, field(node, "left"))
-                return ranges.remainder(None, c, left is not None and left.kind == "unsigned")
-            return ranges.remainder(a, c)
-        if a is None:
-            return None
-        return ranges.binary(op or "", a, int_range(model, fn, field(node, "right"), limits, depth + 1))
-    if t == "subscript_expression":
-        arg = unparen(field(node, "argument"))
-        elem = ctype(element_type(fn, text_of(model, arg))) if arg is not None and arg.type == "identifier" else None
+        elem = ctype(element_type(self.fn, text_of(self.model, arg)))
         if elem is None or not elem.is_int or elem.bits > 16:
             return None
-        return ranges.of_type(elem.bits, elem.kind != "unsigned")
-    if t == "conditional_expression":
-        a = int_range(model, fn, field(node, "consequence"), limits, depth + 1)
-        if a is None:
-            return None
-        return ranges.join(a, int_range(model, fn, field(node, "alternative"), limits, depth + 1))
-    return None
+        return elem.bits, elem.kind != "unsigned"
 
+    def modulus(self, node: Node) -> int | None:
+        return number_value(self.model, node)
 
-def _fit(r: tuple[int, int] | None, ty: CType) -> tuple[int, int] | None:
-    """Return a range when every value fits the type (otherwise conversion could wrap: unknown)."""
-    return ranges.fit(r, ty.bits, ty.kind == "signed")
+    def unsigned(self, node: Node) -> bool:
+        left = expr_type(self.model, self.fn, node)
+        return left is not None and left.kind == "unsigned"
 
 
 # -- launches -----------------------------------------------------------------------------------------------------

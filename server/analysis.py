@@ -113,7 +113,8 @@ def warm_up(providers: list[Provider], settings: Settings) -> float:
     try:
         doc = CudaDocument("<warm-up>.cu", WARM_UP_SOURCE)
         model = analyze_document(doc)
-        collect_items(providers, model, settings)
+        items, _problems = collect_items(providers, model, settings)
+        _warm_first_use(model, items)
         for p in providers:
             forget = getattr(p, "forget", None)
             if forget is not None:
@@ -121,6 +122,22 @@ def warm_up(providers: list[Provider], settings: Settings) -> float:
     except Exception:  # A failed warm-up only costs the first document its speed.
         log.exception("the analysis warm-up failed")
     return (time.perf_counter() - t0) * 1000
+
+
+def _warm_first_use(model: FileModel, items: list[Item]) -> None:
+    """Load what the first document's analysis and publication use once, so that they do not wait for it.
+
+    The problem-spec reader (a kernel launched elsewhere gets the launch of its spec, `skills/spec_launch.py`) and
+    the ranking with its model, which the quiet default asks for each card fix before the first diagnostics are
+    published (`server/presentation.py`).
+    """
+    import warpwise.verify.spec  # noqa: F401
+    from warpwise.ranking import load_model, predict_matches
+
+    ranking = load_model()
+    matches = [i.payload for i in items if i.source == "card" and i.has_fix and i.payload is not None]
+    if ranking is not None and matches:
+        predict_matches(model, matches, model=ranking, gpu=None)
 
 
 class AnalysisLane:

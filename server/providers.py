@@ -24,7 +24,8 @@ from warpwise.analyzers.model import FileModel, Span
 from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY, apply_suppressions
 from warpwise.server.settings import Settings
 from warpwise.skills.engine import superseded
-from warpwise.skills.model import Applicability
+from warpwise.skills.model import Applicability, Axis
+from warpwise.skills.regions import VerdictStatus
 from warpwise.skills.rewrite import Edit, Fix
 from warpwise.verify.rule_policy import RulePolicy, policy_for
 
@@ -38,8 +39,8 @@ class Verdict:
     """A precondition of a card checked against this code."""
 
     name: str
-    axis: str
-    verdict: str  # holds / violated / unknown
+    axis: Axis
+    verdict: VerdictStatus  # holds / violated / unknown (string enums: they format and compare as their values)
     reason: str
     kind: str = "soundness"  # soundness / benefit
 
@@ -283,9 +284,7 @@ class CardProvider:
             doc_url=doc_url,
             summary=str(header.title),
             card=info,
-            verdicts=tuple(
-                Verdict(str(v.text), str(v.axis.value), str(v.status.value), str(v.reason), v.kind) for v in m.verdicts
-            ),
+            verdicts=tuple(Verdict(str(v.text), v.axis, v.status, str(v.reason), v.kind) for v in m.verdicts),
             applicability=applicability,
             has_rewrite=bool(m.has_rewrite),
             concern=str(header.concern),

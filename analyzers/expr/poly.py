@@ -3,7 +3,9 @@
 A `Poly` is a sum of integer multiples of monomials (sorted tuples of atom names). Passes that must prove two
 index expressions equal, or solve one for another, expand C expressions into polynomials (the atoms are what
 they cannot expand: `threadIdx.x`, a parameter, `k / TILE`) and compare them term by term; the lineages' unstage
-pass is one (`warpwise.lineages.deopt.unstage`). Arithmetic is exact (Python integers): whether the C expression
+pass is one (`warpwise.lineages.deopt.unstage`), and so are the recognisers of the row-cooperative-reduction and
+untiled-contraction cards, which read an index as a polynomial to tell the row and the loop's element apart whatever
+the spelling. Arithmetic is exact (Python integers): whether the C expression
 may overflow is the caller's question.
 """
 
@@ -48,6 +50,30 @@ class Poly:
                 m = tuple(sorted(m1 + m2))
                 out[m] = out.get(m, 0) + c1 * c2
         return Poly({m: c for m, c in out.items() if c})
+
+    def __bool__(self) -> bool:
+        """A polynomial is true when it is not zero."""
+        return bool(self.terms)
+
+    def atoms(self) -> set[str]:
+        """Return the atoms the polynomial's terms name."""
+        return {a for m in self.terms for a in m}
+
+    def linear_in(self, atom: str) -> tuple[Poly, Poly] | None:
+        """Split the polynomial into `atom * q + r` with q and r free of atom; None when atom appears non-linearly."""
+        q: dict[Monomial, int] = {}
+        r: dict[Monomial, int] = {}
+        for m, c in self.terms.items():
+            n = m.count(atom)
+            if n > 1:
+                return None
+            if n == 1:
+                rest = list(m)
+                rest.remove(atom)
+                q[tuple(rest)] = c
+            else:
+                r[m] = c
+        return Poly(q), Poly(r)
 
     def constant(self) -> int | None:
         """Return the value when the polynomial is a constant."""

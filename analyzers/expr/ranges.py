@@ -2,14 +2,23 @@
 
 The interval arithmetic of the one expression evaluator. A range is a pair of Python integers; an operation whose
 result is not known (a divisor that may be zero or negative, a shift by a negative amount, a result outside the
-64-bit range) is None, and so is every operation on None. Walking a syntax tree and deciding what a name or a
-type means is the caller's part (`warpwise.analyzers.facts_reduce.int_range` follows locals to their initializers
-and converts through C types); the arithmetic, and the hardware ranges of the built-in index variables, are here.
+64-bit range) is None, and so is every operation on None. `IntRanges` walks a syntax tree into ranges through the
+one expression walk (`walk.ExprWalk`); what a name or a type means is the caller's part, told through the methods
+it overrides (`warpwise.analyzers.facts_reduce.int_range` follows locals to their initializers and converts
+through its C types). The arithmetic, and the hardware ranges of the built-in index variables, are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
+
+from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.expr.walk import ExprWalk
+
+Node = Any
+IntType = tuple[int, bool]
+"""An integer type as the ranges need it: its width in bits and whether the conversion to it keeps signs."""
 
 Range = tuple[int, int]
 
@@ -109,3 +118,104 @@ def hull(values: Iterable[int]) -> Range:
     """Return the smallest range holding every value."""
     vs = list(values)
     return (min(vs), max(vs))
+
+
+class IntRanges(ExprWalk[Range | None]):
+    """Bounds `(low, high)` that hold for an integer expression in every thread, or None when unknown.
+
+    Built-in index variables have the ranges in `limits` (hardware ranges, or a launch's); names, types and
+    constants mean what the caller's overrides say (by default nothing is known). Arithmetic that could leave the
+    64-bit range is unknown.
+    """
+
+    max_depth = 10
+
+    def __init__(self, limits: dict[str, Range]) -> None:
+        self.limits = limits
+
+    # -- what the caller knows ------------------------------------------------------------------------------------
+
+    def node_text(self, node: Node) -> str:
+        """Return the source text of a node."""
+        raise NotImplementedError
+
+    def constant(self, name: str) -> int | None:
+        """Return the value of a file-level constant the name means here (None: it is not one)."""
+        return None
+
+    def definition(self, name: str) -> tuple[Node, IntType] | None:
+        """Return the one initializer of an integer local and its declared type (None: not such a local)."""
+        return None
+
+    def cast_type(self, node: Node) -> IntType | None:
+        """Return the integer type a cast converts to (None: not an integer type)."""
+        return None
+
+    def element_type(self, array: Node) -> IntType | None:
+        """Return the integer type of an array's elements, when its values have a range worth reading."""
+        return None
+
+    def modulus(self, node: Node) -> int | None:
+        """Return the value of the right side of `%` or `&` (a literal or a file-level constant)."""
+        return None
+
+    def unsigned(self, node: Node) -> bool:
+        """Return whether an expression has an unsigned type."""
+        return False
+
+    # -- the walk -------------------------------------------------------------------------------------------------
+
+    def unknown(self, node: Node | None) -> Range | None:
+        return None
+
+    def on_number(self, node: Node, depth: int) -> Range | None:
+        v = parse_int_literal(self.node_text(node))
+        return point(v) if v is not None else None
+
+    def on_field(self, node: Node, depth: int) -> Range | None:
+        return self.limits.get("".join(self.node_text(node).split()))
+
+    def on_identifier(self, node: Node, depth: int) -> Range | None:
+        name = self.node_text(node)
+        c = self.constant(name)
+        if c is not None:
+            return point(c)
+        found = self.definition(name)
+        if found is None:
+            return None
+        value, (bits, signed) = found
+        return fit(self.walk(value, depth + 1), bits, signed)
+
+    def on_cast(self, node: Node, depth: int) -> Range | None:
+        target = self.cast_type(node.child_by_field_name("type"))
+        if target is None:
+            return None
+        return fit(self.walk(node.child_by_field_name("value"), depth + 1), *target)
+
+    def on_binary(self, node: Node, depth: int) -> Range | None:
+        op_node = node.child_by_field_name("operator")
+        op = op_node.type if op_node is not None else None
+        left = node.child_by_field_name("left")
+        a = self.walk(left, depth + 1)
+        if op in ("%", "&"):
+            c = self.modulus(node.child_by_field_name("right"))
+            if c is None or c <= 0:
+                return None
+            if op == "&":
+                return mask(a, c)
+            if a is None:
+                return remainder(None, c, self.unsigned(left))
+            return remainder(a, c)
+        if a is None:
+            return None
+        return binary(op or "", a, self.walk(node.child_by_field_name("right"), depth + 1))
+
+    def on_subscript(self, node: Node, depth: int) -> Range | None:
+        elem = self.element_type(node.child_by_field_name("argument"))
+        return of_type(*elem) if elem is not None else None
+
+    def on_conditional(self, node: Node, depth: int) -> Range | None:
+        a = self.walk(node.child_by_field_name("consequence"), depth + 1)
+        if a is None:
+            return None
+        return join(a, self.walk(node.child_by_field_name("alternative"), depth + 1))

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from warpwise.analyzers.expr.poly import Monomial, Poly
+from warpwise.analyzers.expr.walk import ExprWalk
 from warpwise.analyzers.model import Function
 from warpwise.lineages.deopt.base import Deopt, KernelSource, Node, enclosing, unparen
 from warpwise.skills.rewrite import Edit
@@ -71,7 +72,7 @@ _SIDE_EFFECTS = ("assignment_expression", "update_expression", "call_expression"
 _BARRIER_SENSITIVE = re.compile(r"\b(atomic\w*|__threadfence\w*|__syncwarp|__shfl\w*|cp_async\w*|__pipeline\w*|asm)\b")
 
 
-class _Algebra:
+class _Algebra(ExprWalk[Poly]):
     """Expand the integer expressions of one kernel into polynomials, knowing which atoms vary by thread.
 
     Names resolve by scope: the last declaration or statement-level assignment before the use that nothing
@@ -335,86 +336,99 @@ class _Algebra:
 
     def expand(self, node: Node | None) -> Poly:
         """Return the polynomial of an integer expression (raises _Give for what is not an integer expression)."""
-        node = unparen(node)
-        if node is None:
-            raise _Give
+        return self.walk(node)
+
+    # The walk of the one expression evaluator (`warpwise.analyzers.expr.walk`), with this pass's parentheses and
+    # nesting limit: one budget of 24 levels for the expansion and the `varies` questions it asks on the way
+    # (`_depth`). Every kind of node it does not read is not an integer expression (`unknown` raises).
+
+    def walk(self, node: Node | None, depth: int = 0) -> Poly:
         self._depth += 1
         try:
             if self._depth > 24:
                 raise _Give
-            return self._expand(node)
+            return super().walk(node, depth)
         finally:
             self._depth -= 1
 
-    def _expand(self, node: Node) -> Poly:
-        t = node.type
+    def unparen(self, node: Node | None) -> Node | None:
+        return unparen(node)
+
+    def unknown(self, node: Node | None) -> Poly:
+        raise _Give
+
+    def on_number(self, node: Node, depth: int) -> Poly:
+        text = self.src.text_of(node).rstrip("uUlL")
+        try:
+            return Poly.const(int(text, 0))
+        except ValueError:
+            raise _Give from None
+
+    def on_identifier(self, node: Node, depth: int) -> Poly:
         src = self.src
-        if t == "number_literal":
-            text = src.text_of(node).rstrip("uUlL")
-            try:
-                return Poly.const(int(text, 0))
-            except ValueError:
-                raise _Give from None
-        if t == "identifier":
-            name = src.text_of(node)
-            if self.defines.get(name, 0) > 1:
-                raise _Give  # defined more than once (under #if): which one applies is the compiler's to say
-            macro = src.macro_value(name)
-            if macro is not None:
-                return Poly.const(macro)
-            found = self.resolve(name, node)
-            if found is None:
-                if name not in self.integer_params or self._modifies(self.body, name):
-                    raise _Give  # a pointer, a float, a global, something unknown, or a parameter the kernel changes
-                self.atoms[name] = _Atom(name, False, ((name, None),))
-                return Poly.atom(name)
-            decl, value, fixed = found
-            declared = self.declaration(name, node)
-            if declared is None or not _integer_declaration(self.src, declared):
-                raise _Give  # a float, a pointer, `auto` or an unsigned 32-bit local: not an exact integer atom
-            key = f"{name}@{decl.start_byte}"
-            if fixed and value is not None:
-                if self._visible(decl, name) and not self.varies(value):
-                    self.atoms[key] = _Atom(name, False, ((name, decl.start_byte),))
-                    return Poly.atom(key)
-                return self.expand(value)
-            uniform = self.uniform_loop(decl)
-            self.atoms[key] = _Atom(name, not uniform, ((name, decl.start_byte),))  # a loop variable, or mutable
-            return Poly.atom(key)
-        if t == "field_expression":
-            arg = node.child_by_field_name("argument")
-            if arg is None or src.text_of(arg) not in ("threadIdx", *_UNIFORM_BUILTINS):
-                raise _Give
-            return self._opaque(node)
-        if t == "cast_expression":
-            type_node = node.child_by_field_name("type")
-            if type_node is None or not _wide_or_signed(src.text_of(type_node)):
-                raise _Give  # a cast to an unsigned 32-bit or narrower type wraps: not the polynomial's value
-            return self.expand(node.child_by_field_name("value"))
-        if t == "unary_expression":
-            op = node.child_by_field_name("operator")
-            arg = self.expand(node.child_by_field_name("argument"))
-            if op is not None and op.type == "-":
-                return arg.scale(-1)
-            if op is not None and op.type == "+":
-                return arg
+        name = src.text_of(node)
+        if self.defines.get(name, 0) > 1:
+            raise _Give  # defined more than once (under #if): which one applies is the compiler's to say
+        macro = src.macro_value(name)
+        if macro is not None:
+            return Poly.const(macro)
+        found = self.resolve(name, node)
+        if found is None:
+            if name not in self.integer_params or self._modifies(self.body, name):
+                raise _Give  # a pointer, a float, a global, something unknown, or a parameter the kernel changes
+            self.atoms[name] = _Atom(name, False, ((name, None),))
+            return Poly.atom(name)
+        decl, value, fixed = found
+        declared = self.declaration(name, node)
+        if declared is None or not _integer_declaration(self.src, declared):
+            raise _Give  # a float, a pointer, `auto` or an unsigned 32-bit local: not an exact integer atom
+        key = f"{name}@{decl.start_byte}"
+        if fixed and value is not None:
+            if self._visible(decl, name) and not self.varies(value):
+                self.atoms[key] = _Atom(name, False, ((name, decl.start_byte),))
+                return Poly.atom(key)
+            return self.walk(value, depth + 1)
+        uniform = self.uniform_loop(decl)
+        self.atoms[key] = _Atom(name, not uniform, ((name, decl.start_byte),))  # a loop variable, or mutable
+        return Poly.atom(key)
+
+    def on_field(self, node: Node, depth: int) -> Poly:
+        arg = node.child_by_field_name("argument")
+        if arg is None or self.src.text_of(arg) not in ("threadIdx", *_UNIFORM_BUILTINS):
             raise _Give
-        if t == "binary_expression":
-            op = node.child_by_field_name("operator")
-            if op is None:
-                raise _Give
-            if op.type in ("+", "-", "*"):
-                a = self.expand(node.child_by_field_name("left"))
-                b = self.expand(node.child_by_field_name("right"))
-                return a + b if op.type == "+" else a - b if op.type == "-" else a * b
-            if op.type == "<<":
-                shift = self.expand(node.child_by_field_name("right")).constant()
-                if shift is not None and 0 <= shift < 31:
-                    return self.expand(node.child_by_field_name("left")).scale(1 << shift)
-            if op.type in ("/", "%", ">>", "&", "|", "^", "<<"):
-                for side in ("left", "right"):
-                    self.expand(node.child_by_field_name(side))  # both sides must be integer expressions
-                return self._opaque(node)
+        return self._opaque(node)
+
+    def on_cast(self, node: Node, depth: int) -> Poly:
+        type_node = node.child_by_field_name("type")
+        if type_node is None or not _wide_or_signed(self.src.text_of(type_node)):
+            raise _Give  # a cast to an unsigned 32-bit or narrower type wraps: not the polynomial's value
+        return self.walk(node.child_by_field_name("value"), depth + 1)
+
+    def on_unary(self, node: Node, depth: int) -> Poly:
+        op = node.child_by_field_name("operator")
+        arg = self.walk(node.child_by_field_name("argument"), depth + 1)
+        if op is not None and op.type == "-":
+            return arg.scale(-1)
+        if op is not None and op.type == "+":
+            return arg
+        raise _Give
+
+    def on_binary(self, node: Node, depth: int) -> Poly:
+        op = node.child_by_field_name("operator")
+        if op is None:
+            raise _Give
+        if op.type in ("+", "-", "*"):
+            a = self.walk(node.child_by_field_name("left"), depth + 1)
+            b = self.walk(node.child_by_field_name("right"), depth + 1)
+            return a + b if op.type == "+" else a - b if op.type == "-" else a * b
+        if op.type == "<<":
+            shift = self.walk(node.child_by_field_name("right"), depth + 1).constant()
+            if shift is not None and 0 <= shift < 31:
+                return self.walk(node.child_by_field_name("left"), depth + 1).scale(1 << shift)
+        if op.type in ("/", "%", ">>", "&", "|", "^", "<<"):
+            for side in ("left", "right"):
+                self.walk(node.child_by_field_name(side), depth + 1)  # both sides must be integer expressions
+            return self._opaque(node)
         raise _Give
 
     def _visible(self, decl: Node, name: str) -> bool:

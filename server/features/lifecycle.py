@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 from typing import TYPE_CHECKING
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GPU_DETECTION_DELAY_S = 1.0
+GPU_DETECTION_MAX_WAIT_S = 10.0
+"""While an open document has no analysis yet, the detection waits (its first publish starts it), up to this."""
 
 
 def initialize(
@@ -71,10 +74,42 @@ async def initialized(
         tasks.spawn(settings.pull(), "pull-configuration")
     # The first status says whether verification is available, which imports the verification modules (tens of
     # milliseconds on the event loop), and looking for a GPU imports the CUDA driver bindings: do both after the
-    # first analysis is published (or a second from now) rather than while the first document is being read.
-    asyncio.get_running_loop().call_later(
-        GPU_DETECTION_DELAY_S, lambda: start_gpu_detection(editor=editor, verification=verification, tasks=tasks)
+    # first analysis is published (or a second from now when no document is open) rather than while the first
+    # document is being read: on a loaded machine the first analysis takes longer than the second, and the imports
+    # would compete with it for the interpreter.
+    detect = functools.partial(
+        detect_when_read, documents=documents, analyses=analyses, editor=editor, verification=verification, tasks=tasks
     )
+    asyncio.get_running_loop().call_later(GPU_DETECTION_DELAY_S, detect, GPU_DETECTION_DELAY_S)
+
+
+def detect_when_read(
+    waited: float,
+    *,
+    documents: DocumentStore,
+    analyses: Analyses,
+    editor: Editor,
+    verification: VerificationService,
+    tasks: Tasks,
+) -> None:
+    """Start the GPU detection, unless an open document waits for its first analysis (then look again later).
+
+    The first publish starts the detection itself (`WarpwiseServer._on_analysis`); this is the fallback when no
+    document is open, or when the first analysis takes longer than `GPU_DETECTION_MAX_WAIT_S`.
+    """
+    reading = any(analyses.current(doc.uri) is None for doc in documents)
+    if reading and waited < GPU_DETECTION_MAX_WAIT_S:
+        again = functools.partial(
+            detect_when_read,
+            documents=documents,
+            analyses=analyses,
+            editor=editor,
+            verification=verification,
+            tasks=tasks,
+        )
+        asyncio.get_running_loop().call_later(GPU_DETECTION_DELAY_S, again, waited + GPU_DETECTION_DELAY_S)
+        return
+    start_gpu_detection(editor=editor, verification=verification, tasks=tasks)
 
 
 def start_gpu_detection(*, editor: Editor, verification: VerificationService, tasks: Tasks) -> None:

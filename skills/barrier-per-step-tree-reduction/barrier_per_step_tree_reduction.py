@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,83 +88,128 @@ class _Eval:
                 t = unparen(n.child_by_field_name("left") or n.child_by_field_name("argument"))
                 if t is not None and t.type == "identifier":
                     self.defs.setdefault(self.text(t), []).append(None)
+        self._compiled: dict[tuple[int | None, int], Callable[[dict[str, int]], int]] = {}
 
     def text(self, node: Node) -> str:
         return node_text(self.model, node)
 
     def value(self, node: Node | None, env: dict[str, int], depth: int = 0) -> int:
-        """Return the integer value of an expression; raise _Unknown when it cannot be read."""
+        """Return the integer value of an expression; raise _Unknown when it cannot be read.
+
+        The simulation evaluates the same few expressions for every thread, step and block size, so each is read
+        from the tree once into a closure (`_compile`) that is then called with each environment.
+        """
+        return self._compile(node, depth)(env)
+
+    def _compile(self, node: Node | None, depth: int) -> Callable[[dict[str, int]], int]:
+        key = (None if node is None else node.id, depth)
+        fn = self._compiled.get(key)
+        if fn is None:
+            fn = self._compiled[key] = self._read(node, depth)
+        return fn
+
+    def _later(self, node: Node | None, depth: int) -> Callable[[dict[str, int]], int]:
+        """Return a closure that reads `node` when it is first called (a definition or operand not always needed)."""
+        compiled: list[Callable[[dict[str, int]], int]] = []
+
+        def later(env: dict[str, int]) -> int:
+            if not compiled:
+                compiled.append(self._compile(node, depth))
+            return compiled[0](env)
+
+        return later
+
+    def _read(self, node: Node | None, depth: int) -> Callable[[dict[str, int]], int]:
         if node is None or depth > 32:
-            raise _Unknown
+            return _raise_unknown
         node = unparen(node)
         t = node.type
         if t == "number_literal":
             raw = self.text(node).rstrip("uUlL")
             try:
-                return int(raw, 0)
-            except ValueError as exc:
-                raise _Unknown from exc
+                v = int(raw, 0)
+            except ValueError:
+                return _raise_unknown
+            return lambda env: v
         if t == "identifier":
             name = self.text(node)
-            if name in env:
-                return env[name]
             d = self.defs.get(name)
+            fallback: Callable[[dict[str, int]], int]
             if d is not None:
                 if len(d) != 1 or d[0] is None:
-                    raise _Unknown
-                return self.value(d[0], env, depth + 1)
-            if name in self.model.constants:
-                return int(self.model.constants[name])
-            raise _Unknown
+                    fallback = _raise_unknown
+                else:
+                    fallback = self._later(d[0], depth + 1)
+            elif name in self.model.constants:
+                c = int(self.model.constants[name])
+                fallback = lambda env: c  # noqa: E731
+            else:
+                fallback = _raise_unknown
+            return lambda env: env[name] if name in env else fallback(env)
         if t == "field_expression":
             txt = squash(self.text(node))
-            if txt in env:
-                return env[txt]
-            raise _Unknown
+            return lambda env: env[txt] if txt in env else _raise_unknown(env)
         if t == "cast_expression":
-            return self.value(node.child_by_field_name("value"), env, depth + 1)
+            return self._compile(node.child_by_field_name("value"), depth + 1)
         if t == "unary_expression":
             op = self.text(node.child_by_field_name("operator"))
-            v = self.value(node.child_by_field_name("argument"), env, depth + 1)
-            return {"-": -v, "+": v, "!": int(not v), "~": ~v}[op]
+            arg = self._compile(node.child_by_field_name("argument"), depth + 1)
+
+            def unary(env: dict[str, int]) -> int:
+                v = arg(env)
+                return {"-": -v, "+": v, "!": int(not v), "~": ~v}[op]
+
+            return unary
         if t == "binary_expression":
             op = self.text(node.child_by_field_name("operator"))
-            a = self.value(node.child_by_field_name("left"), env, depth + 1)
-            if op == "&&" and not a:
-                return 0
-            if op == "||" and a:
-                return 1
-            b = self.value(node.child_by_field_name("right"), env, depth + 1)
-            return _binary(op, a, b)
-        raise _Unknown
+            left = self._compile(node.child_by_field_name("left"), depth + 1)
+            right = self._later(node.child_by_field_name("right"), depth + 1)  # `&&` and `||` may not need it
+
+            def binary(env: dict[str, int]) -> int:
+                a = left(env)
+                if op == "&&" and not a:
+                    return 0
+                if op == "||" and a:
+                    return 1
+                return _binary(op, a, right(env))
+
+            return binary
+        return _raise_unknown
+
+
+def _raise_unknown(env: dict[str, int]) -> int:
+    raise _Unknown
 
 
 def _binary(op: str, a: int, b: int) -> int:
     if op in ("/", "%") and b == 0:
         raise _Unknown
-    table = {
-        "+": lambda: a + b,
-        "-": lambda: a - b,
-        "*": lambda: a * b,
-        "/": lambda: int(c_div(a, b)),
-        "%": lambda: int(c_mod(a, b)),
-        "<<": lambda: a << b,
-        ">>": lambda: a >> b,
-        "&": lambda: a & b,
-        "|": lambda: a | b,
-        "^": lambda: a ^ b,
-        "<": lambda: int(a < b),
-        "<=": lambda: int(a <= b),
-        ">": lambda: int(a > b),
-        ">=": lambda: int(a >= b),
-        "==": lambda: int(a == b),
-        "!=": lambda: int(a != b),
-        "&&": lambda: int(bool(a and b)),
-        "||": lambda: int(bool(a or b)),
-    }
-    if op not in table:
+    f = _BINARY.get(op)
+    if f is None:
         raise _Unknown
-    return int(table[op]())
+    return int(f(a, b))
+
+
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: int(c_div(a, b)),
+    "%": lambda a, b: int(c_mod(a, b)),
+    "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+    "<": lambda a, b: int(a < b),
+    "<=": lambda a, b: int(a <= b),
+    ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a and b)),
+    "||": lambda a, b: int(bool(a or b)),
+}
 
 
 @dataclass(frozen=True)
@@ -303,8 +348,9 @@ def _simulate(
             return False
         writes: dict[int, int] = {}
         reads: set[int] = set()
+        step = {**base, var: s}
         for t in range(B):
-            env = {**base, var: s, "threadIdx.x": t, **{n: t for n in tid_names}}
+            env = {**step, "threadIdx.x": t, **dict.fromkeys(tid_names, t)}
             if not _guard(ev, loop["guard"], env):
                 continue
             i, j = ev.value(loop["i"], env), ev.value(loop["j"], env)

@@ -59,6 +59,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
@@ -68,13 +69,11 @@ from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.verify.launch import LaunchChange
 
 Node = Any
-Mono = tuple[str, ...]
-Poly = dict[Mono, int]
 
 _DEPTH = 24
 _BUILTIN = re.compile(r"^(threadIdx|blockIdx|blockDim|gridDim)\.([xyz])$")
-_ROW: Poly = {("blockDim.x", "blockIdx.x"): 1, ("threadIdx.x",): 1}
-_STRIDE: Poly = {("blockDim.x", "gridDim.x"): 1}
+_ROW = Poly({("blockDim.x", "blockIdx.x"): 1, ("threadIdx.x",): 1})
+_STRIDE = Poly({("blockDim.x", "gridDim.x"): 1})
 # Functions without side effects that a loop over a row may call.
 PURE_CALLS = frozenset(
     {
@@ -145,38 +144,10 @@ _EXP_FNS = frozenset({"expf", "exp", "__expf"})
 # spelling.
 
 
-def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        out[m] = out.get(m, 0) + sign * c
-        if out[m] == 0:
-            del out[m]
-    return out
-
-
-def _pmul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            out[m] = out.get(m, 0) + ca * cb
-            if out[m] == 0:
-                del out[m]
-    return out
-
-
 def _coef(p: Poly, var: str) -> tuple[Poly, bool]:
     """Return the coefficient of `var` in p, and whether p is linear in it."""
-    q: Poly = {}
-    for m, c in p.items():
-        n = m.count(var)
-        if n > 1:
-            return {}, False
-        if n == 1:
-            rest = list(m)
-            rest.remove(var)
-            q[tuple(rest)] = c
-    return q, True
+    split = p.linear_in(var)
+    return (Poly(), False) if split is None else (split[0], True)
 
 
 def _statements(node: Node | None) -> list[Node]:
@@ -266,21 +237,21 @@ class _Syntax:
                 v = int(raw, 0)
             except ValueError:
                 return None
-            return {(): v} if v else {}
+            return Poly.const(v)
         if t == "identifier":
             name = self.text(node)
             if name in keep:
-                return {(name,): 1}
+                return Poly.atom(name)
             if name in self.params:
-                return None if name in self.defs else {(name,): 1}
+                return None if name in self.defs else Poly.atom(name)
             if name in self.defs:
                 init = self.single_def(name)
                 # A local assigned more than once (a grid-stride row index) is a symbol of its own.
-                return {(name,): 1} if init is None else self.poly(init, keep, depth + 1)
-            return {(name,): 1}  # A macro or a global constant: the same for every thread.
+                return Poly.atom(name) if init is None else self.poly(init, keep, depth + 1)
+            return Poly.atom(name)  # A macro or a global constant: the same for every thread.
         if t == "field_expression":
             txt = squash(self.text(node))
-            return {(txt,): 1} if _BUILTIN.match(txt) else None
+            return Poly.atom(txt) if _BUILTIN.match(txt) else None
         if t == "cast_expression":
             return self.poly(node.child_by_field_name("value"), keep, depth + 1)
         if t == "unary_expression":
@@ -289,7 +260,7 @@ class _Syntax:
             if op is None or arg is None:
                 return None
             if self.text(op) == "-":
-                return _padd({}, arg, -1)
+                return arg.scale(-1)
             return arg if self.text(op) == "+" else None
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
@@ -299,11 +270,11 @@ class _Syntax:
                 return None
             o = self.text(op)
             if o == "+":
-                return _padd(a, b)
+                return a + b
             if o == "-":
-                return _padd(a, b, -1)
+                return a - b
             if o == "*":
-                return _pmul(a, b)
+                return a * b
             return None
         return None
 
@@ -319,9 +290,9 @@ class _Syntax:
                 b = self.opaque_poly(node.child_by_field_name("right"), keep, depth + 1)
                 if a is None or b is None:
                     return None
-                return _pmul(a, b) if o == "*" else _padd(a, b, 1 if o == "+" else -1)
+                return a * b if o == "*" else a + b if o == "+" else a - b
             if o in ("/", "%", ">>", "&") and not (self.names(node) & (keep | self.keep)):
-                return {("~" + squash(self.text(node)),): 1}
+                return Poly.atom("~" + squash(self.text(node)))
             return None
         if node.type == "cast_expression":
             return self.opaque_poly(node.child_by_field_name("value"), keep, depth + 1)
@@ -355,7 +326,7 @@ class _Syntax:
             if base is None:
                 return None
             p = self.opaque_poly(idx) if idx is not None else None
-            return base[0], (None if p is None or base[1] is None else _padd(base[1], p))
+            return base[0], (None if p is None or base[1] is None else base[1] + p)
         if node.type == "pointer_expression" and self.text(node.child_by_field_name("operator")) == "*":
             base = self._pointer(node.child_by_field_name("argument"))
             return base
@@ -371,7 +342,7 @@ class _Syntax:
         if node.type == "identifier":
             name = self.text(node)
             if name in self.params:
-                return name, {}
+                return name, Poly()
             init = self.single_def(name)
             return None if init is None else self._pointer(init, depth + 1)
         if node.type == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
@@ -380,11 +351,11 @@ class _Syntax:
             base = self._pointer(left, depth + 1)
             if base is not None:
                 off = self.opaque_poly(right)
-                return base[0], (None if off is None or base[1] is None else _padd(base[1], off, sign))
+                return base[0], (None if off is None or base[1] is None else base[1] + off.scale(sign))
             base = self._pointer(right, depth + 1) if sign == 1 else None
             if base is not None:
                 off = self.opaque_poly(left)
-                return base[0], (None if off is None or base[1] is None else _padd(base[1], off))
+                return base[0], (None if off is None or base[1] is None else base[1] + off)
         return None
 
 
@@ -464,9 +435,9 @@ def _unit_step(s: _Syntax, e: Node) -> str | None:
         if left is None or left.type != "identifier" or right is None:
             return None
         var = s.text(left)
-        if op == "+=" and s.poly(right) == {(): 1}:
+        if op == "+=" and s.poly(right) == Poly.const(1):
             return var
-        if op == "=" and s.poly(right, frozenset({var})) == {(var,): 1, (): 1}:
+        if op == "=" and s.poly(right, frozenset({var})) == Poly({(var,): 1, (): 1}):
             return var
     return None
 
@@ -1184,7 +1155,7 @@ def _column_loop(s: _Syntax, st: Node, head: tuple[str, Node, Node, list[Node]],
         if poly is None:
             raise _Reject(f"the loop over the row writes `{s.text(node)}` at an index that is not affine")
         coef, linear = _coef(poly, var)
-        if not linear or not coef or set(coef) != {()}:
+        if not linear or coef.constant() in (None, 0):
             raise _Reject(f"the loop over the row writes `{s.text(node)}`: the element does not move with `{var}`")
         for other, p2, n2 in scan.stores + scan.loads:
             if other == name and p2 != poly:
@@ -1194,8 +1165,8 @@ def _column_loop(s: _Syntax, st: Node, head: tuple[str, Node, Node, list[Node]],
         if poly is None:
             continue
         coef, linear = _coef(poly, var)
-        moves = any(m for m in poly if var not in m)
-        if linear and coef == {(): 1} and moves and _depends_on_row(s, poly):
+        moves = any(m for m in poly.terms if var not in m)
+        if linear and coef == Poly.const(1) and moves and _depends_on_row(s, poly):
             contiguous = True
     s.keep = frozenset()
     if st.type == "while_statement" and _read_after(s, st, var):
@@ -1218,7 +1189,7 @@ def _column_loop(s: _Syntax, st: Node, head: tuple[str, Node, Node, list[Node]],
 
 def _depends_on_row(s: _Syntax, poly: Poly) -> bool:
     """Whether an address moves with the thread: a term holds `threadIdx.x`, `blockIdx.x` or a local of the kernel."""
-    for m in poly:
+    for m in poly.terms:
         for sym in m:
             if sym in ("threadIdx.x", "blockIdx.x") or (sym in s.defs and sym not in s.keep):
                 return True

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node, tree_of
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
@@ -46,8 +47,6 @@ from warpwise.skills.rewrite import Edit, RewriteContext
 from warpwise.verify.launch import LaunchChange
 
 Node = Any
-Mono = tuple[str, ...]
-Poly = dict[Mono, int]
 
 FLOAT_NAMES = frozenset({"float"})
 HALF_TYPES = {"__half": "half", "half": "half", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
@@ -62,53 +61,12 @@ _DEPTH = 24
 # Polynomials over identifiers: enough algebra to tell `i * lda + k` from `k * k` whatever the spelling.
 
 
-def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        out[m] = out.get(m, 0) + sign * c
-        if out[m] == 0:
-            del out[m]
-    return out
-
-
-def _pmul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            out[m] = out.get(m, 0) + ca * cb
-            if out[m] == 0:
-                del out[m]
-    return out
-
-
-def _symbols(p: Poly) -> set[str]:
-    return {s for m in p for s in m}
-
-
-def _coef_of(p: Poly, var: str) -> tuple[Poly, Poly] | None:
-    """Split p into var * q + r with q and r free of var; None when var appears non-linearly."""
-    q: Poly = {}
-    r: Poly = {}
-    for m, c in p.items():
-        n = m.count(var)
-        if n > 1:
-            return None
-        if n == 1:
-            rest = list(m)
-            rest.remove(var)
-            q[tuple(rest)] = c
-        else:
-            r[m] = c
-    return q, r
-
-
 def poly_text(p: Poly) -> str:
     """Return C text of a polynomial (symbols are identifiers or builtins of the original kernel)."""
     if not p:
         return "0"
     terms = []
-    for m, c in sorted(p.items()):
+    for m, c in sorted(p.terms.items()):
         factors = list(m)
         if c != 1 or not factors:
             factors = [str(c), *factors] if c >= 0 else [f"({c})", *factors]
@@ -118,7 +76,7 @@ def poly_text(p: Poly) -> str:
 
 def poly_is_one(p: Poly) -> bool:
     """Return whether a polynomial is the constant 1."""
-    return p == {(): 1}
+    return p == Poly.const(1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -186,7 +144,7 @@ class _Kernel:
         if t == "number_literal":
             raw = self.text(node).rstrip("uUlL")
             try:
-                return {(): int(raw, 0)} if int(raw, 0) != 0 else {}
+                return Poly.const(int(raw, 0))
             except ValueError:
                 return None
         if t == "identifier":
@@ -194,16 +152,16 @@ class _Kernel:
             if name in keep or name in self.params:
                 if name in self.params and name in self.defs:
                     return None  # A parameter assigned in the kernel is not a value we can name.
-                return {(name,): 1}
+                return Poly.atom(name)
             if name in self.defs:
                 init = self.single_def(name)
                 if init is None:
                     return None
                 return self.poly(init, keep, depth + 1)
-            return {(name,): 1}  # A macro or a global constant: a uniform symbol.
+            return Poly.atom(name)  # A macro or a global constant: a uniform symbol.
         if t == "field_expression":
             txt = squash(self.text(node))
-            return {(txt,): 1} if _BUILTIN.match(txt) else None
+            return Poly.atom(txt) if _BUILTIN.match(txt) else None
         if t == "cast_expression":
             return self.poly(node.child_by_field_name("value"), keep, depth + 1)
         if t == "unary_expression":
@@ -212,7 +170,7 @@ class _Kernel:
             if op is None or arg is None:
                 return None
             if self.text(op) == "-":
-                return _padd({}, arg, -1)
+                return arg.scale(-1)
             if self.text(op) == "+":
                 return arg
             return None
@@ -224,17 +182,17 @@ class _Kernel:
                 return None
             o = self.text(op)
             if o == "+":
-                return _padd(a, b)
+                return a + b
             if o == "-":
-                return _padd(a, b, -1)
+                return a - b
             if o == "*":
-                return _pmul(a, b)
+                return a * b
             return None
         return None
 
     def uniform(self, p: Poly) -> bool:
         """Whether a polynomial is the same in every thread and through the loop (parameters, macros, constants)."""
-        return all(not _BUILTIN.match(s) or s.startswith(("blockDim", "gridDim")) for s in _symbols(p))
+        return all(not _BUILTIN.match(s) or s.startswith(("blockDim", "gridDim")) for s in p.atoms())
 
     def uses_thread_index(self, node: Node) -> bool:
         stack = [node]
@@ -599,17 +557,17 @@ def _operand(k: _Kernel, node: Node, outer: str, kv: str) -> Operand | None:
     poly = k.poly(idx, frozenset({outer, kv}))
     if poly is None:
         return None
-    split = _coef_of(poly, kv)
+    split = poly.linear_in(kv)
     if split is None:
         return None
     s_k, rest = split
-    split = _coef_of(rest, outer)
+    split = rest.linear_in(outer)
     if split is None:
         return None
     s_o, tail = split
     if tail or not s_k or not s_o:
         return None
-    if not (k.uniform(s_k) and k.uniform(s_o)) or {outer, kv} & (_symbols(s_k) | _symbols(s_o)):
+    if not (k.uniform(s_k) and k.uniform(s_o)) or {outer, kv} & (s_k.atoms() | s_o.atoms()):
         return None
     return Operand(name, s_o, s_k)
 
@@ -630,13 +588,13 @@ def _store(k: _Kernel, stmt: Node, acc: str, i: str, j: str) -> tuple[str, Poly,
     poly = k.poly(sub[1], frozenset({i, j}))
     if poly is None:
         return None
-    si = _coef_of(poly, i)
+    si = poly.linear_in(i)
     if si is None:
         return None
-    sj = _coef_of(si[1], j)
+    sj = si[1].linear_in(j)
     if sj is None or sj[1] or not si[0] or not sj[0]:
         return None
-    if not k.uniform(si[0]) or not k.uniform(sj[0]) or {i, j} & (_symbols(si[0]) | _symbols(sj[0])):
+    if not k.uniform(si[0]) or not k.uniform(sj[0]) or {i, j} & (si[0].atoms() | sj[0].atoms()):
         return None
     if acc not in k.identifiers(e.child_by_field_name("right")):
         return None
@@ -1088,7 +1046,7 @@ def launch_changes(c: Contraction, fn: Function, t: Tiles) -> tuple[LaunchChange
 
     def py(p: Poly) -> str | None:
         terms = []
-        for mono, coef in p.items():
+        for mono, coef in p.terms.items():
             fs = [str(coef)]
             for s in mono:
                 if s not in params:

@@ -105,3 +105,40 @@ def test_gate_finds_the_rewrite_correct(rel: str) -> None:
     finally:
         backend.close()
     assert r.status in (Status.VERIFIED, Status.NOT_FASTER), (r.status, r.message)
+
+
+def test_the_evaluator_reads_each_expression_once_and_follows_every_environment() -> None:
+    """The simulation calls the same expressions with many environments: a closure read once must give C's value
+    for each of them (truncating division and C remainder on negatives, short-circuit `&&`, locals through their
+    one definition), and an expression it cannot read stays unknown whatever the environment."""
+    src = """
+__global__ void k(float* a, int n) {
+  int tid = threadIdx.x;
+  int idx = 2 * s * tid - 7;
+  int bad = 1;
+  bad = 2;
+  a[(tid % (2 * s) == 0 && idx / 3 + s < blockDim.x) + idx % 4 + bad];
+}
+"""
+    model = analyze_text(src, "/tmp/eval.cu")
+    fn = next(f for f in model.functions if f.name == "k")
+    node = tr.function_node(model, fn)
+    body = node.child_by_field_name("body")
+    ev = tr._Eval(model, fn, body)
+    sub = next(n for n in tr._walk(body) if n.type == "subscript_expression")
+    plus = tr.unparen(sub.child_by_field_name("indices").named_children[0])  # (...) + idx % 4 + bad
+    known = plus.child_by_field_name("left")  # (guard) + idx % 4
+
+    def c_div(a: int, b: int) -> int:
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    for s in (1, 2, 4):
+        for t in range(-3, 40):
+            env = {"s": s, "threadIdx.x": t, "tid": t, "blockDim.x": 32}
+            idx = 2 * s * t - 7
+            guard = int(t - c_div(t, 2 * s) * 2 * s == 0 and c_div(idx, 3) + s < 32)
+            want = guard + (idx - c_div(idx, 4) * 4)
+            assert ev.value(known, env) == want, (s, t)
+            with pytest.raises(tr._Unknown):
+                ev.value(plus, env)  # `bad` is assigned twice: no single value

@@ -41,3 +41,31 @@ def test_merging_fixes_skips_a_fix_that_overlaps_one_taken() -> None:
     merged = merge_fixes([first, clash, other])
     assert merged == [Edit(0, 5, "double"), Edit(14, 15, "c")]
     assert apply_edits(TEXT, merged) == b"double x = a + c;"
+
+
+PACKAGES = ("warpwise", "analyzers", "skills", "verify", "lineages", "ranking", "search", "server")
+
+
+def edit_appliers(source: str) -> list[str]:
+    """Return the functions of a module named like the one edit applier (`apply_edits`, `_apply_edits`)."""
+    import ast
+
+    return [
+        f"line {n.lineno}: {n.name}"
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") == "apply_edits"
+    ]
+
+
+def test_apply_edits_is_defined_once() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found = {
+        str(p.relative_to(root)): hits
+        for pkg in PACKAGES
+        for p in sorted((root / pkg).rglob("*.py"))
+        if (hits := edit_appliers(p.read_text(encoding="utf-8")))
+    }
+    assert found == {"skills/rewrite.py": [found["skills/rewrite.py"][0]]}
+    assert edit_appliers("def _apply_edits(d, e):\n    return d\n")  # the check sees a second one
