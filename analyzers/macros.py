@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from warpwise.analyzers.parse import parse_tree
+from warpwise.analyzers.parse import SourceFile
 
 _CASTS = frozenset({"reinterpret_cast", "static_cast"})
 _WRAPPER_HEAD = b"void warpwise_macro_view_() {\n("
@@ -134,7 +134,8 @@ def view_macros(defines: list[Node], src: bytes) -> tuple[MacroView, ...]:
         if b"&" not in body or b"*" not in body:
             continue
         wrapped = _WRAPPER_HEAD + body + _WRAPPER_TAIL
-        tree = parse_tree(wrapped)
+        # The macro's body is a text of its own (wrapped in a function), parsed once as its own source.
+        tree = SourceFile(wrapped).tree
         if tree.root_node.has_error:
             continue
         fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
