@@ -251,8 +251,12 @@ def prepare(
     index: Path | None = None,
     rewrites: bool = True,
     rewrite_cards: Path | None = None,
+    lineages: set[str] | None = None,
 ) -> dict[str, Any]:
     """Write device sources, our problem files and the manifest for the GPU run into `out`.
+
+    `repos` and `lineages` restrict the batch (a re-run of the lineages whose problem files were fixed: a step's
+    two versions are always timed in the same call, so a lineage is re-run whole).
 
     With `build`, each source is also compiled here with NVRTC for sm_90 (the gate's builder and options; no GPU
     needed), so the manifest already says which versions will not compile and why.
@@ -270,7 +274,7 @@ def prepare(
     for p in PROBLEMS.glob("*.problem.py"):
         shutil.copyfile(p, out / "problems" / p.name)
     for li in load_index(index) if index else load_index():
-        if repos and li.repo not in repos:
+        if (repos and li.repo not in repos) or (lineages and li.id not in lineages):
             continue
         variants = load_problem(PROBLEMS / f"{li.problem}.problem.py")["VARIANTS"] if li.problem else {}
         for i, v in enumerate(li.versions):
@@ -726,6 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true", help="skip the NVRTC build check on this machine")
     p.add_argument("--no-rewrites", action="store_true", help="no candidates of our cards' rewrites of version k")
     p.add_argument("--rewrite-cards", type=Path, help="agreement result file: only its expected and first cards")
+    p.add_argument("--lineage", action="append", help="only these lineages (ids of INDEX.yaml); repeatable")
     lst = sub.add_parser("list")
     lst.add_argument("--carry", type=Path, required=True)
     r = sub.add_parser("run")
@@ -750,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
             build=not args.no_build,
             rewrites=not args.no_rewrites,
             rewrite_cards=args.rewrite_cards,
+            lineages=set(args.lineage) if args.lineage else None,
         )
         failed = [e["id"] for e in m["entries"] if not e.get("cpu_build", {"ok": True})["ok"]]
         print(f"{len(m['entries'])} versions to measure, {len(m['not_run'])} not runnable (see manifest.json)")
