@@ -496,8 +496,46 @@ def proposed(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return, per built-in card with evidence, where it was mined and where its rewrite was measured faster."""
+def load_roundtrips(dates: list[str]) -> list[dict[str, Any]]:
+    """Return the admission roundtrips: each card's rewrite of a version, timed beside that version in one batch.
+
+    Read from `bench/results/public_roundtrips-<owner>+<name>-DATE.json` (`bench/gpu/public_lineages.py prepare
+    --roundtrips`: every mined card rewritten on the versions of the other repositories).
+    """
+    rows: list[dict[str, Any]] = []
+    for date in dates:
+        for path in sorted(RESULTS.glob(f"public_roundtrips-*-{date}.json")):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            by_id = {r["id"]: r for r in doc["results"]}
+            for ident, r in by_id.items():
+                if "+" not in ident:
+                    continue
+                version, card = ident.split("+", 1)
+                base = by_id.get(version)
+                tb, tr = timing(base), timing(r)
+                row: dict[str, Any] = {
+                    "repo": doc["repo"],
+                    "version": version,
+                    "card": card,
+                    "status": r["status"] if base and base["status"] == "ok" else f"version {version}: not run",
+                    "why": _why(r),
+                    "file": path.relative_to(ROOT).as_posix(),
+                }
+                if tb and tr:
+                    row["speedup"] = ratio(tb, tr)
+                    row["measured"] = verdict(row["speedup"])
+                rows.append(row)
+    return rows
+
+
+def admission(doc: dict[str, Any], roundtrips: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Return, per built-in card with evidence, where it was mined and where its rewrite was measured faster.
+
+    Mined: the repositories whose expert steps the card explains (timed). Tried: our rewrites of version k of the
+    steps, and the admission roundtrips (`load_roundtrips`). A card is admitted when its rewrite ran correct and
+    measurably faster in a repository other than one it was mined from: evidence mined from R is confirmed on R'
+    (a card mined from two repositories and faster in both is confirmed across them).
+    """
     mined: dict[str, set[str]] = defaultdict(set)
     faster: dict[str, set[str]] = defaultdict(set)
     tried: dict[str, list[str]] = defaultdict(list)
@@ -510,13 +548,21 @@ def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
             tried[rw["card"]].append(label)
             if rw.get("measured") == "faster":
                 faster[rw["card"]].add(s["repo"])
+    for rt in roundtrips or []:
+        sp = f" {_sp(rt['speedup'])}" if "speedup" in rt else ""
+        tried[rt["card"]].append(f"roundtrip {rt['version']}: {rt.get('measured') or rt['status']}{sp}")
+        if rt.get("measured") == "faster":
+            faster[rt["card"]].add(rt["repo"])
     rows = []
     for card in sorted(set(mined) | set(tried)):
-        others = sorted(faster[card] - mined[card]) if mined[card] else []
+        pairs = sorted((r, o) for r in mined[card] for o in faster[card] if o != r)
+        others = sorted({o for _, o in pairs})
         if not mined[card]:
             why = "no expert step of these repositories is explained by it: nothing mined to admit"
-        elif others:
-            why = "its rewrite ran correct and measurably faster on lineages of " + ", ".join(others)
+        elif pairs:
+            why = "mined from " + "; ".join(
+                f"{r}, confirmed on {', '.join(o for rr, o in pairs if rr == r)}" for r in sorted({r for r, _ in pairs})
+            )
         elif faster[card]:
             why = "measured faster only in the repositories it was mined from (" + ", ".join(sorted(faster[card])) + ")"
         elif tried[card]:
@@ -529,7 +575,8 @@ def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "mined_from": sorted(mined[card]),
                 "rewrite_faster_in": sorted(faster[card]),
                 "rewrites": tried[card],
-                "admitted": bool(others),
+                "admitted": bool(pairs),
+                "confirmed_on": others,
                 "why": why,
             }
         )
@@ -677,8 +724,11 @@ def steps_markdown(
         "",
         "## Admission across repositories",
         "",
-        "A built-in card is admitted when its rewrite of a version of a repository other than the ones its explained "
-        "steps come from ran correct and measurably faster (same checks and timing as the versions).",
+        "A built-in card is admitted when its rewrite of a version of a repository other than one its explained "
+        "steps come from ran correct and measurably faster (same checks and timing as the versions): evidence mined "
+        "from one repository, confirmed on another. Tried: our rewrites of version k of the steps, and the admission "
+        "roundtrips (every mined card's rewrite on every version of the other repositories that offers it, "
+        "`public_roundtrips-*.json`) where they were run.",
         "",
         "| card | mined from | rewrite faster in | admitted | why |",
         "| --- | --- | --- | --- | --- |",
@@ -788,11 +838,14 @@ def main(argv: list[str] | None = None) -> int:
         help="a date of result files (public_lineages-*-DATE.json) to read; repeatable, later dates replace "
         "earlier entries of the same id (default: --date)",
     )
+    ap.add_argument(
+        "--roundtrips", action="append", help="a date of admission roundtrip files (public_roundtrips-*-DATE.json)"
+    )
     ap.add_argument("--write", action="store_true", help="add the evidence records to the cards, write reports")
     args = ap.parse_args(argv)
     doc = analyse(args.mirrors, args.results or [args.date])
     props = proposed(doc)
-    adm = admission(doc)
+    adm = admission(doc, load_roundtrips(args.roundtrips or []))
     meta = {
         "date": args.date,
         "command": "python bench/public_steps.py " + " ".join(argv if argv is not None else sys.argv[1:]),
