@@ -25,7 +25,8 @@ measured effect), and every lineage gets a report with a chart of time per versi
 Admission: a built-in card is admitted for a repository's lineages when its rewrite of some version of another
 repository (not the one its evidence was mined from) ran correct and measurably faster there.
 
-    .venv/bin/python bench/public_steps.py --mirrors /work/.mirror --date 2026-12-01 --write
+    .venv/bin/python bench/public_steps.py --mirrors /work/.mirror --date 2026-12-02 \\
+        --results 2026-12-01 --results 2026-12-02 --write
 """
 
 from __future__ import annotations
@@ -54,17 +55,32 @@ def _git_head() -> str | None:
     return proc.stdout.strip() or None
 
 
-def load_results(date: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Return every measured entry by id, and each repository's result document (without its rows) by repo."""
+def load_results(dates: list[str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Return every measured entry by id, and each repository's result documents (without their rows) by repo.
+
+    The batches of `dates` are read in order and a later batch's entry replaces an earlier one of the same id (a
+    lineage whose problem file was fixed is re-run whole, so both versions of a step come from one batch; a step
+    whose versions come from different batches is not compared). Each entry records its result file and date
+    (`_file`, `_date`); a repository's document is its latest batch's, with `files` listing every batch it has.
+    """
     by_id: dict[str, dict[str, Any]] = {}
     docs: dict[str, dict[str, Any]] = {}
-    for path in sorted(RESULTS.glob(f"public_lineages-*-{date}.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        for r in doc["results"]:
-            by_id[r["id"]] = r
-        docs[doc["repo"]] = {k: v for k, v in doc.items() if k not in ("results", "steps")} | {
-            "file": path.relative_to(ROOT).as_posix()
-        }
+    for date in dates:
+        for path in sorted(RESULTS.glob(f"public_lineages-*-{date}.json")):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            rel = path.relative_to(ROOT).as_posix()
+            for r in doc["results"]:
+                by_id[r["id"]] = {**r, "_file": rel, "_date": date}
+            files = [*docs.get(doc["repo"], {}).get("files", []), rel]
+            why_not = {
+                **docs.get(doc["repo"], {}).get("why_not_run", {}),
+                **{n["id"]: n["why"] for n in doc["not_run"]},
+            }
+            docs[doc["repo"]] = {k: v for k, v in doc.items() if k not in ("results", "steps", "not_run")} | {
+                "file": rel,
+                "files": files,
+                "why_not_run": why_not,
+            }
     return by_id, docs
 
 
@@ -122,17 +138,21 @@ def report_of(r: dict[str, Any] | None) -> dict[str, float]:
     return rep
 
 
-def analyse(mirrors: Path, date: str) -> dict[str, Any]:
+def analyse(mirrors: Path, dates: list[str]) -> dict[str, Any]:
     """Return every step of the measured lineages with its measurement, structural diff, rewrites and explanation."""
     from warpwise.lineages.public_index import load_changes, load_index
     from warpwise.ranking.dataset import recorded_gpus
     from warpwise.ranking.features import pair_features
     from warpwise.skills.library import builtin_library
 
-    by_id, docs = load_results(date)
+    by_id, docs = load_results(dates)
     builtin = {c.skill_id for c in builtin_library()}
     gpus = recorded_gpus(ROOT)
     cmap = load_changes()
+    import yaml
+
+    raw_index = yaml.safe_load((PUBLIC / "INDEX.yaml").read_text(encoding="utf-8"))
+    no_problem = {li["id"]: li.get("no_problem_because") for li in raw_index["lineages"]}
     steps: list[dict[str, Any]] = []
     lineages: list[dict[str, Any]] = []
     for li in load_index():
@@ -149,11 +169,13 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
                     "lines": list(v.lines) if v.lines else None,
                     "adds": v.adds,
                     "status": r["status"] if r else "not run",
-                    "why": _why(r),
+                    "why": _why(r) if r else _not_run_why(docs[li.repo], f"{li.id}/{v.id}", no_problem.get(li.id)),
                     "timing": timing(r),
                     "eager": ((r or {}).get("timing") or {}).get("eager"),
                     "registers": ((r or {}).get("build") or {}).get("registers"),
                     "reported": v.reported,
+                    "result_file": (r or {}).get("_file"),
+                    "measured_on": (r or {}).get("_date"),
                 }
             )
         lineages.append(
@@ -189,9 +211,14 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
                 row["ms_after"] = round(tb["median_ms"], 5)
             same_inputs = signatures.get(f"{li.id}/{a.id}") == signatures.get(f"{li.id}/{b.id}")
             row["same_inputs"] = same_inputs
+            row["result_file"] = (ra or {}).get("_file")
+            row["measured_on"] = (ra or {}).get("_date")
+            same_batch = (ra or {}).get("_file") == (rb or {}).get("_file")
             if ta and tb and not same_inputs:
                 row["status_after"] += " (other inputs than k: not compared)"
-            if ta and tb and same_inputs:
+            elif ta and tb and not same_batch:
+                row["status_after"] += " (measured in another batch than k: not compared)"
+            if ta and tb and same_inputs and same_batch:
                 row["speedup"] = ratio(ta, tb)
                 row["measured"] = verdict(row["speedup"])
             ma, mb = _matched(mirrors, li, a, texts), _matched(mirrors, li, b, texts)
@@ -226,7 +253,7 @@ def analyse(mirrors: Path, date: str) -> dict[str, Any]:
             rewrites = []
             for ident in _rewrite_ids(by_id, li.id, a.id):
                 rr = by_id[ident]
-                tr = timing(rr)
+                tr = timing(rr) if rr.get("_file") == (ra or {}).get("_file") else None
                 rw: dict[str, Any] = {"card": ident.split("+", 1)[1], "status": rr["status"], "why": _why(rr)}
                 if ta and tr:
                     rw["ms"] = round(tr["median_ms"], 5)
@@ -266,7 +293,9 @@ def input_signatures(problem: str | None) -> dict[str, Any]:
     """Return, per variant of a problem file, what its inputs are made from (versions with different inputs differ).
 
     A variant that brings its own `make_inputs` (a closure over its sizes) or `SIZES` runs on other inputs than
-    the problem's default; two versions are comparable only when their signatures are equal.
+    the problem's default; two versions are comparable only when their signatures are equal. A variant whose
+    `make_inputs` differs only in the size of an output (a partial-sum array as long as the version's grid) says
+    so with `inputs_id`, naming what it reads: variants with the same `inputs_id` and `SIZES` are comparable.
     """
     if not problem:
         return {}
@@ -276,8 +305,10 @@ def input_signatures(problem: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, spec in ns.get("VARIANTS", {}).items():
         fn = spec.get("make_inputs")
-        made = None
-        if fn is not None:
+        made: Any = None
+        if "inputs_id" in spec:
+            made = ("inputs_id", spec["inputs_id"])
+        elif fn is not None:
             cells = tuple(repr(c.cell_contents) for c in (getattr(fn, "__closure__", None) or ()))
             made = (getattr(fn, "__qualname__", repr(fn)), cells)
         out[key] = (made, repr(spec.get("SIZES")))
@@ -299,6 +330,14 @@ def _matched(mirrors: Path, li: Any, v: Any, cache: dict[str, Any]) -> tuple[Any
 def _rewrite_ids(by_id: dict[str, Any], lineage: str, version: str) -> list[str]:
     prefix = f"{lineage}/{version}+"
     return sorted(k for k in by_id if k.startswith(prefix))
+
+
+def _not_run_why(repo_doc: dict[str, Any], ident: str, no_problem: str | None) -> str:
+    """Return why a version was not sent to the GPU: the batch's reason, and the index's for a missing problem."""
+    why = repo_doc.get("why_not_run", {}).get(ident, "")
+    if no_problem and why == "the lineage has no problem file":
+        why += f" ({no_problem})"
+    return why
 
 
 def _why(r: dict[str, Any] | None) -> str:
@@ -331,14 +370,14 @@ def features_file(doc: dict[str, Any], records: dict[str, list[Any]]) -> dict[st
     }
 
 
-def evidence(doc: dict[str, Any], date: str) -> dict[str, list[Any]]:
+def evidence(doc: dict[str, Any]) -> dict[str, list[Any]]:
     """Return the evidence records per card: the timed steps on the cards the mapping names, and our rewrites."""
     from warpwise.skills.model import EvidenceRecord
 
     out: dict[str, list[Any]] = defaultdict(list)
     for s in doc["steps"]:
         dev = doc["repositories"][s["repo"]].get("device") or {}
-        result_file = doc["repositories"][s["repo"]]["file"]
+        result_file = s.get("result_file") or doc["repositories"][s["repo"]]["file"]
         base_ctx = {
             "file": f"public:{s['repo']}@{s['commit'][:12]}:{s['file_before']}",
             "repo": s["repo"],
@@ -355,7 +394,7 @@ def evidence(doc: dict[str, Any], date: str) -> dict[str, list[Any]]:
             "operator": s["family"],
             "gpu": dev.get("gpu") or "unknown GPU",
             "toolkit": f"NVRTC {dev.get('nvrtc', 'unknown')}",
-            "date": _dt.date.fromisoformat(date),
+            "date": _dt.date.fromisoformat(s.get("measured_on") or "1970-01-01"),
         }
         if "speedup" in s:
             sp = s["speedup"]
@@ -457,8 +496,46 @@ def proposed(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return, per built-in card with evidence, where it was mined and where its rewrite was measured faster."""
+def load_roundtrips(dates: list[str]) -> list[dict[str, Any]]:
+    """Return the admission roundtrips: each card's rewrite of a version, timed beside that version in one batch.
+
+    Read from `bench/results/public_roundtrips-<owner>+<name>-DATE.json` (`bench/gpu/public_lineages.py prepare
+    --roundtrips`: every mined card rewritten on the versions of the other repositories).
+    """
+    rows: list[dict[str, Any]] = []
+    for date in dates:
+        for path in sorted(RESULTS.glob(f"public_roundtrips-*-{date}.json")):
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            by_id = {r["id"]: r for r in doc["results"]}
+            for ident, r in by_id.items():
+                if "+" not in ident:
+                    continue
+                version, card = ident.split("+", 1)
+                base = by_id.get(version)
+                tb, tr = timing(base), timing(r)
+                row: dict[str, Any] = {
+                    "repo": doc["repo"],
+                    "version": version,
+                    "card": card,
+                    "status": r["status"] if base and base["status"] == "ok" else f"version {version}: not run",
+                    "why": _why(r),
+                    "file": path.relative_to(ROOT).as_posix(),
+                }
+                if tb and tr:
+                    row["speedup"] = ratio(tb, tr)
+                    row["measured"] = verdict(row["speedup"])
+                rows.append(row)
+    return rows
+
+
+def admission(doc: dict[str, Any], roundtrips: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Return, per built-in card with evidence, where it was mined and where its rewrite was measured faster.
+
+    Mined: the repositories whose expert steps the card explains (timed). Tried: our rewrites of version k of the
+    steps, and the admission roundtrips (`load_roundtrips`). A card is admitted when its rewrite ran correct and
+    measurably faster in a repository other than one it was mined from: evidence mined from R is confirmed on R'
+    (a card mined from two repositories and faster in both is confirmed across them).
+    """
     mined: dict[str, set[str]] = defaultdict(set)
     faster: dict[str, set[str]] = defaultdict(set)
     tried: dict[str, list[str]] = defaultdict(list)
@@ -471,13 +548,21 @@ def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
             tried[rw["card"]].append(label)
             if rw.get("measured") == "faster":
                 faster[rw["card"]].add(s["repo"])
+    for rt in roundtrips or []:
+        sp = f" {_sp(rt['speedup'])}" if "speedup" in rt else ""
+        tried[rt["card"]].append(f"roundtrip {rt['version']}: {rt.get('measured') or rt['status']}{sp}")
+        if rt.get("measured") == "faster":
+            faster[rt["card"]].add(rt["repo"])
     rows = []
     for card in sorted(set(mined) | set(tried)):
-        others = sorted(faster[card] - mined[card]) if mined[card] else []
+        pairs = sorted((r, o) for r in mined[card] for o in faster[card] if o != r)
+        others = sorted({o for _, o in pairs})
         if not mined[card]:
             why = "no expert step of these repositories is explained by it: nothing mined to admit"
-        elif others:
-            why = "its rewrite ran correct and measurably faster on lineages of " + ", ".join(others)
+        elif pairs:
+            why = "mined from " + "; ".join(
+                f"{r}, confirmed on {', '.join(o for rr, o in pairs if rr == r)}" for r in sorted({r for r, _ in pairs})
+            )
         elif faster[card]:
             why = "measured faster only in the repositories it was mined from (" + ", ".join(sorted(faster[card])) + ")"
         elif tried[card]:
@@ -490,7 +575,8 @@ def admission(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "mined_from": sorted(mined[card]),
                 "rewrite_faster_in": sorted(faster[card]),
                 "rewrites": tried[card],
-                "admitted": bool(others),
+                "admitted": bool(pairs),
+                "confirmed_on": others,
                 "why": why,
             }
         )
@@ -573,7 +659,7 @@ def steps_markdown(
         f"# Public expert lineages: every step explained, measured on the H200 ({meta['date']})",
         "",
         f"Command: `{meta['command']}` (warpwise `{meta['warpwise_commit']}`), from the result files "
-        + ", ".join(f"`{d['file']}`" for d in doc["repositories"].values())
+        + ", ".join(f"`{f}`" for d in doc["repositories"].values() for f in d["files"])
         + f". Measured by {MEASURED_BY}. Nothing here went through warpwise's gate: 'faster' means the quartile "
         "bounds of the ratio, widened by 2% for run-to-run variation (one run per version), clear 1; not 'verified'.",
         "",
@@ -638,8 +724,11 @@ def steps_markdown(
         "",
         "## Admission across repositories",
         "",
-        "A built-in card is admitted when its rewrite of a version of a repository other than the ones its explained "
-        "steps come from ran correct and measurably faster (same checks and timing as the versions).",
+        "A built-in card is admitted when its rewrite of a version of a repository other than one its explained "
+        "steps come from ran correct and measurably faster (same checks and timing as the versions): evidence mined "
+        "from one repository, confirmed on another. Tried: our rewrites of version k of the steps, and the admission "
+        "roundtrips (every mined card's rewrite on every version of the other repositories that offers it, "
+        "`public_roundtrips-*.json`) where they were run.",
         "",
         "| card | mined from | rewrite faster in | admitted | why |",
         "| --- | --- | --- | --- | --- |",
@@ -650,6 +739,11 @@ def steps_markdown(
             f"{'yes' if a['admitted'] else 'no'} | {a['why']} |"
         )
     return "\n".join(out) + "\n"
+
+
+def _batches(versions: list[dict[str, Any]], key: str) -> list[str]:
+    """Return the distinct values of `key` over a lineage's measured versions, in order."""
+    return list(dict.fromkeys(v[key] for v in versions if v.get(key)))
 
 
 def lineage_reports(doc: dict[str, Any], out_dir: Path, date: str) -> list[str]:
@@ -670,8 +764,9 @@ def lineage_reports(doc: dict[str, Any], out_dir: Path, date: str) -> list[str]:
         lines = [
             f"# {li['lineage']} ({li['repo']} @ `{li['commit'][:12]}`): time per version on the H200",
             "",
-            f"Family `{li['family']}`. Measured {date} by `bench/gpu/public_lineages.py` (result file "
-            f"`{rd['file']}`; device {dev.get('gpu')}, NVRTC {dev.get('nvrtc')}). "
+            f"Family `{li['family']}`. Measured {', '.join(_batches(vs, 'measured_on')) or date} by "
+            f"`bench/gpu/public_lineages.py` (result file {', '.join(f'`{f}`' for f in _batches(vs, 'result_file'))}; "
+            f"device {dev.get('gpu')}, NVRTC {dev.get('nvrtc')}). "
             "Versions that did not build or run are listed with the reason. No code of the repository is "
             "reproduced: kernel names, files and line ranges only.",
             "",
@@ -736,12 +831,21 @@ def main(argv: list[str] | None = None) -> int:
     """Analyse the measured steps; with --write, add evidence, proposed cards and reports."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mirrors", type=Path, required=True)
-    ap.add_argument("--date", required=True, help="the date of the result files (public_lineages-*-DATE.json)")
+    ap.add_argument("--date", required=True, help="the date of this analysis (public_steps-DATE.*)")
+    ap.add_argument(
+        "--results",
+        action="append",
+        help="a date of result files (public_lineages-*-DATE.json) to read; repeatable, later dates replace "
+        "earlier entries of the same id (default: --date)",
+    )
+    ap.add_argument(
+        "--roundtrips", action="append", help="a date of admission roundtrip files (public_roundtrips-*-DATE.json)"
+    )
     ap.add_argument("--write", action="store_true", help="add the evidence records to the cards, write reports")
     args = ap.parse_args(argv)
-    doc = analyse(args.mirrors, args.date)
+    doc = analyse(args.mirrors, args.results or [args.date])
     props = proposed(doc)
-    adm = admission(doc)
+    adm = admission(doc, load_roundtrips(args.roundtrips or []))
     meta = {
         "date": args.date,
         "command": "python bench/public_steps.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -763,7 +867,7 @@ def main(argv: list[str] | None = None) -> int:
         from warpwise.skills.evidence import add_records
         from warpwise.skills.library import builtin_library
 
-        records = evidence(doc, args.date)
+        records = evidence(doc)
         for card, recs in records.items():
             c = builtin_library().get(card)
             if c is None or c.path is None:

@@ -533,8 +533,9 @@ def build(
 ) -> TrainingSet:
     """Return the training set from every evidence record under `root` (and the cache, when one is given).
 
-    The public lineages' records (`public:` files, issue 21) come in only with `include_public`: the shipped
-    default model is not yet retrained on them (bench/public_ranking.py evaluates models that are).
+    The public lineages' records (`public:` files, issue 21) come in only with `include_public`, which
+    `warpwise ranking train` passes (the shipped default model is trained on them; bench/public_ranking.py
+    evaluates models trained without each public repository in turn).
     """
     from warpwise.analyzers.build import analyze_text
     from warpwise.skills.engine import match_file

@@ -384,8 +384,12 @@ def _fit_once(
     c: float,
     gpus: Mapping[str, GpuProfile],
     parts: tuple[str, ...] = ("clf", "reg"),
+    weights: Sequence[float] | None = None,
 ) -> RankingModel:
-    """Fit the classifier and the regressor (or the `parts` named) with fixed penalties (no intervals yet)."""
+    """Fit the classifier and the regressor (or the `parts` named) with fixed penalties (no intervals yet).
+
+    `weights` (one per example, default all 1) are scikit-learn's sample weights for both fits.
+    """
     import numpy as np
     from sklearn.linear_model import HuberRegressor, LogisticRegression
 
@@ -428,10 +432,11 @@ def _fit_once(
     )
     x = np.array([model.design(e.features, pr) for e, pr in zip(examples, priors, strict=True)], dtype=float)
     y = np.array([_label(e) for e in examples])
+    w = np.ones(len(examples)) if weights is None else np.asarray(weights, dtype=float)
     model.clf_coef, model.reg_coef = [0.0] * x.shape[1], [0.0] * x.shape[1]
     if "clf" in parts and 0 < y.sum() < len(y):
         clf = LogisticRegression(C=c, max_iter=1000, tol=1e-6)
-        clf.fit(x, y)
+        clf.fit(x, y, sample_weight=w)
         model.clf_intercept, model.clf_coef = float(clf.intercept_[0]), [float(v) for v in clf.coef_[0]]
     elif "clf" in parts:
         r = min(max(float(y.mean()) if len(y) else 0.5, 0.01), 0.99)
@@ -440,7 +445,7 @@ def _fit_once(
     if "reg" in parts and measured:
         ys = np.array([math.log(examples[i].outcome.speedup or 1.0) for i in measured])
         reg = HuberRegressor(alpha=alpha, epsilon=HUBER_EPSILON, max_iter=1000, tol=1e-6)
-        reg.fit(x[measured], ys)
+        reg.fit(x[measured], ys, sample_weight=w[measured])
         model.reg_intercept, model.reg_coef = float(reg.intercept_), [float(v) for v in reg.coef_]
     return model
 

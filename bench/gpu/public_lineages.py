@@ -251,8 +251,18 @@ def prepare(
     index: Path | None = None,
     rewrites: bool = True,
     rewrite_cards: Path | None = None,
+    lineages: set[str] | None = None,
+    roundtrips: Path | None = None,
 ) -> dict[str, Any]:
     """Write device sources, our problem files and the manifest for the GPU run into `out`.
+
+    With `roundtrips` (a `bench/public_steps.py` result file), the batch is the admission roundtrips instead: every
+    card the step analysis mined evidence for (`admission[].mined_from`) is rewritten on every version of the
+    other repositories where it has a rewrite, and only the versions with such a rewrite are kept (timed beside
+    their rewrites in the same batch).
+
+    `repos` and `lineages` restrict the batch (a re-run of the lineages whose problem files were fixed: a step's
+    two versions are always timed in the same call, so a lineage is re-run whole).
 
     With `build`, each source is also compiled here with NVRTC for sm_90 (the gate's builder and options; no GPU
     needed), so the manifest already says which versions will not compile and why.
@@ -266,11 +276,15 @@ def prepare(
     entries: list[dict[str, Any]] = []
     not_run: list[dict[str, str]] = []
     wanted = _wanted_rewrites(rewrite_cards) if rewrite_cards else None
+    mined: dict[str, set[str]] = {}
+    if roundtrips is not None:
+        adm = json.loads(roundtrips.read_text(encoding="utf-8"))["admission"]
+        mined = {a["card"]: set(a["mined_from"]) for a in adm if a["mined_from"]}
     (out / "problems").mkdir(parents=True, exist_ok=True)
     for p in PROBLEMS.glob("*.problem.py"):
         shutil.copyfile(p, out / "problems" / p.name)
     for li in load_index(index) if index else load_index():
-        if repos and li.repo not in repos:
+        if (repos and li.repo not in repos) or (lineages and li.id not in lineages):
             continue
         variants = load_problem(PROBLEMS / f"{li.problem}.problem.py")["VARIANTS"] if li.problem else {}
         for i, v in enumerate(li.versions):
@@ -314,7 +328,13 @@ def prepare(
                 }
             )
             version_entries = [entries[-1]]
-            if rewrites and i + 1 < len(li.versions):
+            if roundtrips is not None:
+                cards = {c for c, repos_of in mined.items() if li.repo not in repos_of}
+                version_entries += _rewrite_entries(entries[-1], text, v.kernel, out, not_run, cards)
+                if len(version_entries) == 1:
+                    entries.pop()  # no mined card of another repository rewrites this version
+                    continue
+            elif rewrites and i + 1 < len(li.versions):
                 cards = None if wanted is None else wanted.get((li.id, v.id), set())
                 version_entries += _rewrite_entries(entries[-1], text, v.kernel, out, not_run, cards)
             entries.extend(version_entries[1:])
@@ -726,6 +746,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true", help="skip the NVRTC build check on this machine")
     p.add_argument("--no-rewrites", action="store_true", help="no candidates of our cards' rewrites of version k")
     p.add_argument("--rewrite-cards", type=Path, help="agreement result file: only its expected and first cards")
+    p.add_argument("--lineage", action="append", help="only these lineages (ids of INDEX.yaml); repeatable")
+    p.add_argument("--roundtrips", type=Path, help="public_steps result file: the admission roundtrips (see prepare)")
     lst = sub.add_parser("list")
     lst.add_argument("--carry", type=Path, required=True)
     r = sub.add_parser("run")
@@ -750,6 +772,8 @@ def main(argv: list[str] | None = None) -> int:
             build=not args.no_build,
             rewrites=not args.no_rewrites,
             rewrite_cards=args.rewrite_cards,
+            lineages=set(args.lineage) if args.lineage else None,
+            roundtrips=args.roundtrips,
         )
         failed = [e["id"] for e in m["entries"] if not e.get("cpu_build", {"ok": True})["ok"]]
         print(f"{len(m['entries'])} versions to measure, {len(m['not_run'])} not runnable (see manifest.json)")

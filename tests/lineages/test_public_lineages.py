@@ -246,7 +246,46 @@ def test_problem_variant_references_compute_the_operator(monkeypatch: pytest.Mon
     x = inputs["g_idata"]
     # v3's blocks cover 512 elements each; v8's partial sums add up to the whole vector.
     assert torch.allclose(v3["reference"](inputs)["g_odata"][:3], x.view(-1, 512)[:3].sum(1), rtol=1e-5)
-    assert torch.allclose(v8["reference"](inputs)["g_odata"].double().sum(), x.double().sum(), rtol=1e-6)
+    inputs8 = v8["make_inputs"](1)
+    assert torch.equal(inputs8["g_idata"], x)  # every version reads the same vector
+    assert torch.allclose(v8["reference"](inputs8)["g_odata"].double().sum(), x.double().sum(), rtol=1e-6)
+    # The partial-sum output is exactly as long as the grid the repository's launch uses (the 2026-12-01 batch
+    # compared 1024 entries of which the launch wrote 256, so every version measured `incorrect`).
+    for key in ns["VARIANTS"]:
+        v = ns["variant"](key)
+        made = v["make_inputs"](0)
+        (grid, *_rest) = v["launch"](made)
+        assert made["g_odata"].numel() == grid[0] * grid[1] * grid[2], key
     gemv = runpy.run_path(str(pi.PUBLIC / "problems" / "gemv.problem.py"))["variant"]("cudacodes-sgemv/k4")
     g = gemv["make_inputs"](2)
     assert torch.allclose(gemv["reference"](g)["resd"], g["matd"] @ g["vecd"], rtol=1e-4, atol=1e-4)
+
+
+def test_problem_files_written_for_the_rerun_compute_their_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
+    import runpy
+
+    monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
+    rows = runpy.run_path(str(pi.PUBLIC / "problems" / "reduce_rows.problem.py"))
+    for key in rows["VARIANTS"]:
+        v = rows["variant"](key)
+        made = v["make_inputs"](3)
+        assert torch.count_nonzero(made["output"]) == 0, key  # atomicAdd targets start at zero
+        assert torch.allclose(v["reference"](made)["output"], made["input"].sum(1), rtol=1e-4, atol=1e-3)
+        geometry = v["launch"](made)
+        assert key == "learncuda-sum/v1" or geometry[2] == 4 * geometry[1][0], key  # a float of shared per thread
+    parity = runpy.run_path(str(pi.PUBLIC / "problems" / "parity.problem.py"))["variant"]("gpumode-divergence/select")
+    d = parity["make_inputs"](0)
+    want = parity["reference"](d)["data"]
+    assert torch.equal(want[d["data"] % 2 == 0], d["data"][d["data"] % 2 == 0] * 2)
+    assert torch.equal(want[d["data"] % 2 == 1], d["data"][d["data"] % 2 == 1] + 1)
+    elementwise = runpy.run_path(str(pi.PUBLIC / "problems" / "elementwise.problem.py"))
+    relu = elementwise["variant"]("leetcuda-relu/f32x4")
+    r = relu["make_inputs"](0)
+    assert "b" not in r and torch.equal(relu["eager"](r), torch.relu(r["x"]))  # the 2026-12-01 batch: KeyError 'b'
+    gemv = runpy.run_path(str(pi.PUBLIC / "problems" / "gemv.problem.py"))
+    half = gemv["variant"]("leetcuda-hgemv/k128_x4")
+    h = half["make_inputs"](0)
+    assert h["a"].dtype == torch.float16 and half["tolerance"][1] > gemv["tolerance"][1]
+    softmax = runpy.run_path(str(pi.PUBLIC / "problems" / "softmax.problem.py"))["VARIANTS"]
+    assert "extended-lambda" in softmax["cudacodes-softmax/k4"]["unsupported"]

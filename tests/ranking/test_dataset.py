@@ -138,7 +138,7 @@ def test_public_lineage_records_use_their_stored_features(tmp_path: Path) -> Non
         SimpleNamespace(skill_id="scalar-global-access", header=SimpleNamespace(evidence=[bound])),
         SimpleNamespace(skill_id="missing-restrict", header=SimpleNamespace(evidence=[other])),
     ]
-    assert dataset.build(tmp_path, library=library).examples == []  # not in the shipped set yet
+    assert dataset.build(tmp_path, library=library).examples == []  # only with include_public (the CLI passes it)
     ts = dataset.build(tmp_path, library=library, include_public=True)
     (example,) = ts.examples
     assert example.card == "scalar-global-access" and example.operator == "elementwise"

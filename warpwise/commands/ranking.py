@@ -74,7 +74,9 @@ def training_set(root: Path, use_cache: bool, committed_only: bool = False) -> A
         from warpwise.verify.cache import ResultCache
 
         cache = ResultCache()
-    ts = dataset.build(root, cache=cache)
+    # The public expert lineages' records (issue 21) are part of the committed evidence: their features are stored
+    # in lineages/public/features.json, so a fresh clone re-derives the same examples without the public code.
+    ts = dataset.build(root, cache=cache, include_public=True)
     if committed_only:
         return ts
     shipped = dataset.load_shipped()

@@ -81,6 +81,16 @@ def _relu(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     return {"c": torch.relu(inputs["a"])}
 
 
+def _relu_eager(inputs: dict[str, Any]) -> torch.Tensor:
+    """Return torch.relu (the relu variants have no input `b`)."""
+    return torch.relu(inputs["a"])
+
+
+def _relu_bytes(inputs: dict[str, Any]) -> int:
+    """Return x read and y written once."""
+    return 2 * inputs["a"].element_size() * int(inputs["N"])
+
+
 _per = lambda k: lambda i: ((_cdiv(i["N"], 256), 1, 1), (256 // k, 1, 1))  # noqa: E731
 _RELU = {"a": "x", "c": "y"}
 _GPU_MODE = {"a": "A", "b": "B", "c": "C"}
@@ -100,6 +110,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "rename": _RELU,
         "make_inputs": _relu_inputs,
         "reference": _relu,
+        "eager": _relu_eager,
+        "bytes_moved": _relu_bytes,
         "launch": _per(1),
     },
     "leetcuda-relu/f32x4": {
@@ -107,6 +119,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "rename": _RELU,
         "make_inputs": _relu_inputs,
         "reference": _relu,
+        "eager": _relu_eager,
+        "bytes_moved": _relu_bytes,
         "launch": _per(4),
     },
     "gpumode-coarsening/plain": {
@@ -139,7 +153,7 @@ def variant(key: str) -> dict[str, Any]:
     rename: dict[str, str] = spec.pop("rename", {})
     back = {v: k for k, v in rename.items()}
     base_inputs, base_reference = spec.pop("make_inputs", make_inputs), spec.pop("reference", reference)
-    base_launch, base_eager = spec.pop("launch", None), ns.get("eager")
+    base_launch, base_eager = spec.pop("launch", None), spec.pop("eager", ns.get("eager"))
     to_kernel = lambda d: {rename.get(k, k): v for k, v in d.items()}  # noqa: E731
     to_ours = lambda d: {back.get(k, k): v for k, v in d.items()}  # noqa: E731
     ns.update(spec)

@@ -42,11 +42,22 @@ roofline = "memory"
 V8_BLOCKS = 1024
 
 
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return x uniform in [0, 1), the partial-sum output (sized for the most blocks) and n."""
-    n = SIZES[_scale()]
-    x = torch.rand(n, generator=_gen(seed), device=_device(), dtype=torch.float32)
-    return {"x": x, "out": torch.empty(max(n // 256, V8_BLOCKS), device=_device()), "n": n}
+def _inputs(blocks: Any) -> Any:
+    """Return make_inputs with the partial-sum output sized to the blocks the version's launch writes.
+
+    Every entry of `out` is compared, and the checker poisons outputs: an output longer than the grid leaves
+    entries no block writes (the 2026-12-01 batch compared 1024 entries of which v0 wrote 256).
+    """
+
+    def make(seed: int) -> dict[str, Any]:
+        n = SIZES[_scale()]
+        x = torch.rand(n, generator=_gen(seed), device=_device(), dtype=torch.float32)
+        return {"x": x, "out": torch.empty(blocks(n), device=_device()), "n": n}
+
+    return make
+
+
+make_inputs = _inputs(lambda n: n // 256)
 
 
 def _blocks(per_block: int) -> Any:
@@ -87,18 +98,44 @@ def bytes_moved(inputs: dict[str, Any]) -> int:
 
 _IO = {"x": "g_idata", "out": "g_odata"}
 _one = lambda per: lambda i: ((int(i["n"]) // per, 1, 1), (256, 1, 1))  # noqa: E731
+# Every version reads the same vector; only the partial-sum output is as long as its grid (`inputs_id`: the
+# versions are compared with each other, bench/public_steps.py).
+_SAME_X = "x: the vector of SIZES floats uniform in [0, 1), seeded"
+_per = lambda per: _inputs(lambda n: n // per)  # noqa: E731
 VARIANTS: dict[str, dict[str, Any]] = {
     **{
-        f"bbuf-reduce/v{v}": {"kernel": k, "rename": _IO, "launch": _one(256)}
+        f"bbuf-reduce/v{v}": {
+            "kernel": k,
+            "rename": _IO,
+            "launch": _one(256),
+            "make_inputs": _per(256),
+            "inputs_id": _SAME_X,
+        }
         for v, k in ((0, "reduce_v0"), (1, "reduce_v1"), (2, "reduce_v2"))
     },
-    "bbuf-reduce/v3": {"kernel": "reduce_v3", "rename": _IO, "launch": _one(512), "reference": _blocks(512)},
-    "bbuf-reduce/v4": {"kernel": "reduce_v4", "rename": _IO, "launch": _one(512), "reference": _blocks(512)},
+    "bbuf-reduce/v3": {
+        "kernel": "reduce_v3",
+        "rename": _IO,
+        "launch": _one(512),
+        "make_inputs": _per(512),
+        "inputs_id": _SAME_X,
+        "reference": _blocks(512),
+    },
+    "bbuf-reduce/v4": {
+        "kernel": "reduce_v4",
+        "rename": _IO,
+        "launch": _one(512),
+        "make_inputs": _per(512),
+        "inputs_id": _SAME_X,
+        "reference": _blocks(512),
+    },
     "bbuf-reduce/v5": {
         "kernel": "reduce_v5",
         "name_expression": "reduce_v5<256>",
         "rename": _IO,
         "launch": _one(512),
+        "make_inputs": _per(512),
+        "inputs_id": _SAME_X,
         "reference": _blocks(512),
     },
     "bbuf-reduce/v6": {
@@ -106,6 +143,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "name_expression": "reduce_v6<256, 128>",
         "rename": _IO,
         "launch": _one(32768),
+        "make_inputs": _per(32768),
+        "inputs_id": _SAME_X,
         "reference": _blocks(32768),
     },
     "bbuf-reduce/v7": {
@@ -113,12 +152,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "name_expression": "reduce7<256, 128>",
         "rename": _IO,
         "launch": _one(32768),
+        "make_inputs": _per(32768),
+        "inputs_id": _SAME_X,
         "reference": _blocks(32768),
     },
     "bbuf-reduce/v8": {
         "kernel": "reduce_v8",
         "rename": _IO,
         "launch": lambda i: ((V8_BLOCKS, 1, 1), (256, 1, 1)),
+        "make_inputs": _inputs(lambda n: V8_BLOCKS),
+        "inputs_id": _SAME_X,
         "reference": _v8,
     },
 }

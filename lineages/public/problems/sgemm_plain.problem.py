@@ -4,7 +4,7 @@ Lineages: cudacodes-sgemm, learncuda-sgemm, leetcuda-sgemm, leetcuda-sgemm-async
 
 The versions take `(A, B, C, M, N, K)` under several names; each variant renames and uses its repository's
 launch. Sizes are square multiples of 128 (several versions have no bounds checks): `full` 4096, `tiny` 256.
-learn-cuda v3-v6 take template arguments chosen in host code we have not recorded yet: reported as unsupported.
+learn-cuda v3-v6 take the template arguments of the repository's host functions (v6: matmul_v6a).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def bytes_moved(inputs: dict[str, Any]) -> int:
 _CC = {"A": "Ad", "B": "Bd", "C": "Cd"}
 _LC = {"A": "a", "B": "b", "C": "c"}
 _tiles = lambda t, block: lambda i: ((_cdiv(i["N"], t), _cdiv(i["M"], t), 1), block)  # noqa: E731
-_NOT_RECORDED = "template arguments chosen in the repository host code are not recorded yet"
+_flat = lambda bm, bn, threads: lambda i: ((_cdiv(i["M"] * i["N"], bm * bn), 1, 1), (threads, 1, 1))  # noqa: E731
 VARIANTS: dict[str, dict[str, Any]] = {
     "cudacodes-sgemm/naive": {"kernel": "naive_xgemm_kernel", "rename": _CC, "launch": _tiles(32, (32, 32, 1))},
     "cudacodes-sgemm/tiled": {"kernel": "tiled_xgemm_kernel", "rename": _CC, "launch": _tiles(32, (32, 32, 1))},
@@ -92,7 +92,28 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "name_expression": "matmul_v2_kernel<32>",
         "launch": _tiles(32, (32, 32, 1)),
     },
-    **{f"learncuda-sgemm/v{v}": {"kernel": f"matmul_v{v}_kernel", "unsupported": _NOT_RECORDED} for v in (3, 4, 5, 6)},
+    # v3-v6: the template arguments and 1-D launches of the repository's host functions matmul_v3 .. matmul_v6a
+    # (02a_matmul_simt/matmul.cu; v6 is v6a, the 16-byte loads without the transposed A tile of v6b)
+    "learncuda-sgemm/v3": {
+        "kernel": "matmul_v3_kernel",
+        "name_expression": "matmul_v3_kernel<256, 128, 128, 32>",
+        "launch": _flat(128, 128, 256),
+    },
+    "learncuda-sgemm/v4": {
+        "kernel": "matmul_v4_kernel",
+        "name_expression": "matmul_v4_kernel<128, 128, 32, 8, 8>",
+        "launch": _flat(128, 128, 256),
+    },
+    "learncuda-sgemm/v5": {
+        "kernel": "matmul_v5_kernel",
+        "name_expression": "matmul_v5_kernel<128, 64, 64, 32, 32, 16, 32, 4>",
+        "launch": _flat(128, 64, 256),
+    },
+    "learncuda-sgemm/v6": {
+        "kernel": "matmul_v6_kernel",
+        "name_expression": "matmul_v6_kernel<128, 128, 16, 64, 64, 16, 32, 4, false>",
+        "launch": _flat(128, 128, 128),
+    },
     "leetcuda-sgemm/naive": {"kernel": "sgemm_naive_f32_kernel", "rename": _LC, "launch": _tiles(32, (32, 32, 1))},
     "leetcuda-sgemm/sliced_k": {
         "kernel": "sgemm_sliced_k_f32_kernel",

@@ -67,6 +67,19 @@ _K01 = {"x": "matd", "y": "resd"}
 _K25 = {"x": "xd", "y": "resd"}
 _LC = {"x": "input", "y": "output"}
 _rows = lambda i: ((int(i["M"]), 1, 1), (1024, 1, 1))  # noqa: E731
+
+
+def _learncuda(floats_per_thread: int) -> Any:
+    """Return the launch of learn-cuda's 04_softmax host code: one block per row, 256 threads for rows up to 1024
+    long (else 1024), dynamic shared memory of `floats_per_thread` floats per thread (1 naive, 2 online: float2)."""
+
+    def launch(i: dict[str, Any]) -> Any:
+        block = 256 if int(i["N"]) <= 1024 else 1024
+        return ((int(i["M"]), 1, 1), (block, 1, 1), 4 * block * floats_per_thread)
+
+    return launch
+
+
 VARIANTS: dict[str, dict[str, Any]] = {
     "cudacodes-softmax/k0": {
         "kernel": "softmax_kernel_0",
@@ -84,21 +97,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "kernel": "softmax_kernel_4",
         "rename": _K25,
         "launch": lambda i: ((int(i["M"]), 1, 1), (1024, 1, 1), 128),
+        # not run: the repository's softmax/Makefile builds with nvcc's --extended-lambda (its warp reductions
+        # pass `[] __device__ (...)` lambdas), and NVRTC rejects annotated lambdas in JIT mode whatever the options
+        # (NVRTC 13.0, 2026-12-02: "__host__ or __device__ annotation on lambda is not allowed in JIT mode";
+        # --extended-lambda is an unrecognized option); measuring it needs nvcc, which the GPU machine lacks
+        "unsupported": "needs nvcc's --extended-lambda (annotated __device__ lambdas); NVRTC rejects them in JIT mode",
     },
     "cudacodes-softmax/k5": {
         "kernel": "softmax_kernel_5",
         "rename": _K25,
+        # the repository's run_kernel_5: block (TILE_SIZE = 4, 32), grid cdiv(M, TILE_SIZE). Read 2026-12-02 after
+        # the batch found NaN: the launch is the repository's; the kernel computes its row as
+        # `blockDim.x * TILE_SIZE + threadIdx.y` (blockDim, not blockIdx), so every block writes the same rows and
+        # the others stay unwritten: the version is incorrect as published, not through this file
         "launch": lambda i: ((_cdiv(i["M"], 4), 1, 1), (4, 32, 1)),
     },
     "learncuda-softmax/naive": {
         "kernel": "softmax_naive_kernel",
         "rename": _LC,
-        "unsupported": "launch not recorded yet (04_softmax host code not read)",
+        "launch": _learncuda(1),
     },
     "learncuda-softmax/online": {
         "kernel": "softmax_online_kernel",
         "rename": _LC,
-        "unsupported": "launch not recorded yet (04_softmax host code not read)",
+        "launch": _learncuda(2),
     },
 }
 launch = VARIANTS["cudacodes-softmax/k0"]["launch"]
