@@ -241,7 +241,19 @@ def _interleaved(mirrors: Path, repos: list[str]) -> list[tuple[str, Path]]:
         for lst in lists:
             if lst:
                 out.append(lst.pop(0))
-    return sorted(out, key=lambda nf: f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST)
+    return sorted(
+        out, key=lambda nf: (f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST, not _has_kernels(nf[1]))
+    )
+
+
+def _has_kernels(file: Path) -> bool:
+    """Return whether a file defines a kernel (such files go first: the others add nothing to the rates)."""
+    from warpwise.analyzers.build import analyze_text
+
+    try:
+        return bool(analyze_text(file.read_text(encoding="utf-8", errors="replace"), str(file)).kernels)
+    except Exception:
+        return True
 
 
 def phase_nvcc(mirrors: Path, repos: list[str], state: Path, budget_s: float, timeout_s: float) -> None:

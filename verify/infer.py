@@ -57,14 +57,19 @@ def _text(src: bytes, node: Any) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
-    """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset."""
+def host_facts(
+    model: FileModel, caller: Function, before: int, seed: dict[str, int | float] | None = None
+) -> HostFacts:
+    """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
+
+    `seed` gives values known before the function's first statement (a binding's representative parameters).
+    """
     src = model.text
     tree = model.tree
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    facts = HostFacts(names=dict(model.constants))
+    facts = HostFacts(names={**model.constants, **(seed or {})})
     if node is None:
         return facts
     body = node.child_by_field_name("body")
@@ -82,15 +87,113 @@ def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
         if n.type == "declaration":
             _declaration(src, n, facts)
         elif n.type in ("assignment_expression", "update_expression"):
+            if _straight_line(n, body, src) and _assign(src, n, facts):
+                continue
             left = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if left is not None and left.type == "field_expression":
+                left = left.child_by_field_name("argument")
             if left is not None and left.type == "identifier":
-                facts.changed.add(_text(src, left))
+                # Assigned where the value depends on the path taken: not trusted from here on.
+                name = _text(src, left)
+                facts.changed.add(name)
+                facts.names.pop(name, None)
+                facts.dims.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
     return facts
+
+
+_COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "<<=": "<<", ">>=": ">>", "|=": "|", "&=": "&"}
+
+
+def _straight_line(node: Any, body: Any, src: bytes) -> bool:
+    """Return whether an assignment runs on every path to what follows it in its variable's scope.
+
+    That is: only blocks lie between it and the function's body, or between it and the block that declares the
+    variable (a local of an inner block, assigned in that block's straight-line code).
+    """
+    stmt = node.parent
+    if stmt is None or stmt.type != "expression_statement":
+        return False
+    left = node.child_by_field_name("left") or node.child_by_field_name("argument")
+    while left is not None and left.type == "field_expression":
+        left = left.child_by_field_name("argument")
+    name = _text(src, left) if left is not None and left.type == "identifier" else None
+    p = stmt.parent
+    while p is not None and p.type == "compound_statement":
+        if p == body or (name is not None and _declares(src, p, name, node.start_byte)):
+            return True
+        p = p.parent
+    return False
+
+
+def _declares(src: bytes, block: Any, name: str, before: int) -> bool:
+    """Return whether a block declares `name` in one of its own statements before a byte offset."""
+    for child in block.named_children:
+        if child.start_byte >= before:
+            return False
+        if child.type != "declaration":
+            continue
+        for d in child.children_by_field_name("declarator"):
+            ident = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if ident is not None and ident.type == "identifier" and _text(src, ident) == name:
+                return True
+    return False
+
+
+def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
+    """Apply one straight-line assignment (`x = e`, `x *= e`, `x++`, `grid.y = e`) to the facts, if it evaluates."""
+    if node.type == "update_expression":
+        arg = node.child_by_field_name("argument")
+        text = _text(src, node)
+        if arg is None or arg.type != "identifier" or _text(src, arg) not in facts.names:
+            return False
+        name = _text(src, arg)
+        value = facts.names[name]
+        facts.names[name] = value + (1 if "++" in text else -1)
+        return True
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    op = node.child_by_field_name("operator")
+    op_text = _text(src, op) if op is not None else "="
+    if left is None or right is None:
+        return False
+    expr = _text(src, right)
+    if left.type == "field_expression":
+        arg, field_node = left.child_by_field_name("argument"), left.child_by_field_name("field")
+        if arg is None or field_node is None or arg.type != "identifier":
+            return False
+        name, axis = _text(src, arg), "xyz".find(_text(src, field_node))
+        if name not in facts.dims or axis < 0:
+            return False
+        dims = list(facts.dims[name])
+        if op_text != "=":
+            if op_text not in _COMPOUND:
+                return False
+            expr = f"({dims[axis]}) {_COMPOUND[op_text]} ({expr})"
+        try:
+            dims[axis] = cexpr.evaluate_int(expr, facts.names)
+        except cexpr.ExprError:
+            return False
+        facts.dims[name] = (dims[0], dims[1], dims[2])
+        return True
+    if left.type != "identifier":
+        return False
+    name = _text(src, left)
+    if op_text != "=":
+        if op_text not in _COMPOUND or name not in facts.names:
+            return False
+        expr = f"({facts.names[name]}) {_COMPOUND[op_text]} ({expr})"
+    try:
+        value = cexpr.evaluate(expr, facts.names)
+    except cexpr.ExprError:
+        return False
+    old = facts.names.get(name, value)
+    facts.names[name] = float(value) if isinstance(old, float) else int(value) if isinstance(old, int) else value
+    facts.changed.discard(name)
+    return True
 
 
 def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
@@ -100,6 +203,9 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
     for d in decl.children_by_field_name("declarator"):
         if "vector" in type_text:
             _vector(src, d, facts)
+            continue
+        if type_text == "dim3" and d.type == "identifier":
+            facts.dims[_text(src, d)] = (1, 1, 1)
             continue
         if d.type != "init_declarator":
             continue
@@ -228,6 +334,42 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             insert_line=kernel_line(model, fn),
         )
     caller, launch = launches[0]
+    result = infer_launch(model, fn, caller, launch, indent, len(launches))
+    if isinstance(result, SpecMissing) and _CALLERS_DEPTH[0] == 0:
+        from warpwise.verify import callers
+
+        # The launcher's own host code does not tell: read the functions that call it (another file of the
+        # project, or this one), each call's arguments in place of the launcher's parameters.
+        _CALLERS_DEPTH[0] += 1
+        try:
+            through = callers.through_callers(model, fn, caller, result)
+        except Exception:
+            _LOG.exception("reading the callers of `%s()` of %s failed", caller.name, model.path)
+            through = None
+        finally:
+            _CALLERS_DEPTH[0] -= 1
+        if through is not None:
+            return through
+    return result
+
+
+_CALLERS_DEPTH = [0]
+"""Whether inference is already reading a launcher's callers (they are not followed again from there)."""
+
+
+def infer_launch(
+    model: FileModel,
+    fn: Function,
+    caller: Function,
+    launch: Launch,
+    indent: str,
+    n_launches: int,
+    int_value: int | None = None,
+) -> ProblemSpec | SpecMissing:
+    """Return the spec one launch site of `fn` implies (its host function's code, then its torch tensors).
+
+    With `int_value`, a torch binding's integer parameters that nothing gives take that representative value.
+    """
     offset = caller.span(launch.span)[0]
     facts = host_facts(model, caller, offset)
     loop_notes = []
@@ -236,16 +378,23 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             continue
         facts.names[var] = value
         loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    result = _from_launch(model, fn, caller, launch, facts, indent, len(launches), tuple(loop_notes))
+    result = _from_launch(model, fn, caller, launch, facts, indent, n_launches, tuple(loop_notes))
     if isinstance(result, SpecMissing) and torchspec.applies(model, caller):
-        through = _through_tensors(model, fn, caller, offset, indent, len(launches))
+        through = _through_tensors(model, fn, caller, offset, indent, n_launches, launch, int_value)
         if through is not None:
             return through
     return result
 
 
 def _through_tensors(
-    model: FileModel, fn: Function, caller: Function, offset: int, indent: str, n_launches: int
+    model: FileModel,
+    fn: Function,
+    caller: Function,
+    offset: int,
+    indent: str,
+    n_launches: int,
+    launch: Launch | None = None,
+    int_value: int | None = None,
 ) -> ProblemSpec | SpecMissing | None:
     """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`)."""
     from dataclasses import replace
@@ -253,7 +402,7 @@ def _through_tensors(
     from warpwise.analyzers.build import analyze_text
 
     try:
-        bound = torchspec.bind(model, caller, offset)
+        bound = torchspec.bind(model, caller, offset, int_value=int_value)
     except Exception:
         # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
         _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
@@ -266,9 +415,13 @@ def _through_tensors(
     if fn2 is None or not pairs:
         return None
     caller2, launch2 = pairs[0]
+    if launch is not None:
+        # The same launch in the rewritten text: the binding's text before it is rewritten, the rest kept.
+        same = [la for c, la in model.launches_of(fn.name) if c.name == caller.name]
+        index = next((i for i, la in enumerate(same) if la is launch), 0)
+        caller2, launch2 = pairs[min(index, len(pairs) - 1)]
     offset2 = caller2.span(launch2.span)[0]
-    facts = host_facts(model2, caller2, offset2)
-    facts.names.update({k: v for k, v in bound.scalars.items() if k not in facts.names})
+    facts = host_facts(model2, caller2, offset2, {k: v for k, v in bound.scalars.items() if k not in model2.constants})
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
         if not p.is_pointer or host not in bound.numel or host in facts.allocs:

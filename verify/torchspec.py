@@ -45,6 +45,9 @@ _TENSOR_TYPE = re.compile(r"\b(?:at|torch)::Tensor\b|^\s*(?:const\s+)?Tensor\b")
 _SAME_SHAPE_CALLS = ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like", "full_like")
 _SAME_SHAPE_METHODS = ("contiguous", "clone", "detach", "to", "type_as", "float", "half", "cuda")
 _FLOAT_TYPES = frozenset({"double", "float"})
+_INT_TYPES = frozenset(
+    {"int", "unsigned", "unsigned int", "long", "int64_t", "int32_t", "uint32_t", "uint64_t", "size_t", "long long"}
+)
 _ACC = {"double": "double", "float": "float", "at::Half": "float", "at::BFloat16": "float"}
 
 
@@ -165,8 +168,11 @@ def _acc_type(expr: str, types: dict[str, str]) -> str | None:
 _QUERY = r"\s*(?:\.|->)\s*"
 
 
-def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding | str:
-    """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done."""
+def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int | None = None) -> TorchBinding | str:
+    """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
+
+    With `int_value`, the binding's integer parameters take that representative value (each one noted).
+    """
     src = model.text
     node = _definition(model, caller)
     body = node.child_by_field_name("body") if node is not None else None
@@ -274,6 +280,12 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
+        elif int_value is not None and re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
+            out.scalars[name] = int_value
+            out.notes.append(
+                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {int_value} "
+                "(nothing in the project gives it)"
+            )
 
     def shape(t: str) -> tuple[int, ...]:
         r = root(t)
