@@ -275,7 +275,7 @@ def phase_nvcc(mirrors: Path, repos: list[str], state: Path, budget_s: float, ti
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mirrors", type=Path, help="folder of exported repositories with commits.json")
-    parser.add_argument("--phase", choices=("nvcc", "gate", "fallback", "report", "all"), default="all")
+    parser.add_argument("--phase", choices=("nvcc", "gate", "fallback", "spec", "report", "all"), default="all")
     parser.add_argument("--state", type=Path, default=Path("realworld_build-state.json"))
     parser.add_argument("--nvcc-state", type=Path, help="take the nvcc phase's results from this state file")
     parser.add_argument("--fallback-state", type=Path, help="the fallback pass's own state file (run beside gate)")
@@ -301,6 +301,8 @@ def main() -> int:
         phase_gate(args.mirrors, repos, args.state, args.budget_s)
     if args.phase in ("fallback", "all"):
         phase_gate(args.mirrors, repos, args.state, args.budget_s, fallback=True)
+    if args.phase in ("spec", "all"):
+        phase_spec(args.mirrors, args.state)
     if args.phase in ("report", "all"):
         if args.nvcc_state is not None or args.fallback_state is not None:
             merged = _load(args.state)
@@ -437,6 +439,41 @@ def phase_gate(mirrors: Path, repos: list[str], state: Path, budget_s: float, fa
         good = sum(all(b["ok"] for b in k["builds"]) for k in ks)
         print(f"gate {key}: {good}/{len(ks)} kernels build", file=sys.stderr, flush=True)
         _save(out_state, data)
+
+
+def spec_record(file: Path, kernel: str, model: Any, text: str) -> dict[str, Any]:
+    """Return how a kernel's run spec resolves from the file's own host code (or its callers in the project)."""
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    t0 = time.perf_counter()
+    spec = resolve_spec(str(file), text, kernel, model)
+    rec: dict[str, Any] = {"launched_here": bool(model.launches_of(kernel))}
+    rec["spec"] = spec.source if isinstance(spec, ProblemSpec) else None
+    rec["spec_origin"] = spec.origin if isinstance(spec, ProblemSpec) else ""
+    rec["spec_notes"] = list(spec.notes) if isinstance(spec, ProblemSpec) else []
+    rec["spec_missing"] = None if isinstance(spec, ProblemSpec) else list(spec.missing)[:6]
+    rec["spec_message"] = "" if isinstance(spec, ProblemSpec) else spec.message[:300]
+    rec["spec_s"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def phase_spec(mirrors: Path, state: Path) -> None:
+    """Resolve every kernel's spec again with the current code (specs are cheap; builds are kept)."""
+    from warpwise.analyzers.build import analyze_text
+
+    data = _load(state)
+    for key, g in data["gate"].items():
+        name, rel = key.split("/", 1)
+        file = mirrors / name / rel
+        text = file.read_text(encoding="utf-8", errors="replace")
+        model = analyze_text(text, str(file))
+        for k in g["kernels"]:
+            try:
+                k.update(spec_record(file, k["kernel"], model, text))
+            except Exception as exc:
+                k.update({"spec": None, "spec_missing": ["(inference failed)"], "spec_message": f"{exc}"[:300]})
+        print(f"spec {key}", file=sys.stderr, flush=True)
+    _save(state, data)
 
 
 def _pct(a: int, b: int) -> str:
