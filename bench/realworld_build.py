@@ -241,9 +241,15 @@ def _interleaved(mirrors: Path, repos: list[str]) -> list[tuple[str, Path]]:
         for lst in lists:
             if lst:
                 out.append(lst.pop(0))
+    if REVERSE:
+        out.reverse()
     return sorted(
         out, key=lambda nf: (f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST, not _has_kernels(nf[1]))
     )
+
+
+REVERSE: list[bool] = []
+"""Whether a phase walks the files from the other end (`--reverse`: a second process beside the first)."""
 
 
 def _has_kernels(file: Path) -> bool:
@@ -288,7 +294,10 @@ def main() -> int:
     parser.add_argument(
         "--nvcc-ok-first", action="store_true", help="gate phases take the files --nvcc-state says nvcc built first"
     )
+    parser.add_argument("--reverse", action="store_true", help="walk the files from the other end")
     args = parser.parse_args()
+    if args.reverse:
+        REVERSE.append(True)
     if args.nvcc_ok_first and args.nvcc_state is not None:
         FIRST.update(k for k, v in _load(args.nvcc_state)["nvcc"].items() if v["ok"])
     EXTRA_INCLUDE_DIRS.extend(str(Path(d).resolve()) for d in args.extra_include)
