@@ -246,8 +246,13 @@ def _numeric_objects(objects: dict[str, str], known: dict[str, int]) -> dict[str
     return out
 
 
-def through_callers(model: FileModel, fn: Function, launcher: Function, first: SpecMissing) -> ProblemSpec | None:
-    """Return the spec of `fn`'s launch in `launcher` read through the launcher's callers, or None."""
+def through_callers(
+    model: FileModel, fn: Function, launcher: Function, first: SpecMissing
+) -> ProblemSpec | SpecMissing | None:
+    """Return the spec of `fn`'s launch in `launcher` read through the launcher's callers, or None.
+
+    When no call gives a complete spec, the first call's `SpecMissing` (what is still missing there) is returned.
+    """
     from warpwise.analyzers.build import analyze_text
 
     if launcher.template_params or not model.path:
@@ -264,6 +269,7 @@ def through_callers(model: FileModel, fn: Function, launcher: Function, first: S
     numeric = _numeric_objects(objects, dict(model.constants))
     pattern = re.compile(rb"\b" + re.escape(launcher.name.encode()) + rb"\s*\(")
     tried = 0
+    missing: SpecMissing | None = None
     own = path.resolve()
     files = [own, *[f for f in _project_files(project_root(path)) if f.resolve() != own]]
     for file in files:
@@ -273,15 +279,17 @@ def through_callers(model: FileModel, fn: Function, launcher: Function, first: S
         cmodel = model if file == own else analyze_text(data, str(file))
         for outer, call in _calls(data, cmodel.tree.root_node, launcher.name):
             if tried >= MAX_CALLERS:
-                return None
+                return missing
             if file == own and outer.start_byte <= launcher.base < outer.end_byte:
                 continue
             tried += 1
             result = _through_call(model, fn, launcher, body, params, file, data, outer, call, funcs, numeric)
             if isinstance(result, ProblemSpec):
                 return result
+            if isinstance(result, SpecMissing) and missing is None:
+                missing = result
     del first
-    return None
+    return missing
 
 
 def _through_call(
@@ -333,11 +341,16 @@ def _through_call(
     if fn2 is None or not pairs:
         return None
     caller2, launch2 = pairs[0]
-    result = infer.infer_launch(model2, fn2, caller2, launch2, "", 1, REPRESENTATIVE_INT)
-    if not isinstance(result, ProblemSpec):
-        return result
+    result = infer.infer_launch(model2, fn2, caller2, launch2, "", len(pairs), REPRESENTATIVE_INT)
     line = data[: call.start_byte].count(b"\n") + 1
     where = file.name if file.resolve() != Path(model.path).resolve() else "this file"
+    if not isinstance(result, ProblemSpec):
+        through = f"through the call of `{launcher.name}()` in `{name}()` ({where}, line {line})"
+        # The combined function's lines lie past the file's end: name the launcher instead.
+        message = re.sub(
+            rf"`{re.escape(new_name)}\(\)` at line \d+", f"`{launcher.name}()` inlined into `{name}()`", result.message
+        )
+        return replace(result, message=f"{message} ({through})")
     origin = (
         f"inferred through the call of `{launcher.name}()` in `{name}()` ({where}, line {line}), its arguments in "
         f"place of the launcher's parameters ({result.origin.removeprefix('inferred from ')})"

@@ -606,6 +606,26 @@ def _from_launch(
             insert_line=kernel_line(model, fn),
         )
     assert grid is not None and block is not None and smem is not None
+    beyond = _beyond_limits(grid, block)
+    if beyond:
+        return SpecMissing(
+            fn.name,
+            f"cannot run `{fn.name}` as the launch in `{caller.name}()` at line {line} gives it: {beyond}"
+            + (f" ({'; '.join(loop_notes)})" if loop_notes else ""),
+            (beyond,),
+            annotation=format_annotation(
+                fn,
+                {},
+                offer_scalars,
+                offer_buffers,
+                "?",
+                ",".join(map(str, _trim(block))),
+                str(smem) if smem else None,
+                {t.name: bindings.get(t.name, "?") for t in fn.template_params},
+                indent,
+            ),
+            insert_line=kernel_line(model, fn),
+        )
     notes.extend(loop_notes)
     if n_launches > 1:
         notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")
@@ -622,6 +642,17 @@ def _from_launch(
         symbols=symbols,
         notes=tuple(notes),
     )
+
+
+def _beyond_limits(grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:
+    """Say how a launch geometry exceeds what CUDA launches (or is empty); empty when it is launchable."""
+    if min(grid) < 1 or min(block) < 1:
+        return f"an empty launch (grid {_trim(grid)}, block {_trim(block)})"
+    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        return f"grid {_trim(grid)} exceeds CUDA's limits (x < 2^31, y and z <= 65535)"
+    if block[0] * block[1] * block[2] > 1024 or block[2] > 64:
+        return f"block {_trim(block)} exceeds CUDA's limits (1024 threads, z <= 64)"
+    return ""
 
 
 def infer_geometry(model: FileModel, kernel: str) -> tuple[Geometry, str] | None:

@@ -78,3 +78,10 @@ def test_an_assignment_in_a_branch_makes_the_name_unknown() -> None:
     spec = resolve_spec("o.cu", _ORDERED.format(branch="if (argc > 1) { block = 128; }"), "k")
     assert isinstance(spec, SpecMissing)
     assert "block (`block`)" in spec.missing and "grid (`grid`)" in spec.missing
+
+
+def test_a_launch_beyond_cudas_grid_limits_is_spec_missing_not_a_failed_run() -> None:
+    text = _ORDERED.format(branch="").replace("grid.x = (n + block - 1) / block;", "grid.y = 70000;")
+    spec = resolve_spec("o.cu", text, "k")
+    assert isinstance(spec, SpecMissing)
+    assert "grid (1, 70000) exceeds CUDA's limits" in spec.message
