@@ -180,11 +180,16 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         return f"`{caller.name}()` has no body"
     btext = _text(src, body)
     params = _params(src, node)
+    btext, present = _optional_present(btext, params)
     tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
             tensors[name] = name
     out = TorchBinding(text=src)
+    out.notes.extend(
+        f"`{name}` is an optional tensor of `{caller.name}()`: taken as present (a tensor like the others)"
+        for name in present
+    )
     decl = re.compile(
         r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
     )
@@ -333,6 +338,14 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         return text
 
     settle()
+    # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.
+    for m in re.finditer(
+        r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext
+    ):
+        try:
+            values[m.group(1)] = cexpr.evaluate_int(substitute(m.group(2)), {**model.constants, **values})
+        except cexpr.ExprError:
+            values.pop(m.group(1), None)
     for t, parts in list(made.items()):
         sizes = []
         for p in parts:
@@ -383,6 +396,26 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         out.origin[t] = f"tensor `{base}` of shape {list(s)} ({how + '; ' if how else ''}{chosen})"
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
     return out
+
+
+_OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
+
+
+def _optional_present(body: str, params: list[tuple[str, str]]) -> tuple[str, list[str]]:
+    """Return the body with each `c10::optional<at::Tensor>` parameter taken as present, and those parameters.
+
+    `b.has_value() ? b.value().data_ptr<T>() : nullptr` becomes `b.data_ptr<T>()`, `b.value()` becomes `b` and
+    `b.has_value()` becomes `true`, so the tensor is sized and passed like any other.
+    """
+    present = [name for ty, name in params if _OPTIONAL_TENSOR.search(ty)]
+    for name in present:
+        n = re.escape(name)
+        has = rf"\b{n}\s*\.\s*has_value\s*\(\s*\)"
+        body = re.sub(rf"{has}\s*\?\s*([^:;?]+?)\s*:\s*(?:nullptr|NULL|0)\b", r"\1", body)
+        body = re.sub(rf"\b{n}\s*\.\s*value\s*\(\s*\)", name, body)
+        body = re.sub(rf"\(\s*\*\s*{n}\s*\)", name, body)
+        body = re.sub(has, "true", body)
+    return body, present
 
 
 class _Q:
