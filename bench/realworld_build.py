@@ -295,6 +295,7 @@ def main() -> int:
         "--nvcc-ok-first", action="store_true", help="gate phases take the files --nvcc-state says nvcc built first"
     )
     parser.add_argument("--reverse", action="store_true", help="walk the files from the other end")
+    parser.add_argument("--tag", default="", help="suffix of the result files' name (a second report of a day)")
     args = parser.parse_args()
     if args.reverse:
         REVERSE.append(True)
@@ -321,9 +322,9 @@ def main() -> int:
                 merged["gate"].update(_load(args.fallback_state)["gate"])
             merged_state = args.state.with_suffix(".merged.json")
             _save(merged_state, merged)
-            report(args.mirrors, repos, merged_state, sys.argv)
+            report(args.mirrors, repos, merged_state, sys.argv, args.tag)
         else:
-            report(args.mirrors, repos, args.state, sys.argv)
+            report(args.mirrors, repos, args.state, sys.argv, args.tag)
     return 0
 
 
@@ -560,7 +561,7 @@ def summarize(data: dict[str, Any], repos: list[str]) -> dict[str, Any]:
     return rows
 
 
-def report(mirrors: Path, repos: list[str], state: Path, argv: list[str]) -> None:
+def report(mirrors: Path, repos: list[str], state: Path, argv: list[str], tag: str = "") -> None:
     """Write bench/results/realworld_build-<date>.{json,md}."""
     data = _load(state)
     commits = json.loads((mirrors / "commits.json").read_text()) if (mirrors / "commits.json").is_file() else {}
@@ -587,7 +588,7 @@ def report(mirrors: Path, repos: list[str], state: Path, argv: list[str]) -> Non
         "files": {"nvcc": data["nvcc"], "gate": data["gate"]},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"realworld_build-{date}"
+    out = RESULTS / f"realworld_build-{date}{tag}"
     out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     out.with_suffix(".md").write_text(_markdown(result) + "\n")
     print(f"wrote {out}.json and .md", file=sys.stderr)
