@@ -463,6 +463,7 @@ def spec_record(file: Path, kernel: str, model: Any, text: str) -> dict[str, Any
     rec["spec_notes"] = list(spec.notes) if isinstance(spec, ProblemSpec) else []
     rec["spec_missing"] = None if isinstance(spec, ProblemSpec) else list(spec.missing)[:6]
     rec["spec_message"] = "" if isinstance(spec, ProblemSpec) else spec.message[:300]
+    rec["spec_annotation"] = "" if isinstance(spec, ProblemSpec) else spec.annotation[:300]
     rec["spec_s"] = round(time.perf_counter() - t0, 3)
     return rec
 
