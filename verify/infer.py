@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -335,26 +336,26 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
         )
     caller, launch = launches[0]
     result = infer_launch(model, fn, caller, launch, indent, len(launches))
-    if isinstance(result, SpecMissing) and _CALLERS_DEPTH[0] == 0:
+    if isinstance(result, SpecMissing) and not getattr(_IN_CALLERS, "active", False):
         from warpwise.verify import callers
 
         # The launcher's own host code does not tell: read the functions that call it (another file of the
         # project, or this one), each call's arguments in place of the launcher's parameters.
-        _CALLERS_DEPTH[0] += 1
+        _IN_CALLERS.active = True
         try:
             through = callers.through_callers(model, fn, caller, result)
         except Exception:
             _LOG.exception("reading the callers of `%s()` of %s failed", caller.name, model.path)
             through = None
         finally:
-            _CALLERS_DEPTH[0] -= 1
+            _IN_CALLERS.active = False
         if through is not None:
             return through
     return result
 
 
-_CALLERS_DEPTH = [0]
-"""Whether inference is already reading a launcher's callers (they are not followed again from there)."""
+_IN_CALLERS = threading.local()
+"""Whether this thread's inference is already reading a launcher's callers (not followed again from there)."""
 
 
 def infer_launch(
