@@ -241,7 +241,25 @@ def _interleaved(mirrors: Path, repos: list[str]) -> list[tuple[str, Path]]:
         for lst in lists:
             if lst:
                 out.append(lst.pop(0))
-    return sorted(out, key=lambda nf: f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST)
+    if REVERSE:
+        out.reverse()
+    return sorted(
+        out, key=lambda nf: (f"{nf[0]}/{nf[1].relative_to(mirrors / nf[0])}" not in FIRST, not _has_kernels(nf[1]))
+    )
+
+
+REVERSE: list[bool] = []
+"""Whether a phase walks the files from the other end (`--reverse`: a second process beside the first)."""
+
+
+def _has_kernels(file: Path) -> bool:
+    """Return whether a file defines a kernel (such files go first: the others add nothing to the rates)."""
+    from warpwise.analyzers.build import analyze_text
+
+    try:
+        return bool(analyze_text(file.read_text(encoding="utf-8", errors="replace"), str(file)).kernels)
+    except Exception:
+        return True
 
 
 def phase_nvcc(mirrors: Path, repos: list[str], state: Path, budget_s: float, timeout_s: float) -> None:
@@ -263,7 +281,7 @@ def phase_nvcc(mirrors: Path, repos: list[str], state: Path, budget_s: float, ti
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mirrors", type=Path, help="folder of exported repositories with commits.json")
-    parser.add_argument("--phase", choices=("nvcc", "gate", "fallback", "report", "all"), default="all")
+    parser.add_argument("--phase", choices=("nvcc", "gate", "fallback", "spec", "report", "all"), default="all")
     parser.add_argument("--state", type=Path, default=Path("realworld_build-state.json"))
     parser.add_argument("--nvcc-state", type=Path, help="take the nvcc phase's results from this state file")
     parser.add_argument("--fallback-state", type=Path, help="the fallback pass's own state file (run beside gate)")
@@ -276,7 +294,11 @@ def main() -> int:
     parser.add_argument(
         "--nvcc-ok-first", action="store_true", help="gate phases take the files --nvcc-state says nvcc built first"
     )
+    parser.add_argument("--reverse", action="store_true", help="walk the files from the other end")
+    parser.add_argument("--tag", default="", help="suffix of the result files' name (a second report of a day)")
     args = parser.parse_args()
+    if args.reverse:
+        REVERSE.append(True)
     if args.nvcc_ok_first and args.nvcc_state is not None:
         FIRST.update(k for k, v in _load(args.nvcc_state)["nvcc"].items() if v["ok"])
     EXTRA_INCLUDE_DIRS.extend(str(Path(d).resolve()) for d in args.extra_include)
@@ -289,6 +311,8 @@ def main() -> int:
         phase_gate(args.mirrors, repos, args.state, args.budget_s)
     if args.phase in ("fallback", "all"):
         phase_gate(args.mirrors, repos, args.state, args.budget_s, fallback=True)
+    if args.phase in ("spec", "all"):
+        phase_spec(args.mirrors, args.state)
     if args.phase in ("report", "all"):
         if args.nvcc_state is not None or args.fallback_state is not None:
             merged = _load(args.state)
@@ -298,9 +322,9 @@ def main() -> int:
                 merged["gate"].update(_load(args.fallback_state)["gate"])
             merged_state = args.state.with_suffix(".merged.json")
             _save(merged_state, merged)
-            report(args.mirrors, repos, merged_state, sys.argv)
+            report(args.mirrors, repos, merged_state, sys.argv, args.tag)
         else:
-            report(args.mirrors, repos, args.state, sys.argv)
+            report(args.mirrors, repos, args.state, sys.argv, args.tag)
     return 0
 
 
@@ -427,6 +451,42 @@ def phase_gate(mirrors: Path, repos: list[str], state: Path, budget_s: float, fa
         _save(out_state, data)
 
 
+def spec_record(file: Path, kernel: str, model: Any, text: str) -> dict[str, Any]:
+    """Return how a kernel's run spec resolves from the file's own host code (or its callers in the project)."""
+    from warpwise.verify.spec import ProblemSpec, resolve_spec
+
+    t0 = time.perf_counter()
+    spec = resolve_spec(str(file), text, kernel, model)
+    rec: dict[str, Any] = {"launched_here": bool(model.launches_of(kernel))}
+    rec["spec"] = spec.source if isinstance(spec, ProblemSpec) else None
+    rec["spec_origin"] = spec.origin if isinstance(spec, ProblemSpec) else ""
+    rec["spec_notes"] = list(spec.notes) if isinstance(spec, ProblemSpec) else []
+    rec["spec_missing"] = None if isinstance(spec, ProblemSpec) else list(spec.missing)[:6]
+    rec["spec_message"] = "" if isinstance(spec, ProblemSpec) else spec.message[:300]
+    rec["spec_annotation"] = "" if isinstance(spec, ProblemSpec) else spec.annotation[:300]
+    rec["spec_s"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def phase_spec(mirrors: Path, state: Path) -> None:
+    """Resolve every kernel's spec again with the current code (specs are cheap; builds are kept)."""
+    from warpwise.analyzers.build import analyze_text
+
+    data = _load(state)
+    for key, g in data["gate"].items():
+        name, rel = key.split("/", 1)
+        file = mirrors / name / rel
+        text = file.read_text(encoding="utf-8", errors="replace")
+        model = analyze_text(text, str(file))
+        for k in g["kernels"]:
+            try:
+                k.update(spec_record(file, k["kernel"], model, text))
+            except Exception as exc:
+                k.update({"spec": None, "spec_missing": ["(inference failed)"], "spec_message": f"{exc}"[:300]})
+        print(f"spec {key}", file=sys.stderr, flush=True)
+    _save(state, data)
+
+
 def _pct(a: int, b: int) -> str:
     """Return `a/b (p%)`."""
     return f"{a}/{b} ({100.0 * a / b:.1f}%)" if b else f"{a}/0 (-)"
@@ -502,7 +562,7 @@ def summarize(data: dict[str, Any], repos: list[str]) -> dict[str, Any]:
     return rows
 
 
-def report(mirrors: Path, repos: list[str], state: Path, argv: list[str]) -> None:
+def report(mirrors: Path, repos: list[str], state: Path, argv: list[str], tag: str = "") -> None:
     """Write bench/results/realworld_build-<date>.{json,md}."""
     data = _load(state)
     commits = json.loads((mirrors / "commits.json").read_text()) if (mirrors / "commits.json").is_file() else {}
@@ -529,7 +589,7 @@ def report(mirrors: Path, repos: list[str], state: Path, argv: list[str]) -> Non
         "files": {"nvcc": data["nvcc"], "gate": data["gate"]},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"realworld_build-{date}"
+    out = RESULTS / f"realworld_build-{date}{tag}"
     out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     out.with_suffix(".md").write_text(_markdown(result) + "\n")
     print(f"wrote {out}.json and .md", file=sys.stderr)

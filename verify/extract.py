@@ -81,6 +81,10 @@ _FLOATS = """#ifndef FLT_MAX
 #define DBL_MAX 1.7976931348623158e+308
 #endif
 """
+_TIME = """#ifndef CLOCKS_PER_SEC
+#define CLOCKS_PER_SEC 1000000l
+#endif
+"""
 _INTS = """typedef signed char int8_t; typedef unsigned char uint8_t;
 typedef short int16_t; typedef unsigned short uint16_t; typedef int int32_t; typedef unsigned int uint32_t;
 typedef long long int64_t; typedef unsigned long long uint64_t;
@@ -94,6 +98,8 @@ _REPLACEMENTS: dict[str, tuple[str | None, str]] = {
     "limits.h": ("cuda/std/climits", _LIMITS),
     "cfloat": ("cuda/std/cfloat", _FLOATS),
     "float.h": ("cuda/std/cfloat", _FLOATS),
+    "ctime": (None, _TIME),
+    "time.h": (None, _TIME),
     "cstdint": (None, _INTS),
     "stdint.h": (None, _INTS),
 }
@@ -101,7 +107,7 @@ _REPLACEMENTS: dict[str, tuple[str | None, str]] = {
 
 _UINT = """typedef unsigned int uint; typedef unsigned short ushort; typedef unsigned long ulong;
 """
-_EVERYTHING = ("cmath", "climits", "cfloat", "cstdint")
+_EVERYTHING = ("cmath", "climits", "cfloat", "cstdint", "ctime")
 _STD = """#include <cuda/std/type_traits>
 #include <cuda/std/limits>
 #include <cuda/std/utility>
@@ -217,6 +223,15 @@ __device__ __forceinline__ unsigned WARP_BALLOT(int p, unsigned mask = 0xfffffff
 #define C10_LAUNCH_BOUNDS_1(max_threads) __launch_bounds__(max_threads)
 #define C10_LAUNCH_BOUNDS_2(max_threads, min_blocks) __launch_bounds__(max_threads, min_blocks)
 #define CUDA_KERNEL_ASSERT(cond) assert(cond)
+__device__ __forceinline__ float gpuAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
+__device__ __forceinline__ double gpuAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
+__device__ __forceinline__ int gpuAtomicAdd(int* p, int v) { return atomicAdd(p, v); }
+__device__ __forceinline__ c10::Half gpuAtomicAdd(c10::Half* p, c10::Half v) {
+  return c10::Half(atomicAdd(reinterpret_cast<__half*>(p), static_cast<__half>(v))); }
+__device__ __forceinline__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16* p, c10::BFloat16 v) {
+  return c10::BFloat16(atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), static_cast<__nv_bfloat16>(v))); }
+template <typename T> __device__ __forceinline__ void fastAtomicAdd(T* p, long long i, long long n, T v, bool) {
+  gpuAtomicAdd(p + i, v); }
 """
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +58,19 @@ def _text(src: bytes, node: Any) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
-    """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset."""
+def host_facts(
+    model: FileModel, caller: Function, before: int, seed: dict[str, int | float] | None = None
+) -> HostFacts:
+    """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
+
+    `seed` gives values known before the function's first statement (a binding's representative parameters).
+    """
     src = model.text
     tree = model.tree
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    facts = HostFacts(names=dict(model.constants))
+    facts = HostFacts(names={**model.constants, **(seed or {})})
     if node is None:
         return facts
     body = node.child_by_field_name("body")
@@ -82,15 +88,113 @@ def host_facts(model: FileModel, caller: Function, before: int) -> HostFacts:
         if n.type == "declaration":
             _declaration(src, n, facts)
         elif n.type in ("assignment_expression", "update_expression"):
+            if _straight_line(n, body, src) and _assign(src, n, facts):
+                continue
             left = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if left is not None and left.type == "field_expression":
+                left = left.child_by_field_name("argument")
             if left is not None and left.type == "identifier":
-                facts.changed.add(_text(src, left))
+                # Assigned where the value depends on the path taken: not trusted from here on.
+                name = _text(src, left)
+                facts.changed.add(name)
+                facts.names.pop(name, None)
+                facts.dims.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
     return facts
+
+
+_COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "<<=": "<<", ">>=": ">>", "|=": "|", "&=": "&"}
+
+
+def _straight_line(node: Any, body: Any, src: bytes) -> bool:
+    """Return whether an assignment runs on every path to what follows it in its variable's scope.
+
+    That is: only blocks lie between it and the function's body, or between it and the block that declares the
+    variable (a local of an inner block, assigned in that block's straight-line code).
+    """
+    stmt = node.parent
+    if stmt is None or stmt.type != "expression_statement":
+        return False
+    left = node.child_by_field_name("left") or node.child_by_field_name("argument")
+    while left is not None and left.type == "field_expression":
+        left = left.child_by_field_name("argument")
+    name = _text(src, left) if left is not None and left.type == "identifier" else None
+    p = stmt.parent
+    while p is not None and p.type == "compound_statement":
+        if p == body or (name is not None and _declares(src, p, name, node.start_byte)):
+            return True
+        p = p.parent
+    return False
+
+
+def _declares(src: bytes, block: Any, name: str, before: int) -> bool:
+    """Return whether a block declares `name` in one of its own statements before a byte offset."""
+    for child in block.named_children:
+        if child.start_byte >= before:
+            return False
+        if child.type != "declaration":
+            continue
+        for d in child.children_by_field_name("declarator"):
+            ident = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if ident is not None and ident.type == "identifier" and _text(src, ident) == name:
+                return True
+    return False
+
+
+def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
+    """Apply one straight-line assignment (`x = e`, `x *= e`, `x++`, `grid.y = e`) to the facts, if it evaluates."""
+    if node.type == "update_expression":
+        arg = node.child_by_field_name("argument")
+        text = _text(src, node)
+        if arg is None or arg.type != "identifier" or _text(src, arg) not in facts.names:
+            return False
+        name = _text(src, arg)
+        value = facts.names[name]
+        facts.names[name] = value + (1 if "++" in text else -1)
+        return True
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    op = node.child_by_field_name("operator")
+    op_text = _text(src, op) if op is not None else "="
+    if left is None or right is None:
+        return False
+    expr = _text(src, right)
+    if left.type == "field_expression":
+        arg, field_node = left.child_by_field_name("argument"), left.child_by_field_name("field")
+        if arg is None or field_node is None or arg.type != "identifier":
+            return False
+        name, axis = _text(src, arg), "xyz".find(_text(src, field_node))
+        if name not in facts.dims or axis < 0:
+            return False
+        dims = list(facts.dims[name])
+        if op_text != "=":
+            if op_text not in _COMPOUND:
+                return False
+            expr = f"({dims[axis]}) {_COMPOUND[op_text]} ({expr})"
+        try:
+            dims[axis] = cexpr.evaluate_int(expr, facts.names)
+        except cexpr.ExprError:
+            return False
+        facts.dims[name] = (dims[0], dims[1], dims[2])
+        return True
+    if left.type != "identifier":
+        return False
+    name = _text(src, left)
+    if op_text != "=":
+        if op_text not in _COMPOUND or name not in facts.names:
+            return False
+        expr = f"({facts.names[name]}) {_COMPOUND[op_text]} ({expr})"
+    try:
+        value = cexpr.evaluate(expr, facts.names)
+    except cexpr.ExprError:
+        return False
+    old = facts.names.get(name, value)
+    facts.names[name] = float(value) if isinstance(old, float) else int(value) if isinstance(old, int) else value
+    facts.changed.discard(name)
+    return True
 
 
 def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
@@ -100,6 +204,9 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
     for d in decl.children_by_field_name("declarator"):
         if "vector" in type_text:
             _vector(src, d, facts)
+            continue
+        if type_text == "dim3" and d.type == "identifier":
+            facts.dims[_text(src, d)] = (1, 1, 1)
             continue
         if d.type != "init_declarator":
             continue
@@ -228,6 +335,42 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             insert_line=kernel_line(model, fn),
         )
     caller, launch = launches[0]
+    result = infer_launch(model, fn, caller, launch, indent, len(launches))
+    if isinstance(result, SpecMissing) and not getattr(_IN_CALLERS, "active", False):
+        from warpwise.verify import callers
+
+        # The launcher's own host code does not tell: read the functions that call it (another file of the
+        # project, or this one), each call's arguments in place of the launcher's parameters.
+        _IN_CALLERS.active = True
+        try:
+            through = callers.through_callers(model, fn, caller, result)
+        except Exception:
+            _LOG.exception("reading the callers of `%s()` of %s failed", caller.name, model.path)
+            through = None
+        finally:
+            _IN_CALLERS.active = False
+        if through is not None:
+            return through
+    return result
+
+
+_IN_CALLERS = threading.local()
+"""Whether this thread's inference is already reading a launcher's callers (not followed again from there)."""
+
+
+def infer_launch(
+    model: FileModel,
+    fn: Function,
+    caller: Function,
+    launch: Launch,
+    indent: str,
+    n_launches: int,
+    int_value: int | None = None,
+) -> ProblemSpec | SpecMissing:
+    """Return the spec one launch site of `fn` implies (its host function's code, then its torch tensors).
+
+    With `int_value`, a torch binding's integer parameters that nothing gives take that representative value.
+    """
     offset = caller.span(launch.span)[0]
     facts = host_facts(model, caller, offset)
     loop_notes = []
@@ -236,16 +379,23 @@ def infer(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing:
             continue
         facts.names[var] = value
         loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    result = _from_launch(model, fn, caller, launch, facts, indent, len(launches), tuple(loop_notes))
+    result = _from_launch(model, fn, caller, launch, facts, indent, n_launches, tuple(loop_notes))
     if isinstance(result, SpecMissing) and torchspec.applies(model, caller):
-        through = _through_tensors(model, fn, caller, offset, indent, len(launches))
+        through = _through_tensors(model, fn, caller, offset, indent, n_launches, launch, int_value)
         if through is not None:
             return through
     return result
 
 
 def _through_tensors(
-    model: FileModel, fn: Function, caller: Function, offset: int, indent: str, n_launches: int
+    model: FileModel,
+    fn: Function,
+    caller: Function,
+    offset: int,
+    indent: str,
+    n_launches: int,
+    launch: Launch | None = None,
+    int_value: int | None = None,
 ) -> ProblemSpec | SpecMissing | None:
     """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`)."""
     from dataclasses import replace
@@ -253,7 +403,7 @@ def _through_tensors(
     from warpwise.analyzers.build import analyze_text
 
     try:
-        bound = torchspec.bind(model, caller, offset)
+        bound = torchspec.bind(model, caller, offset, int_value=int_value)
     except Exception:
         # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
         _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
@@ -266,9 +416,13 @@ def _through_tensors(
     if fn2 is None or not pairs:
         return None
     caller2, launch2 = pairs[0]
+    if launch is not None:
+        # The same launch in the rewritten text: the binding's text before it is rewritten, the rest kept.
+        same = [la for c, la in model.launches_of(fn.name) if c.name == caller.name]
+        index = next((i for i, la in enumerate(same) if la is launch), 0)
+        caller2, launch2 = pairs[min(index, len(pairs) - 1)]
     offset2 = caller2.span(launch2.span)[0]
-    facts = host_facts(model2, caller2, offset2)
-    facts.names.update({k: v for k, v in bound.scalars.items() if k not in facts.names})
+    facts = host_facts(model2, caller2, offset2, {k: v for k, v in bound.scalars.items() if k not in model2.constants})
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
         if not p.is_pointer or host not in bound.numel or host in facts.allocs:
@@ -453,6 +607,26 @@ def _from_launch(
             insert_line=kernel_line(model, fn),
         )
     assert grid is not None and block is not None and smem is not None
+    beyond = _beyond_limits(grid, block)
+    if beyond:
+        return SpecMissing(
+            fn.name,
+            f"cannot run `{fn.name}` as the launch in `{caller.name}()` at line {line} gives it: {beyond}"
+            + (f" ({'; '.join(loop_notes)})" if loop_notes else ""),
+            (beyond,),
+            annotation=format_annotation(
+                fn,
+                {},
+                offer_scalars,
+                offer_buffers,
+                "?",
+                ",".join(map(str, _trim(block))),
+                str(smem) if smem else None,
+                {t.name: bindings.get(t.name, "?") for t in fn.template_params},
+                indent,
+            ),
+            insert_line=kernel_line(model, fn),
+        )
     notes.extend(loop_notes)
     if n_launches > 1:
         notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")
@@ -469,6 +643,17 @@ def _from_launch(
         symbols=symbols,
         notes=tuple(notes),
     )
+
+
+def _beyond_limits(grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:
+    """Say how a launch geometry exceeds what CUDA launches (or is empty); empty when it is launchable."""
+    if min(grid) < 1 or min(block) < 1:
+        return f"an empty launch (grid {_trim(grid)}, block {_trim(block)})"
+    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        return f"grid {_trim(grid)} exceeds CUDA's limits (x < 2^31, y and z <= 65535)"
+    if block[0] * block[1] * block[2] > 1024 or block[2] > 64:
+        return f"block {_trim(block)} exceeds CUDA's limits (1024 threads, z <= 64)"
+    return ""
 
 
 def infer_geometry(model: FileModel, kernel: str) -> tuple[Geometry, str] | None:

@@ -45,6 +45,9 @@ _TENSOR_TYPE = re.compile(r"\b(?:at|torch)::Tensor\b|^\s*(?:const\s+)?Tensor\b")
 _SAME_SHAPE_CALLS = ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like", "full_like")
 _SAME_SHAPE_METHODS = ("contiguous", "clone", "detach", "to", "type_as", "float", "half", "cuda")
 _FLOAT_TYPES = frozenset({"double", "float"})
+_INT_TYPES = frozenset(
+    {"int", "unsigned", "unsigned int", "long", "int64_t", "int32_t", "uint32_t", "uint64_t", "size_t", "long long"}
+)
 _ACC = {"double": "double", "float": "float", "at::Half": "float", "at::BFloat16": "float"}
 
 
@@ -165,8 +168,11 @@ def _acc_type(expr: str, types: dict[str, str]) -> str | None:
 _QUERY = r"\s*(?:\.|->)\s*"
 
 
-def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding | str:
-    """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done."""
+def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int | None = None) -> TorchBinding | str:
+    """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
+
+    With `int_value`, the binding's integer parameters take that representative value (each one noted).
+    """
     src = model.text
     node = _definition(model, caller)
     body = node.child_by_field_name("body") if node is not None else None
@@ -174,11 +180,16 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
         return f"`{caller.name}()` has no body"
     btext = _text(src, body)
     params = _params(src, node)
+    btext, present = _optional_present(btext, params)
     tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
             tensors[name] = name
     out = TorchBinding(text=src)
+    out.notes.extend(
+        f"`{name}` is an optional tensor of `{caller.name}()`: taken as present (a tensor like the others)"
+        for name in present
+    )
     decl = re.compile(
         r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
     )
@@ -274,6 +285,12 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
+        elif int_value is not None and re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
+            out.scalars[name] = int_value
+            out.notes.append(
+                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {int_value} "
+                "(nothing in the project gives it)"
+            )
 
     def shape(t: str) -> tuple[int, ...]:
         r = root(t)
@@ -321,6 +338,14 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
         return text
 
     settle()
+    # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.
+    for m in re.finditer(
+        r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext
+    ):
+        try:
+            values[m.group(1)] = cexpr.evaluate_int(substitute(m.group(2)), {**model.constants, **values})
+        except cexpr.ExprError:
+            values.pop(m.group(1), None)
     for t, parts in list(made.items()):
         sizes = []
         for p in parts:
@@ -371,6 +396,26 @@ def bind(model: FileModel, caller: Function, launch_offset: int) -> TorchBinding
         out.origin[t] = f"tensor `{base}` of shape {list(s)} ({how + '; ' if how else ''}{chosen})"
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
     return out
+
+
+_OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
+
+
+def _optional_present(body: str, params: list[tuple[str, str]]) -> tuple[str, list[str]]:
+    """Return the body with each `c10::optional<at::Tensor>` parameter taken as present, and those parameters.
+
+    `b.has_value() ? b.value().data_ptr<T>() : nullptr` becomes `b.data_ptr<T>()`, `b.value()` becomes `b` and
+    `b.has_value()` becomes `true`, so the tensor is sized and passed like any other.
+    """
+    present = [name for ty, name in params if _OPTIONAL_TENSOR.search(ty)]
+    for name in present:
+        n = re.escape(name)
+        has = rf"\b{n}\s*\.\s*has_value\s*\(\s*\)"
+        body = re.sub(rf"{has}\s*\?\s*([^:;?]+?)\s*:\s*(?:nullptr|NULL|0)\b", r"\1", body)
+        body = re.sub(rf"\b{n}\s*\.\s*value\s*\(\s*\)", name, body)
+        body = re.sub(rf"\(\s*\*\s*{n}\s*\)", name, body)
+        body = re.sub(has, "true", body)
+    return body, present
 
 
 class _Q:

@@ -90,6 +90,7 @@ def optimize(mirrors: Path, entries: list[dict[str, Any]], budget_s: float, cand
         path = mirrors / e["repo"].split("/")[1] / e["path"]
         cmd = [
             sys.executable,
+            "-P",  # the installed warpwise, not a `warpwise/` folder of the working directory
             "-m",
             "warpwise",
             "optimize",
@@ -106,7 +107,7 @@ def optimize(mirrors: Path, entries: list[dict[str, Any]], budget_s: float, cand
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s * 4 + 60, check=False)
         rec: dict[str, Any] = {k: e[k] for k in ("repo", "path", "kernel")}
-        rec["command"] = "warpwise optimize FILE " + " ".join(cmd[5:])
+        rec["command"] = "warpwise optimize FILE " + " ".join(cmd[6:])
         rec["exit"] = proc.returncode
         rec["seconds"] = round(time.perf_counter() - t0, 2)
         try:
@@ -118,6 +119,13 @@ def optimize(mirrors: Path, entries: list[dict[str, Any]], budget_s: float, cand
         print(f"optimize {rec['repo']} {rec['kernel']}: exit {proc.returncode} in {rec['seconds']} s", flush=True)
         out.append(rec)
     return out
+
+
+def _module_file() -> str:
+    """Return where the warpwise that ran was imported from (the carried wheel, not a checkout)."""
+    import warpwise
+
+    return str(Path(warpwise.__file__).resolve())
 
 
 def main() -> int:
@@ -145,6 +153,7 @@ def main() -> int:
         "backend": args.backend,
         "commits": listing["commits"],
         "env": {k: os.environ.get(k, "") for k in ("CUDA_VISIBLE_DEVICES",)},
+        "warpwise_module": _module_file(),
         "seconds": round(time.perf_counter() - t0, 1),
         "aa": records,
         "optimize": opt,

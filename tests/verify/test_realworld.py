@@ -224,6 +224,18 @@ def test_every_dispatched_dtype_of_a_torch_extension_builds_with_nvrtc(dtype: st
         assert build.info.lowered_name == "_Z7add_oneIN3c104HalfEEvPKT_PS2_i"
 
 
+@pytest.mark.parametrize("dtype", ["float", "at::Half"])
+def test_atens_gpu_atomic_add_and_clocks_per_sec_build_with_nvrtc(dtype: str) -> None:
+    from dataclasses import replace
+
+    path = REAL / "torch_ext" / "scatter_add.cu"
+    prepared = prepare(Candidate.from_files(str(path), "scatter_add", str(path)), Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob), prepared
+    build = nvbuild.build(replace(prepared.job.original, name_expression=f"scatter_add<{dtype}>"), "sm_90")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc"
+
+
 def test_torch_extension_without_torch_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from warpwise.verify import torchext
 

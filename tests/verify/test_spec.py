@@ -142,10 +142,25 @@ def test_index_buffers_need_a_range() -> None:
     assert any("value range of `idx`" in m for m in spec.missing)
 
 
-def test_reassigned_sizes_are_not_trusted() -> None:
+def test_reassigned_sizes_take_their_value_at_the_launch() -> None:
+    # Straight-line code is read in order: `x` was allocated with 1024 floats, `n` is 2048 at the launch.
     text = (
         "__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 0; }\n"
         "int main() { int n = 1024; float* x; cudaMalloc(&x, n * sizeof(float)); n = n * 2;\n"
+        "  k<<<n / 256, 256>>>(x, n); }\n"
+    )
+    spec = spec_of(text, "k")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.run.buffers[0].count == 1024
+    assert [a.value for a in spec.run.args if a.buffer is None] == [2048]
+    assert spec.run.original_geometry.grid == (8, 1, 1)
+
+
+def test_sizes_reassigned_on_one_path_are_not_trusted() -> None:
+    text = (
+        "__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 0; }\n"
+        "int main(int argc, char** argv) { int n = 1024; float* x; cudaMalloc(&x, n * sizeof(float));\n"
+        "  if (argc > 1) n = n * 2;\n"
         "  k<<<n / 256, 256>>>(x, n); }\n"
     )
     spec = spec_of(text, "k")

@@ -86,3 +86,32 @@ def test_a_projects_own_dispatch_macro_binds_its_types_like_at_dispatch() -> Non
     assert isinstance(spec, ProblemSpec), spec
     assert spec.template_args == ("float", "float")
     assert any("`scalar_t_0` is float" in n for n in spec.notes)
+
+
+def test_an_optional_tensor_is_taken_as_present_and_sized_by_its_checks() -> None:
+    spec = _spec("optional_bias.cu", "add_bias")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    counts = {b.name: (b.count, b.role) for b in spec.run.buffers}
+    # `bias.value().size(0) == x.size(1)`: one bias per column of the rank-2 `x`.
+    assert counts == {"x": (rows * cols, Role.IN), "bias": (cols, Role.IN), "y": (rows * cols, Role.OUT)}
+    assert any("`bias` is an optional tensor of `add_bias_cuda()`: taken as present" in n for n in spec.notes)
+
+
+def test_a_tensor_made_from_a_local_size_gets_that_size() -> None:
+    text = (
+        "#include <torch/extension.h>\n"
+        "__global__ void colsum(const float* x, float* s, int rows, int cols) {\n"
+        "  int c = blockIdx.x * blockDim.x + threadIdx.x; if (c < cols) s[c] = x[c]; }\n"
+        "at::Tensor colsum_cuda(const at::Tensor& x) {\n"
+        "  const auto rows = x.size(0);\n"
+        "  const auto cols = x.size(1);\n"
+        "  at::Tensor s = at::empty({cols}, x.options());\n"
+        "  colsum<<<(cols + 255) / 256, 256>>>(x.data_ptr<float>(), s.data_ptr<float>(), rows, cols);\n"
+        "  return s;\n"
+        "}\n"
+    )
+    spec = resolve_spec("colsum.cu", text, "colsum")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    assert {b.name: b.count for b in spec.run.buffers} == {"x": rows * cols, "s": cols}

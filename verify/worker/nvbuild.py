@@ -52,8 +52,14 @@ def cuda_include_dirs() -> list[str]:
     try:
         from cuda import pathfinder
 
-        for lib in ("cudart", "cccl"):
-            found = pathfinder.locate_nvidia_header_directory(lib)
+        # curand's device API (`curand_kernel.h`) is device code kernels include; its wheel has its own folder.
+        for lib in ("cudart", "cccl", "curand"):
+            try:
+                found = pathfinder.locate_nvidia_header_directory(lib)
+            except Exception:
+                if lib != "curand":
+                    raise
+                found = None
             if found is not None and found.abs_path not in dirs:
                 dirs.append(found.abs_path)
     except Exception:

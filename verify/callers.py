@@ -1,0 +1,358 @@
+"""Run specs through a launcher's callers: the sizes a launcher takes as parameters come from who calls it.
+
+Real projects split a launch in two: a launcher in the `.cu` file takes raw pointers and sizes and launches the
+kernel,
+
+    void array_scale_cuda(const half* in, half* out, int rows, int cols) {
+      dim3 grid(DIVIDE(cols, THREADS), rows);
+      scale_kernel<<<grid, THREADS>>>(in, out, rows, cols);
+    }
+
+and a binding in another file of the project (or the same one) calls it with a tensor's pointers and sizes:
+
+    void scale(torch::Tensor x, torch::Tensor y) {
+      array_scale_cuda((const half*) x.data_ptr(), (half*) y.data_ptr(), x.size(0), x.size(1));
+    }
+
+The launcher alone cannot tell how big anything is. `through_callers` finds the functions of the project that
+call the launcher (files under the project's root: the nearest folder up from the file with a `setup.py`,
+`pyproject.toml`, `CMakeLists.txt`, `warpwise.toml` or `.git`), writes each call's arguments in place of the
+launcher's parameters (the launcher's body inlined into the caller, function-like macros of the file and its
+quoted includes expanded in that host code), and infers the spec from that combined host function as from any
+other (`infer.infer_launch`: plain host code, or a torch binding's tensors given representative shapes). The
+caller's own integer parameters that nothing gives take a representative value, said in the provenance.
+
+Only straight calls are followed (`launcher(args);` as a statement, non-template launchers), one level up, at
+most `MAX_CALLERS` calls, over at most `MAX_FILES` files of at most `MAX_BYTES` each, so a large tree costs a
+bounded read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from warpwise.analyzers.expr import cexpr
+from warpwise.analyzers.model import FileModel, Function
+from warpwise.verify.spec import ProblemSpec, SpecMissing, kernel_function
+
+MAX_FILES = 400
+MAX_BYTES = 1_000_000
+MAX_CALLERS = 4
+REPRESENTATIVE_INT = 1
+"""The value given to a caller's integer parameter that nothing in the project gives: the smallest positive size,
+so every index it scales stays inside tensors of the representative shapes."""
+
+_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".c"})
+_ROOT_MARKERS = ("setup.py", "pyproject.toml", "CMakeLists.txt", "warpwise.toml", ".git")
+_SKIP_DIRS = frozenset({"build", "dist", "node_modules", "__pycache__", "third_party", "dependencies"})
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?[ \t]*((?:[^\n\\]|\\\n|\\.)*)", re.M)
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def project_root(path: Path) -> Path:
+    """Return the nearest folder up from a file that marks a project's root (the file's folder when none does)."""
+    folder = path.resolve().parent
+    for cand in [folder, *folder.parents][:8]:
+        if any((cand / m).exists() for m in _ROOT_MARKERS):
+            return cand
+    return folder
+
+
+def _project_files(root: Path) -> list[Path]:
+    """Return the project's C/C++/CUDA sources (hidden and build folders skipped), at most `MAX_FILES`."""
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if Path(name).suffix in _SUFFIXES:
+                out.append(Path(folder) / name)
+                if len(out) >= MAX_FILES:
+                    return out
+    return out
+
+
+def _read(path: Path) -> bytes | None:
+    """Return a file's bytes, or None when it cannot be read or is too big."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _text(src: bytes, node: Any) -> str:
+    """Return a node's source text."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _definition(root: Any, offset: int) -> Any:
+    """Return the function definition holding a byte offset."""
+    node = root.descendant_for_byte_range(offset, offset + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return node
+
+
+def _function_name(src: bytes, fn_node: Any) -> str:
+    """Return a function definition's name."""
+    decl = fn_node.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    name = decl.child_by_field_name("declarator") if decl is not None else None
+    return _text(src, name).split("::")[-1] if name is not None else ""
+
+
+def _param_decls(src: bytes, fn_node: Any) -> list[tuple[str, str]] | None:
+    """Return a function's parameters as (declaration text without a default, name), or None when one is odd."""
+    decl = fn_node.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    if plist is None:
+        return None
+    out: list[tuple[str, str]] = []
+    for p in plist.named_children:
+        if p.type == "comment":
+            continue
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            return None
+        d = p.child_by_field_name("declarator")
+        if d is None:
+            return None
+        end = d.end_byte
+        name = None
+        while d is not None:
+            if d.type == "identifier":
+                name = _text(src, d)
+                break
+            d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+        if not name:
+            return None
+        out.append((src[p.start_byte : end].decode("utf-8", "replace"), name))
+    return out
+
+
+def _calls(src: bytes, root: Any, name: str) -> list[tuple[Any, Any]]:
+    """Return (enclosing function definition, call statement) for each statement `name(args);` in a tree."""
+    out: list[tuple[Any, Any]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            if fn is not None and _text(src, fn).split("::")[-1].strip() == name:
+                stmt = node.parent
+                outer = _definition(root, node.start_byte)
+                if stmt is not None and stmt.type == "expression_statement" and outer is not None:
+                    out.append((outer, node))
+                continue
+        stack.extend(reversed(node.children))
+    return out
+
+
+def _macros(path: Path, text: bytes, depth: int = 3) -> tuple[dict[str, tuple[list[str], str]], dict[str, str]]:
+    """Return the function-like and object-like macros of a file and the local headers it includes (quoted)."""
+    funcs: dict[str, tuple[list[str], str]] = {}
+    objects: dict[str, str] = {}
+    seen: set[Path] = set()
+
+    def visit(p: Path, data: bytes, level: int) -> None:
+        if p in seen:
+            return
+        seen.add(p)
+        for m in _INCLUDE.finditer(data):
+            if level <= 0:
+                break
+            inc = (p.parent / m.group(1).decode("utf-8", "replace")).resolve()
+            body = _read(inc) if inc.is_file() else None
+            if body is not None:
+                visit(inc, body, level - 1)
+        for m in _DEFINE.finditer(data):
+            name = m.group(1).decode()
+            value = re.sub(r"\\\r?\n", " ", m.group(3).decode("utf-8", "replace"))
+            value = re.sub(r"//.*$|/\*.*?\*/", "", value).strip()
+            if m.group(2) is not None:
+                params = [a.strip() for a in m.group(2).decode()[1:-1].split(",") if a.strip()]
+                funcs.setdefault(name, (params, value))
+            elif value:
+                objects.setdefault(name, value)
+
+    visit(path.resolve(), text, depth)
+    return funcs, objects
+
+
+def _expand(text: str, funcs: dict[str, tuple[list[str], str]], passes: int = 4) -> str:
+    """Expand calls of function-like macros in host code text (nested calls by repeated passes)."""
+    if not funcs:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(funcs, key=len, reverse=True)) + r")\s*\(")
+    for _ in range(passes):
+        out: list[str] = []
+        pos = 0
+        changed = False
+        for m in pattern.finditer(text):
+            if m.start() < pos:
+                continue
+            depth, i = 1, m.end()
+            while i < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+            if depth:
+                break
+            params, body = funcs[m.group(1)]
+            args = [a.strip() for a in cexpr.split_top(text[m.end() : i - 1])] if text[m.end() : i - 1].strip() else []
+            if len(args) != len(params) or "..." in params:
+                continue
+            values = dict(zip(params, args, strict=True))
+            expanded = re.sub(r"\b[A-Za-z_]\w*\b", lambda w, v=values: _arg(v, w.group(0)), body)  # type: ignore[misc]
+            out.append(text[pos : m.start()] + f"({expanded})")
+            pos = i
+            changed = True
+        out.append(text[pos:])
+        text = "".join(out)
+        if not changed:
+            break
+    return text
+
+
+def _arg(values: dict[str, str], word: str) -> str:
+    """Return a macro parameter's argument (parenthesised unless it is one name or number), or the word itself."""
+    if word not in values:
+        return word
+    v = values[word]
+    return v if re.fullmatch(r"[\w.]+", v) else f"({v})"
+
+
+def _numeric_objects(objects: dict[str, str], known: dict[str, int]) -> dict[str, int]:
+    """Return the object-like macros whose value evaluates to an integer (through each other)."""
+    out: dict[str, int] = {}
+    for _ in range(4):
+        grew = False
+        for name, value in objects.items():
+            if name in out or name in known:
+                continue
+            try:
+                out[name] = cexpr.evaluate_int(value, {**known, **out})
+                grew = True
+            except cexpr.ExprError:
+                continue
+        if not grew:
+            break
+    return out
+
+
+def through_callers(
+    model: FileModel, fn: Function, launcher: Function, first: SpecMissing
+) -> ProblemSpec | SpecMissing | None:
+    """Return the spec of `fn`'s launch in `launcher` read through the launcher's callers, or None.
+
+    When no call gives a complete spec, the first call's `SpecMissing` (what is still missing there) is returned.
+    """
+    from warpwise.analyzers.build import analyze_text
+
+    if launcher.template_params or not model.path:
+        return None
+    src = model.text
+    root = model.tree.root_node
+    lnode = _definition(root, launcher.base)
+    body = lnode.child_by_field_name("body") if lnode is not None else None
+    params = _param_decls(src, lnode) if lnode is not None else None
+    if body is None or params is None:
+        return None
+    path = Path(model.path)
+    funcs, objects = _macros(path, src)
+    numeric = _numeric_objects(objects, dict(model.constants))
+    pattern = re.compile(rb"\b" + re.escape(launcher.name.encode()) + rb"\s*\(")
+    tried = 0
+    missing: SpecMissing | None = None
+    own = path.resolve()
+    files = [own, *[f for f in _project_files(project_root(path)) if f.resolve() != own]]
+    for file in files:
+        data = src if file == own else _read(file)
+        if data is None or not pattern.search(data):
+            continue
+        cmodel = model if file == own else analyze_text(data, str(file))
+        for outer, call in _calls(data, cmodel.tree.root_node, launcher.name):
+            if tried >= MAX_CALLERS:
+                return missing
+            if file == own and outer.start_byte <= launcher.base < outer.end_byte:
+                continue
+            tried += 1
+            result = _through_call(model, fn, launcher, body, params, file, data, outer, call, funcs, numeric)
+            if isinstance(result, ProblemSpec):
+                return result
+            if isinstance(result, SpecMissing) and missing is None:
+                missing = result
+    del first
+    return missing
+
+
+def _through_call(
+    model: FileModel,
+    fn: Function,
+    launcher: Function,
+    body: Any,
+    params: list[tuple[str, str]],
+    file: Path,
+    data: bytes,
+    outer: Any,
+    call: Any,
+    funcs: dict[str, tuple[list[str], str]],
+    numeric: dict[str, int],
+) -> ProblemSpec | SpecMissing | None:
+    """Return the spec read through one call of the launcher (its body inlined into the calling function)."""
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.verify import infer
+
+    args_node = call.child_by_field_name("arguments")
+    inner = _text(data, args_node)[1:-1] if args_node is not None else ""
+    args = [a.strip() for a in cexpr.split_top(inner)] if inner.strip() else []
+    if len(args) != len(params):
+        return None
+    src = model.text
+    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=True))
+    block = "{ " + decls + " " + _text(src, body)[1:-1] + " }"
+    stmt = call.parent
+    outer_text = (
+        data[outer.start_byte : stmt.start_byte].decode("utf-8", "replace")
+        + block
+        + data[stmt.end_byte : outer.end_byte].decode("utf-8", "replace")
+    )
+    more_funcs, _ = _macros(file, data)
+    funcs = {**more_funcs, **funcs}
+    name = _function_name(data, outer)
+    if not name:
+        return None
+    new_name = name
+    if re.search(rb"\b" + re.escape(name.encode()) + rb"\s*\(", src):
+        new_name = f"{name}__caller"
+        outer_text = re.sub(r"\b" + re.escape(name) + r"(\s*\()", new_name + r"\1", outer_text, count=1)
+    outer_text = _expand(outer_text, funcs)
+    defines = "".join(f"\n#define {k} {v}" for k, v in numeric.items())
+    composed = src + defines.encode() + b"\n" + outer_text.encode("utf-8", "surrogatepass") + b"\n"
+    model2 = analyze_text(composed, model.path)
+    fn2 = kernel_function(model2, fn.name)
+    pairs = [(c, la) for c, la in model2.launches_of(fn.name) if c.name == new_name]
+    if fn2 is None or not pairs:
+        return None
+    caller2, launch2 = pairs[0]
+    result = infer.infer_launch(model2, fn2, caller2, launch2, "", len(pairs), REPRESENTATIVE_INT)
+    line = data[: call.start_byte].count(b"\n") + 1
+    where = file.name if file.resolve() != Path(model.path).resolve() else "this file"
+    if not isinstance(result, ProblemSpec):
+        through = f"through the call of `{launcher.name}()` in `{name}()` ({where}, line {line})"
+        # The combined function's lines lie past the file's end: name the launcher instead.
+        message = re.sub(
+            rf"`{re.escape(new_name)}\(\)` at line \d+", f"`{launcher.name}()` inlined into `{name}()`", result.message
+        )
+        return replace(result, message=f"{message} ({through})")
+    origin = (
+        f"inferred through the call of `{launcher.name}()` in `{name}()` ({where}, line {line}), its arguments in "
+        f"place of the launcher's parameters ({result.origin.removeprefix('inferred from ')})"
+    )
+    return replace(result, origin=origin)
