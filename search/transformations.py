@@ -6,7 +6,9 @@ the GPU (a warp or a block per row, rows per block). Its rules module says so wi
 a list of `(label, args, launch)` where `args` are the rewrite's arguments (they replace the card's anchor
 arguments) and `launch` the geometry change for a problem file's launch, as steps `(block, scale)`: set the block
 to `block`, keeping the number of threads along each dimension in `scale` by scaling the grid (the search's
-`Transform("block", ...)`). Each variant becomes one action; the gate decides which one pays off.
+`Transform("block", ...)`), or `("grid_div", factor)`: divide the grid's x dimension by `factor`, rounding up (a
+rewrite whose threads each cover about `factor` times more elements, such as a grid-stride accumulation). Each
+variant becomes one action; the gate decides which one pays off.
 
 Where the kernel is launched from its own file, the rewrite edits the launch site itself and no override is
 needed; where a problem file launches it, the version carries the launch override. The plain card action
@@ -36,6 +38,14 @@ def _variants(card: Any, matches: list[Any]) -> list[tuple[str, dict[str, Any], 
     except Exception:  # A failing hook offers no actions; it never stops the search.
         log.exception("search_variants of card %s failed", card.skill_id)
         return []
+
+
+def _transform(step: Any, label: str) -> Transform:
+    """Return the search's launch transform of one step: `(block, scale)`, or `("grid_div", factor)`."""
+    if step[0] == "grid_div":
+        return Transform("grid_div", factor=int(step[1]), label=label)
+    block, scale = step
+    return Transform("block", block=tuple(block), scale=tuple(scale), label=label)
 
 
 class TransformationActions:
@@ -81,11 +91,10 @@ class TransformationActions:
                 override = version.launch
                 if ctx.spec_source == "problem_file":
                     override = version.launch or LaunchOverride()
-                    for block, scale in launch:
-                        override = override.then(
-                            Transform("block", block=tuple(block), scale=tuple(scale), label=f"{label} ({card_id})")
-                        )
-                child = version.derive(text, override, tuple(launch[-1][0]) if launch else "same")
+                    for step in launch:
+                        override = override.then(_transform(step, f"{label} ({card_id})"))
+                blocks = [tuple(step[0]) for step in launch if step[0] != "grid_div"]
+                child = version.derive(text, override, blocks[-1] if blocks else "same")
                 verdicts = [v for m in matches for v in m.verdicts]
                 gain, n = evidence_gain(card, ctx.kernel)
                 prior = prior_of(gain, verdicts)
