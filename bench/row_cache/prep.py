@@ -13,7 +13,8 @@ For every kernel of `bench/suite` and `bench/suite_ood` this writes candidates i
 
 No lineage, no LLM, no other card. Kernels neither card recognises are listed under `refused` with the reason.
 
-Usage: .venv/bin/python bench/row_cache/prep.py OUT
+Usage: .venv/bin/python bench/row_cache/prep.py OUT [KEY,...]   (KEY: a mapping key such as `tree_cache32`, or
+`<operator folder>/<style>__<key>` for one candidate; all candidates when none is given)
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from warpwise.verify.launch import problem_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = ("bench/suite", "bench/suite_ood")
-COOP_MAPPINGS = ("block512", "block1024")
-PER_LANE = (16, 32)  # the search may also try 8; this batch times the two that fit the suites' rows
+COOP_MAPPINGS = ("block128", "block256", "block512", "block1024")
+PER_LANE = (16, 32, 64)  # the search may also try 8
 
 
 def _kernel(model, name=None):
@@ -42,8 +43,8 @@ def _kernel(model, name=None):
     )
 
 
-def main(out: Path) -> int:
-    """Write the candidates, their problem files and the manifest."""
+def main(out: Path, keys: set[str] | None = None) -> int:
+    """Write the candidates, their problem files and the manifest (only the mapping keys in `keys`, if given)."""
     lib = builtin_library()
     cache = lib.get("row-register-cache")
     coop = lib.get("row-cooperative-reduction")
@@ -60,6 +61,8 @@ def main(out: Path) -> int:
     entries, refused = [], []
 
     def emit(cu: Path, suite: str, kernel: str, key: str, text: bytes, changes, mechanism: str) -> None:
+        if keys and key not in keys and f"{cu.parent.name}/{cu.stem}__{key}" not in keys:
+            return
         problem = cu.with_name(cu.stem + ".problem.py")
         op = cu.parent.name + ("_ood" if suite.endswith("_ood") else "")
         name = f"{cu.stem}__{key}"
@@ -175,4 +178,4 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None))

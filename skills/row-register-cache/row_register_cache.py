@@ -59,7 +59,7 @@ from warpwise.skills.rewrite import Edit, RewriteContext
 
 Node = Any
 
-PER_LANE_CHOICES = (8, 16, 32)
+PER_LANE_CHOICES = (8, 16, 32, 64)
 """Elements of a row each lane keeps per cached array: the search's parameter."""
 MAX_REGISTERS = 64
 """At most this many 32-bit registers per lane go to the cache (K times the arrays, 8-byte types count twice)."""
