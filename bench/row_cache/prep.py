@@ -134,9 +134,10 @@ def main(out: Path, keys: set[str] | None = None) -> int:
                     if text is None:
                         continue
                     cmodel = analyze_text(text, str(cu))
+                    cfound, _ = rr.recognise(cmodel, _kernel(cmodel, fn.name))
                     for k in PER_LANE:
                         t2 = rr.rewrite_source(cmodel, fn.name, k)
-                        if t2 is None:
+                        if t2 is None or cfound is None or not rr.fits_block(cfound, k, mp.block):
                             continue
                         params = (
                             f"mode=warp rows_per_block={mp.rows_per_block}"

@@ -411,7 +411,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
         return None, "the kernel keeps its row in registers already"
     canon = reduce_canon(model, fn)
     best: list[tuple[Node, tuple[str, str, Node, Node, Node, Node, _Body]]] = []
-    parsed = 0
+    parsed: set[int] = set()  # the passes found (a block around a `while` is visited at both levels)
     heads: dict[int, int] = {}  # loop start -> start of the statement that holds it at the sequence's level
     for block in _walk(body):
         if block.type != "compound_statement":
@@ -438,8 +438,8 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
             var, _, start, bound, step, _, _ = parts
             key = (var, canon.of(start).key(), canon.of(bound).key(), canon.of(step).key())
             groups.setdefault(key, []).append((st, parts))
-            heads[st.start_byte] = outer.start_byte
-            parsed += 1
+            heads.setdefault(st.start_byte, outer.start_byte)  # the outermost block that holds it
+            parsed.add(st.start_byte)
         for g in groups.values():
             if len(g) > len(best):
                 best = g
@@ -528,7 +528,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
             )
     if not slots and len(best) > 1:
         return None, "no element of the row is read again by a later pass (or every re-read array is written)"
-    if not slots and parsed > 1:
+    if not slots and len(parsed) > 1:
         return None, "the passes over the row differ in start, bound or step: a lane does not revisit its elements"
     if not slots:
         # A single pass: nothing to keep, but unrolled its loads are in flight together. Only where the lanes of a
@@ -559,6 +559,21 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
 def fits(rc: RowCache, per_lane: int) -> bool:
     """Whether K elements per lane of every slot stay within the register budget."""
     return per_lane > 0 and rc.registers_per_element * per_lane <= MAX_REGISTERS
+
+
+REGISTER_FILE = 65536
+"""32-bit registers of one SM (sm_70 to sm_90): a block's threads times their registers must fit."""
+OTHER_REGISTERS = 32
+"""Registers a row kernel needs besides the cache (indices, accumulators, addresses), a round estimate."""
+
+
+def fits_block(rc: RowCache, per_lane: int, threads: int) -> bool:
+    """Whether K elements per lane fit the budget and a block of `threads` threads still fits the register file.
+
+    A block of 1024 threads leaves 64 registers a thread in all: a cache of 64 would not launch
+    (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), so a search that knows the block skips it.
+    """
+    return fits(rc, per_lane) and threads * (rc.registers_per_element * per_lane + OTHER_REGISTERS) <= REGISTER_FILE
 
 
 def generate_edits(rc: RowCache, per_lane: int, data: bytes) -> list[Edit]:
@@ -715,6 +730,7 @@ __all__ = [
     "RowCache",
     "Slot",
     "fits",
+    "fits_block",
     "generate_edits",
     "recognise",
     "rewrite",
