@@ -167,3 +167,41 @@ def test_gate_finds_the_rewrite_correct(rel: str, kernel: str, k: int) -> None:
     finally:
         backend.close()
     assert r.status in (Status.VERIFIED, Status.NOT_FASTER), (r.status, r.message)
+
+
+def test_a_block_of_1024_threads_leaves_no_room_for_a_large_cache() -> None:
+    model, fn = _kernel(FIXTURES / "pos_warp_lanes_masked.cu")
+    found, _ = rr.recognise(model, fn)
+    assert found is not None
+    assert rr.fits_block(found, 16, 1024) and not rr.fits_block(found, 64, 1024) and rr.fits_block(found, 64, 256)
+
+
+def test_a_while_pass_in_its_own_block_shares_the_registers_of_the_sequence() -> None:
+    src = b"""
+__global__ void k(const float *x, float *y, int cols) {
+  float m = -3.0e38f;
+  {
+    int c = threadIdx.x;
+    while (c < cols) {
+      m = fmaxf(m, x[blockIdx.x * cols + c]);
+      c += blockDim.x;
+    }
+  }
+  {
+    int c = threadIdx.x;
+    while (c < cols) {
+      y[blockIdx.x * cols + c] = x[blockIdx.x * cols + c] - m;
+      c += blockDim.x;
+    }
+  }
+}
+"""
+    model, fn = _kernel(text=src)
+    out = rr.rewrite_source(model, fn.name, 8)
+    assert out is not None
+    text = out.decode()
+    # The cache is declared before the first block, so the second block's pass sees it.
+    assert text.index("float ww_row0[8];") < text.index("  {\n    int c = threadIdx.x;")
+    assert "y[blockIdx.x * cols + c] = ww_row0[ww_k] - m;" in text
+    ok, log = compile_many([out])[0]
+    assert ok, log
