@@ -84,6 +84,10 @@ class CardActions:
                 groups[m.card_id].append(m)
         out: list[Action] = []
         for card_id, matches in sorted(groups.items()):
+            if ctx.spec_source == "problem_file" and callable(
+                getattr(getattr(matches[0].card, "rules", None), "search_variants", None)
+            ):
+                continue  # A transformation card: each parameter choice, with its launch, is a TransformationAction.
             fixes = [f for f in (compute_fix(model, m) for m in matches) if f is not None]
             edits = merge_fixes(fixes)
             if not edits:

@@ -12,6 +12,7 @@ from warpwise.search.context import SearchContext, literal_block
 from warpwise.search.evaluate import Evaluator
 from warpwise.search.lineage import LineageActions, plans_for
 from warpwise.search.params import ParamActions
+from warpwise.search.transformations import TransformationActions
 from warpwise.search.version import LaunchOverride, Transform, Version
 from warpwise.skills.library import builtin_library
 from warpwise.verify.spec import ProblemSpec, read_problem, resolve_spec
@@ -48,8 +49,11 @@ def test_card_actions_carry_priors_from_evidence_and_verdicts() -> None:
 
 def test_a_virtual_launch_lets_block_size_cards_apply_to_problem_files() -> None:
     ctx, v = context(SUITE / "transpose" / "naive.cu", "transpose_naive")
-    actions = {a.name: a for a in CardActions().actions(v, ctx)}
-    tiled = actions["card:strided-transpose-access"].produce()
+    # The tiled transpose is a transformation card: on a problem file's launch it is offered through its parameter
+    # choices (each with its launch), not as the plain card action.
+    assert "card:strided-transpose-access" not in {a.name for a in CardActions().actions(v, ctx)}
+    actions = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    tiled = actions["transform:strided-transpose-access:tile 32, launch kept"].produce()
     assert tiled is not None and "__shared__ ww_elem ww_tile[WW_T][WW_T + 1];" in tiled.text
     assert "warpwise_virtual_launch" not in tiled.text
 

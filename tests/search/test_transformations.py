@@ -73,3 +73,24 @@ def test_histogram_variants_divide_the_grid_of_the_coarsened_copy() -> None:
     assert kept is not None and coarse is not None
     assert "ww_body(blockIdx.x);" in kept.text and "ww_vb < ww_blocks; ww_vb += gridDim.x" in coarse.text
     assert _geometry(coarse.launch, (262144, 1, 1), (256, 1, 1))[:2] == ((1024, 1, 1), (256, 1, 1))
+
+
+def test_grid_stride_total_is_an_action_that_divides_the_grid() -> None:
+    ctx, v = context(OOD / "reduce_sum" / "strided_index_atomic.cu", "sum_strided_index")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    act = acts["transform:grid-stride-atomic-total:grid / 128"]
+    child = act.produce()
+    assert child is not None and "ww_acc" in child.text
+    # The problem file launches 2^26 / 512 blocks of 512; the version launches 128 times fewer, blocks unchanged.
+    assert _geometry(child.launch, (131072, 1, 1), (512, 1, 1))[:2] == ((1024, 1, 1), (512, 1, 1))
+    assert child.block is None  # the block is unchanged
+
+
+def test_row_register_cache_offers_each_cache_size_with_the_launch_unchanged() -> None:
+    ctx, v = context(OOD / "softmax" / "block_row_while.cu", "softmax_block_row")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    names = sorted(a for a in acts if a.startswith("transform:row-register-cache:"))
+    assert names == [f"transform:row-register-cache:{k} elements per lane in registers" for k in (16, 32, 64, 8)]
+    child = acts["transform:row-register-cache:64 elements per lane in registers"].produce()
+    assert child is not None and "ww_row0[64]" in child.text
+    assert _geometry(child.launch, (1, 8192, 1), (128, 1, 1))[:2] == ((1, 8192, 1), (128, 1, 1))
