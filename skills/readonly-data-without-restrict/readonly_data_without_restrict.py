@@ -105,7 +105,23 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
     body = node.child_by_field_name("body") if node is not None else None
     ks = _ks(ctx)
     for ident in ks.identifiers(body, p.name) if body is not None else []:
-        parent = ident.parent
+        parent, child = ident.parent, ident
+        # Pointer arithmetic keeps the pointer's type: `float* q = p + offset;` drops `const` as `float* q = p;`.
+        while parent is not None and (
+            parent.type == "parenthesized_expression"
+            or (
+                parent.type == "binary_expression"
+                and node_text(ctx.model, parent.child_by_field_name("operator")) in ("+", "-")
+            )
+            or (parent.type == "conditional_expression" and parent.child_by_field_name("condition") != child)
+        ):
+            parent, child = parent.parent, parent
+        if parent is not None and parent.type == "assignment_expression":
+            left = parent.child_by_field_name("left")
+            if left is not None and not (left.start_byte <= ident.start_byte < left.end_byte):
+                return violated(f"`{p.name}` is assigned to `{node_text(ctx.model, left)}`, which would drop `const`")
+        if parent is not None and parent.type == "return_statement":
+            return violated(f"`{p.name}` is returned, which would drop `const`")
         if parent is not None and parent.type == "argument_list":
             call = parent.parent
             callee = node_text(ctx.model, call.child_by_field_name("function")) if call is not None else "a function"

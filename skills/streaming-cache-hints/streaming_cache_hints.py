@@ -207,18 +207,43 @@ def streamed_global_elements(ctx: MatchContext) -> Iterator[Region]:
 def streaming_element_type(ctx: CheckContext) -> Verdict:
     """Hold when the pointer's element type, aliases resolved, has `__ldcs` and `__stcs` overloads."""
     name, written = ctx.fact("name"), ctx.fact("element_type", "")
-    if written in {t.name for t in ctx.function.template_params}:
-        return unknown(
-            f"`{name}` points to the template parameter `{written}`: whether the intrinsics take it depends "
-            "on the instantiation"
-        )
+    params = [t.name for t in ctx.function.template_params]
+    if written in params:
+        return _template_element_type(ctx, name, written, params.index(written))
     resolved, records = resolve_type(ctx.model, written)
     shown = f"`{written}`" + (f" (`{resolved}`)" if resolved != written else "")
     if resolved in STREAMING_TYPES:
         return holds(f"`{name}` points to {shown}, which `__ldcs` and `__stcs` take")
     if resolved in _NO_OVERLOAD or resolved in records:
         return violated(f"`{name}` points to {shown}; `__ldcs` and `__stcs` have no overload for it")
-    return unknown(f"`{name}` points to {shown}, a type not declared in this file")
+    # A rewrite that may not compile is never offered, not even as unsafe (`--fix --unsafe` must keep files building).
+    return violated(f"`{name}` points to {shown}, a type not declared in this file: the intrinsics may not take it")
+
+
+def _template_element_type(ctx: CheckContext, name: str, written: str, index: int) -> Verdict:
+    """Hold when every instantiation this file makes binds the template parameter to a type the intrinsics take.
+
+    A rewrite that does not compile for one instantiation breaks the file (`__stcs` has no overload for
+    `at::Half` or a value of another type), so without known instantiations the card does not fire.
+    """
+    from warpwise.verify.gate import kernel_instantiations
+
+    try:
+        found = kernel_instantiations(ctx.model.text, ctx.model.path or "", ctx.function.name, ctx.model)
+    except Exception:  # No instantiation read is no instantiation known.
+        found = []
+    types = sorted({args[index] for args in found if index < len(args)})
+    if not types or any("?" in t for t in types):
+        return violated(
+            f"`{name}` points to the template parameter `{written}`, whose instantiations are not known from this "
+            "file: the intrinsics may have no overload for them"
+        )
+    bad = [t for t in types if resolve_type(ctx.model, t)[0] not in STREAMING_TYPES]
+    if bad:
+        return violated(
+            f"`{name}` points to `{written}`, instantiated with `{bad[0]}`, which the intrinsics do not take"
+        )
+    return holds(f"`{name}` points to `{written}`, instantiated only with {', '.join(f'`{t}`' for t in types)}")
 
 
 @check("streaming_access_once")
