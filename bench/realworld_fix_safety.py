@@ -18,6 +18,8 @@ severities and whether a guarded safe fix is applied in bulk, and with them ever
 would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and .md.
 
     python bench/realworld_fix_safety.py MIRRORS [--nvcc-state FILE] [--budget-s S] [--extra-include DIR]
+        [--cache FILE] [--jobs N]
+    python bench/realworld_fix_safety.py --render RESULTS.json   (rewrite the Markdown summary of a results file)
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ def _cache_key(root: Path, recipe: Any, file: Path, text: bytes) -> str:
 def main() -> int:
     """Run the checks and write the results."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mirrors", type=Path)
+    ap.add_argument("mirrors", type=Path, nargs="?")
+    ap.add_argument("--render", type=Path, help="only rewrite the Markdown summary of this results file")
     ap.add_argument("--nvcc-state", type=Path, help="realworld_build.py's nvcc state (which files built)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget for the nvcc rebuilds")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="time limit of one nvcc rebuild")
@@ -106,6 +109,11 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, help="JSON file of build outcomes by the hash of text and command")
     ap.add_argument("--jobs", type=int, default=1, help="nvcc builds side by side")
     args = ap.parse_args()
+    if args.render is not None:
+        args.render.with_suffix(".md").write_text(render(json.loads(args.render.read_text())))
+        return 0
+    if args.mirrors is None:
+        ap.error("MIRRORS is required")
     rw.EXTRA_INCLUDE_DIRS[:] = args.extra_include
     commits = json.loads((args.mirrors / "commits.json").read_text())
     built = json.loads(args.nvcc_state.read_text())["nvcc"] if args.nvcc_state else {}
@@ -244,10 +252,10 @@ def render(doc: dict[str, Any]) -> str:
     ok = sum(1 for rb in rebuilt if rb["ok"])
     lines += [
         "",
-        f"nvcc rebuilds of fixed files that built before (safe and unsafe fixes, repository flags): "
-        f"{ok}/{len(rebuilt)} "
-        f"still build; {len(tried) - len(rebuilt)} whose original no longer builds on this machine were not judged; "
-        f"{skipped} not run within the budget.",
+        f"nvcc builds of every file `--fix` changed (safe and unsafe fixes, repository flags), original and fixed: "
+        f"{ok}/{len(rebuilt)} fixed files whose original builds still build; "
+        f"{len(tried) - len(rebuilt)} not judged (the original does not build here, or one of the two builds ran "
+        f"past the time limit); {skipped} not run within the budget.",
         "",
         "## Problems",
         "",
