@@ -15,7 +15,7 @@ from warpwise.analyzers.findings import Severity
 from warpwise.server.analysis import Analysis
 from warpwise.server.providers import Item
 from warpwise.skills.presentation import Outlook, shown_severity, why_shown
-from warpwise.skills.traffic import TRAFFIC_RULES, access_traffic
+from warpwise.skills.traffic import access_traffic, traffic_ids
 
 if TYPE_CHECKING:
     from warpwise.server.verification import VerificationService
@@ -42,7 +42,7 @@ def outlook(
     """Return what is known of an item's pay-off: its prediction, whether its fix verified on this text, and the
     DRAM traffic of an uncoalesced access it reports."""
     look = _card_outlook(verification, analysis, item, preds)
-    if item.id in TRAFFIC_RULES:
+    if item.id in traffic_ids():
         traffic = access_traffic(analysis.model, item.function, item.span[0])
         if traffic is not None:
             look = dataclasses.replace(look or Outlook(), traffic_factor=traffic.factor, traffic=traffic.describe())

@@ -13,6 +13,7 @@ row of at least one sector (8 `float`s), and the reason says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,8 +22,17 @@ from warpwise.analyzers.model import AccessPattern, FileModel, MemorySpace
 
 SECTOR_BYTES = 32
 WARP = 32
-TRAFFIC_RULES = frozenset({"uncoalesced-global-access", "strided-transpose-access"})
-"""Findings whose claim is an uncoalesced global access (their span starts at the access)."""
+UNCOALESCED_RULE = "uncoalesced-global-access"
+"""The model-level rule whose claim is an uncoalesced global access; cards that supersede it claim the same."""
+
+
+@functools.cache
+def traffic_ids() -> frozenset[str]:
+    """Return the rule and the cards whose findings claim an uncoalesced global access (their span starts there)."""
+    from warpwise.skills.library import builtin_library
+
+    cards = {c.skill_id for c in builtin_library() if UNCOALESCED_RULE in c.header.supersedes}
+    return frozenset({UNCOALESCED_RULE, *cards})
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 from warpwise.analyzers.findings import Finding
 from warpwise.engine import FileReport
 from warpwise.skills.presentation import Outlook, rule_concern, shown_severity
-from warpwise.skills.traffic import TRAFFIC_RULES, access_traffic
+from warpwise.skills.traffic import access_traffic, traffic_ids
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
             pred = preds.get((match.function, match.card_id))
             if pred is not None:
                 look = Outlook(speedup=float(pred.speedup), p_verified=float(pred.p_verified))
-        if f.rule in TRAFFIC_RULES:
+        if f.rule in traffic_ids():
             traffic = access_traffic(report.model, f.function, f.span[0])
             if traffic is not None:
                 base = look or Outlook()
