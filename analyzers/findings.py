@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from warpwise.analyzers.barriers import unguarded_tile_loop
 from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.macros import view_width
 from warpwise.analyzers.model import (
@@ -411,6 +412,8 @@ def _divergent_sync(model: FileModel, fn: Function) -> Iterator[Finding]:
         if not later or branch.span[0] > max(c.span[0] for c in syncs):
             continue
         target = later[0] if later else first_sync
+        if unguarded_tile_loop(fn, branch.span[1]) is not None:
+            continue  # A tile-edge return in a kernel that requires whole tiles (`analyzers.barriers`).
         yield Finding(
             "divergent-syncthreads",
             Severity.WARNING,

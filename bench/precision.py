@@ -45,6 +45,7 @@ JUDGEMENTS = ("wrong", "no-op", "useful")
 HEADER = (
     "# Judged by reading the code at the pinned commit (issue 18); see bench/precision.py for what the fields mean.\n"
 )
+LOUDNESS = ("hint", "info", "warning", "error")
 
 
 def corpus() -> list[dict[str, str]]:
@@ -186,20 +187,27 @@ def report(check: Path, root: Path) -> dict[str, Any]:
     firing = {key(x): x for x in current}
     per_rule: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     severity: dict[str, str] = {}
+    # Each labelled finding counts among the warnings by its own shown severity (the loudest of the findings that
+    # share its label), not by its rule's: one rule can give errors, warnings and hints.
+    loud: dict[tuple[str, str, str, str], str] = {}
+    for item in current:
+        k = key(item)
+        if LOUDNESS.index(item["severity"]) > LOUDNESS.index(loud.get(k, "hint")):
+            loud[k] = item["severity"]
+    warn: collections.Counter[str] = collections.Counter()
     for k, item in firing.items():
         severity.setdefault(item["rule"], item["severity"])
         label = labels.get(k)
         if label is not None:
             per_rule[item["rule"]][label["judgement"]] += 1
+            if loud.get(k) in ("warning", "error"):
+                warn[label["judgement"]] += 1
     dropped = sorted(k for k in labels if k not in firing)
     totals: collections.Counter[str] = collections.Counter()
-    warn: collections.Counter[str] = collections.Counter()
     rows = {}
     for rule, counts in sorted(per_rule.items()):
         n = sum(counts.values())
         totals.update(counts)
-        if severity.get(rule) in ("warning", "error"):
-            warn.update(counts)
         rows[rule] = {
             "severity": severity.get(rule),
             "labelled": n,

@@ -190,8 +190,13 @@ def repo_flags(root: Path, recipe: Recipe, file: Path) -> list[str]:
     return flags + list(recipe.nvcc_flags)
 
 
-def nvcc_build(root: Path, recipe: Recipe, file: Path, timeout_s: float) -> dict[str, Any]:
-    """Build one file with nvcc and the repository's flags; return the outcome and the command."""
+def nvcc_build(
+    root: Path, recipe: Recipe, file: Path, timeout_s: float, flags_of: Path | None = None
+) -> dict[str, Any]:
+    """Build one file with nvcc and the repository's flags; return the outcome and the command.
+
+    `flags_of`: the file whose flags (include folders) are used, when `file` is a copy of it elsewhere.
+    """
     from warpwise.verify.worker.nvbuild import nvcc_path, run_group
 
     nvcc = nvcc_path() or "nvcc"
@@ -200,7 +205,15 @@ def nvcc_build(root: Path, recipe: Recipe, file: Path, timeout_s: float) -> dict
         if file.suffix == ".cuh":
             target = Path(tmp) / (file.stem + "_include.cu")
             target.write_text(f'#include "{file}"\n')
-        cmd = [nvcc, "-cubin", "-arch=sm_90", *repo_flags(root, recipe, file), "-o", f"{tmp}/out.cubin", str(target)]
+        cmd = [
+            nvcc,
+            "-cubin",
+            "-arch=sm_90",
+            *repo_flags(root, recipe, flags_of or file),
+            "-o",
+            f"{tmp}/out.cubin",
+            str(target),
+        ]
         t0 = time.perf_counter()
         try:
             returncode, log = run_group(cmd, timeout_s)

@@ -6,26 +6,33 @@ file:
 
 * idempotence: for every card with a fix there, applying all its fixes twice gives the text of applying them once,
 * convergence: `fix_text` with unsafe fixes included stops before its round limit, and a second run changes nothing,
-* compile preservation (optional, `--nvcc-state` from `realworld_build.py --phase nvcc`, within `--budget-s`): a
-  file nvcc built with the repository's flags is built again after `--fix` (safe and unsafe fixes), in place of
-  the original (its folder's includes resolve the same way), and must still build.
+* compile preservation (optional, within `--budget-s`): every file `--fix` changes (safe and unsafe fixes) is
+  built with nvcc and the repository's flags twice, as it is and as fixed, each as a copy in a temporary folder
+  with the original's folder first on the include path (so builds can run side by side, `--jobs`, and the
+  mirror is never written); a fixed file whose original builds must still build. `--nvcc-state` (from
+  `realworld_build.py --phase nvcc`) limits the rebuilds to the files nvcc built there; `--cache` keeps every
+  build's outcome by the hash of its text and command, so a rerun after a change builds only the new texts.
 
 Resource builds for claims are off (`WARPWISE_NO_RESOURCE_BUILDS=1`): they do not change any fix's text, only
 severities and whether a guarded safe fix is applied in bulk, and with them every file with a per-thread array
 would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and .md.
 
     python bench/realworld_fix_safety.py MIRRORS [--nvcc-state FILE] [--budget-s S] [--extra-include DIR]
+        [--cache FILE] [--jobs N]
+    python bench/realworld_fix_safety.py --render RESULTS.json   (rewrite the Markdown summary of a results file)
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
+import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,27 +82,38 @@ def check_file(path: Path) -> dict[str, Any]:
     }
 
 
-def rebuild(root: Path, recipe: Any, file: Path, fixed: bytes, timeout_s: float) -> dict[str, Any]:
-    """Build the fixed text in place of the file (restored afterwards) with the repository's flags."""
-    backup = Path(tempfile.mkdtemp(prefix="rw-fix-")) / file.name
-    shutil.copy2(file, backup)
-    try:
-        file.write_bytes(fixed)
-        return rw.nvcc_build(root, recipe, file, timeout_s)
-    finally:
-        shutil.copy2(backup, file)
-        shutil.rmtree(backup.parent, ignore_errors=True)
+def build_text(root: Path, recipe: Any, file: Path, text: bytes, timeout_s: float) -> dict[str, Any]:
+    """Build `text` as `file` would be built (a copy in a temporary folder, the original's folder included first)."""
+    with tempfile.TemporaryDirectory(prefix="rw-fix-") as tmp:
+        copy = Path(tmp) / file.name
+        copy.write_bytes(text)
+        # The copy's own folder holds nothing else: its includes resolve from the original's folder, first.
+        return rw.nvcc_build(root, recipe, copy, timeout_s, flags_of=file)
+
+
+def _cache_key(root: Path, recipe: Any, file: Path, text: bytes) -> str:
+    """Return the hash of a build's text, file name and command."""
+    flags = " ".join(rw.repo_flags(root, recipe, file))
+    return hashlib.sha256(text + b"\0" + str(file).encode() + b"\0" + flags.encode()).hexdigest()
 
 
 def main() -> int:
     """Run the checks and write the results."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mirrors", type=Path)
+    ap.add_argument("mirrors", type=Path, nargs="?")
+    ap.add_argument("--render", type=Path, help="only rewrite the Markdown summary of this results file")
     ap.add_argument("--nvcc-state", type=Path, help="realworld_build.py's nvcc state (which files built)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget for the nvcc rebuilds")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="time limit of one nvcc rebuild")
     ap.add_argument("--extra-include", action="append", default=[], help="headers the toolkit lacks")
+    ap.add_argument("--cache", type=Path, help="JSON file of build outcomes by the hash of text and command")
+    ap.add_argument("--jobs", type=int, default=1, help="nvcc builds side by side")
     args = ap.parse_args()
+    if args.render is not None:
+        args.render.with_suffix(".md").write_text(render(json.loads(args.render.read_text())))
+        return 0
+    if args.mirrors is None:
+        ap.error("MIRRORS is required")
     rw.EXTRA_INCLUDE_DIRS[:] = args.extra_include
     commits = json.loads((args.mirrors / "commits.json").read_text())
     built = json.loads(args.nvcc_state.read_text())["nvcc"] if args.nvcc_state else {}
@@ -114,31 +132,60 @@ def main() -> int:
                 row = {"error": f"{type(exc).__name__}: {exc}"}
             row["seconds"] = round(time.perf_counter() - t0, 2)
             rows[key] = row
-    spent = 0.0
+    cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache and args.cache.is_file() else {}
+    jobs = []
     for key, row in rows.items():
-        fixed = row.pop("fixed_text", None)
-        if fixed is None or not row.get("changed") or not built.get(key, {}).get("ok"):
-            continue
-        if spent >= args.budget_s:
-            row["rebuild"] = "not run (budget spent)"
+        fixed = row.get("fixed_text")
+        if fixed is None or not row.get("changed") or (built and not built.get(key, {}).get("ok")):
             continue
         name, rel = key.split("/", 1)
-        t0 = time.perf_counter()
         root, recipe, file = args.mirrors / name, rw.RECIPES[name], args.mirrors / name / rel
-        # The original is built again first, on this machine now: only a file that builds here tests its fix.
-        control = rw.nvcc_build(root, recipe, file, args.timeout_s)
+        jobs.append((key, root, recipe, file, file.read_bytes(), fixed))
+    # Quick builds first (the times of realworld_build's nvcc phase where known), so a budget covers the most files.
+    jobs.sort(key=lambda j: float(built.get(j[0], {}).get("seconds") or 100.0))
+
+    lock = threading.Lock()
+    t_builds = time.perf_counter()
+
+    def outcome(root: Path, recipe: Any, file: Path, text: bytes) -> dict[str, Any]:
+        ck = _cache_key(root, recipe, file, text)
+        with lock:
+            if ck in cache:
+                return dict(cache[ck])
+        if time.perf_counter() - t_builds > args.budget_s:
+            return {"not_run": True}
+        result = build_text(root, recipe, file, text, args.timeout_s)
+        with lock:
+            cache[ck] = result
+            if args.cache:
+                tmp = args.cache.with_suffix(".tmp")
+                tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+                os.replace(tmp, args.cache)
+        return result
+
+    def one(job: tuple[Any, ...]) -> tuple[str, Any]:
+        key, root, recipe, file, original, fixed = job
+        # The original is built first, on this machine now: only a file that builds here tests its fix.
+        control = outcome(root, recipe, file, original)
+        if control.get("not_run"):
+            return key, "not run (budget spent)"
         if not control["ok"]:
-            spent += time.perf_counter() - t0
-            row["rebuild"] = {"control_ok": False, "error": control["error"]}
-            continue
-        outcome = rebuild(root, recipe, file, fixed, args.timeout_s)
-        spent += time.perf_counter() - t0
-        row["rebuild"] = {
+            return key, {"control_ok": False, "error": control["error"], "timed_out": control.get("timed_out")}
+        fixed_build = outcome(root, recipe, file, fixed)
+        if fixed_build.get("not_run"):
+            return key, "not run (budget spent)"
+        return key, {
             "control_ok": True,
-            "ok": outcome["ok"],
-            "timed_out": outcome.get("timed_out"),
-            "error": outcome["error"],
+            "ok": fixed_build["ok"],
+            "timed_out": fixed_build.get("timed_out"),
+            "error": fixed_build["error"],
+            "seconds": [control["seconds"], fixed_build["seconds"]],
         }
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for key, result in pool.map(one, jobs):
+            rows[key]["rebuild"] = result
+            print(key, json.dumps(result)[:200], flush=True)
     for row in rows.values():
         row.pop("fixed_text", None)
     date = datetime.date.today().isoformat()
@@ -178,10 +225,12 @@ def render(doc: dict[str, Any]) -> str:
         if not row["converged"]:
             problems.append(f"- `{key}`: `--fix` did not converge ({row['rounds']} rounds)")
         rb = row.get("rebuild")
-        if isinstance(rb, dict) and rb.get("control_ok") and not rb["ok"]:
+        if isinstance(rb, dict) and rb.get("control_ok") and not rb["ok"] and rb.get("timed_out"):
+            problems.append(f"- `{key}`: the fixed file's build ran past the time limit (not judged)")
+        elif isinstance(rb, dict) and rb.get("control_ok") and not rb["ok"]:
             problems.append(f"- `{key}`: the fixed file no longer builds: {rb['error'][:200]}")
     tried = [row["rebuild"] for row in files.values() if isinstance(row.get("rebuild"), dict)]
-    rebuilt = [rb for rb in tried if rb.get("control_ok")]
+    rebuilt = [rb for rb in tried if rb.get("control_ok") and not (rb.get("timed_out") and not rb["ok"])]
     skipped = sum(1 for row in files.values() if row.get("rebuild") == "not run (budget spent)")
     lines = [
         f"# Fix safety on real code ({doc['date']})",
@@ -203,10 +252,10 @@ def render(doc: dict[str, Any]) -> str:
     ok = sum(1 for rb in rebuilt if rb["ok"])
     lines += [
         "",
-        f"nvcc rebuilds of fixed files that built before (safe and unsafe fixes, repository flags): "
-        f"{ok}/{len(rebuilt)} "
-        f"still build; {len(tried) - len(rebuilt)} whose original no longer builds on this machine were not judged; "
-        f"{skipped} not run within the budget.",
+        f"nvcc builds of every file `--fix` changed (safe and unsafe fixes, repository flags), original and fixed: "
+        f"{ok}/{len(rebuilt)} fixed files whose original builds still build; "
+        f"{len(tried) - len(rebuilt)} not judged (the original does not build here, or one of the two builds ran "
+        f"past the time limit); {skipped} not run within the budget.",
         "",
         "## Problems",
         "",

@@ -221,6 +221,14 @@ class WarpwiseServer(LanguageServer):
             doc.snapshot_version = None
             self.schedule(doc)
 
+    def reanalyse_all(self) -> None:
+        """Analyse every open document's current version again, e.g. once a compile-only build answered (event
+        loop); unchanged functions reuse their matches, so only those that waited for the build are matched again."""
+        for doc in self.documents:
+            doc.pending = None
+            doc.snapshot_version = None
+            self.schedule(doc)
+
     def schedule(self, doc: OpenDocument) -> None:
         """Capture a snapshot of a document and hand it to the analysis thread (event loop)."""
         if self.lane is None:
@@ -446,6 +454,9 @@ class _ServerAnalyses:
     def stop(self) -> None:
         if self._server.lane is not None:
             self._server.lane.stop()
+
+    def reanalyse_all(self) -> None:
+        self._server.reanalyse_all()
 
     def warm_up(self) -> float:
         return warm_up(self._server.providers, self._server.settings)

@@ -7,6 +7,7 @@ text. Diagnostics, hovers and code lenses read the same answer, so a hint in the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from warpwise.analyzers.findings import Severity
 from warpwise.server.analysis import Analysis
 from warpwise.server.providers import Item
 from warpwise.skills.presentation import Outlook, shown_severity, why_shown
+from warpwise.skills.traffic import access_traffic, traffic_ids
 
 if TYPE_CHECKING:
     from warpwise.server.verification import VerificationService
@@ -37,7 +39,19 @@ def _predictions(verification: VerificationService, analysis: Analysis) -> dict[
 def outlook(
     verification: VerificationService, analysis: Analysis, item: Item, preds: dict[tuple[str, str], Any]
 ) -> Outlook | None:
-    """Return what is known of an item's pay-off: its prediction and whether its fix verified on this text."""
+    """Return what is known of an item's pay-off: its prediction, whether its fix verified on this text, and the
+    DRAM traffic of an uncoalesced access it reports."""
+    look = _card_outlook(verification, analysis, item, preds)
+    if item.id in traffic_ids():
+        traffic = access_traffic(analysis.model, item.function, item.span[0])
+        if traffic is not None:
+            look = dataclasses.replace(look or Outlook(), traffic_factor=traffic.factor, traffic=traffic.describe())
+    return look
+
+
+def _card_outlook(
+    verification: VerificationService, analysis: Analysis, item: Item, preds: dict[tuple[str, str], Any]
+) -> Outlook | None:
     if item.source != "card":
         return None
     verified = False

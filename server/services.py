@@ -126,6 +126,9 @@ class Analyses(Protocol):
     def stop(self) -> None:
         """Stop the analysis thread."""
 
+    def reanalyse_all(self) -> None:
+        """Analyse every open document's current version again and publish the result (event loop)."""
+
     def warm_up(self) -> float:
         """Warm the analyzers and the card library up; return the milliseconds it took."""
 

@@ -207,7 +207,8 @@ class Settings:
         False,
         "Show every finding at its declared severity. By default (the quiet default) only correctness problems and "
         "findings with an expected gain (a predicted speedup of at least 1.1x with a 50% chance to verify, or a "
-        "verified one) are drawn as warnings; the others are hints, shown in the hover and the code lens.",
+        "verified one, or an uncoalesced global access that moves at least 4x the DRAM sectors of a coalesced one) "
+        "are drawn as warnings; the others are hints, shown in the hover and the code lens.",
         kind="boolean",
     )
     cards_enabled: tuple[str, ...] = _setting(

@@ -39,6 +39,7 @@ from warpwise.skills.rewrite import Edit, Fix, RewriteContext, apply_edits
 # Importing it installs the hook through which the shared facts see a run spec's launch (analyzers may not
 # import the spec layer).
 from warpwise.skills.spec_launch import spec_launch as _spec_launch  # noqa: F401
+from warpwise.verify import resources
 
 log = logging.getLogger(__name__)
 
@@ -534,7 +535,12 @@ class MatchCache:
             entry = self._entries.get(key) or fresh.get(key)
             if entry is None:
                 self.misses += 1
+                pending = resources.pending_uses()
                 entry = _entry(model, fn, match_function(model, fn, cards, target_sm))
+                if resources.pending_uses() != pending:
+                    # A compile-only build was still running: match this function again next time, once it answered.
+                    out.extend(self._rebase(entry, model, fn))
+                    continue
             else:
                 self.hits += 1
             fresh[key] = entry

@@ -7,6 +7,9 @@ a warning only when it is worth acting on:
   `error` only where the rule proved the problem),
 * a performance finding is a warning when a gain is expected (the learned ranking predicts at least
   `MIN_SPEEDUP` with a chance to verify of at least `MIN_P_VERIFIED`) or measured (a verified gate result),
+* an uncoalesced global access that multiplies the DRAM sectors a warp moves by at least `MIN_TRAFFIC_FACTOR`
+  (`skills.traffic`, from the model's strides) is a warning too, prediction or not: its gain follows from the
+  memory traffic alone (a finding declared below warning is not raised),
 * everything else is a hint: no squiggle, still in the hover, the code lens and the quick fixes,
 * notes about warpwise itself (its parser could not read a region, an analysis budget, an unused suppression)
   keep their declared severity, one per file.
@@ -26,6 +29,8 @@ MIN_SPEEDUP = 1.1
 """The predicted speedup a performance finding needs to be drawn as a warning."""
 MIN_P_VERIFIED = 0.5
 """The predicted chance to verify it needs as well."""
+MIN_TRAFFIC_FACTOR = 4.0
+"""The factor by which an uncoalesced access multiplies a warp's DRAM sectors to be drawn as a warning."""
 NOTES = frozenset({"syntax-error", "analysis-budget", "unused-suppression"})
 """Findings about warpwise's own analysis rather than the code; they keep their declared severity."""
 
@@ -37,6 +42,15 @@ class Outlook:
     speedup: float | None = None
     p_verified: float | None = None
     verified: bool = False
+    traffic_factor: float | None = None
+    """How many times the DRAM sectors of a coalesced access this one moves (`skills.traffic`)."""
+    traffic: str = ""
+    """That figure in one phrase, for the hover."""
+
+    @property
+    def large_traffic_win(self) -> bool:
+        """Return whether the finding's access multiplies the sectors moved by at least `MIN_TRAFFIC_FACTOR`."""
+        return self.traffic_factor is not None and self.traffic_factor >= MIN_TRAFFIC_FACTOR
 
     @property
     def expected_gain(self) -> bool:
@@ -71,6 +85,8 @@ def shown_severity(
         return declared
     if outlook is not None and outlook.expected_gain:
         return Severity.WARNING
+    if outlook is not None and outlook.large_traffic_win and declared in (Severity.WARNING, Severity.ERROR):
+        return Severity.WARNING
     return Severity.HINT
 
 
@@ -86,6 +102,8 @@ def why_shown(severity: Severity, declared: Severity, outlook: Outlook | None, c
             f"Shown as a warning: the ranking predicts {outlook.speedup:.2f}x with a "
             f"{100 * outlook.p_verified:.0f}% chance to verify."
         )
+    if severity is Severity.WARNING and outlook is not None and outlook.large_traffic_win:
+        return f"Shown as a warning: {outlook.traffic}."
     if severity is Severity.HINT and declared is not Severity.HINT:
         return (
             f"Shown as a hint (declared {declared.value}): no gain of at least {MIN_SPEEDUP:g}x is predicted or "

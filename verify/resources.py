@@ -9,15 +9,31 @@ It runs in a long-lived child process: NVRTC crashes on some real sources, and a
 When no compiler is available, or the kernel does not build on its own (missing headers, templates without known
 arguments), the answer is a `Unconfirmed` value with the reason: callers then say that their claim is unconfirmed.
 Only NVRTC is used here (nvcc would take seconds per file, too slow for matching as the user types).
+
+NVRTC runs in a separate process (`warpwise.verify.resource_worker`, one per caller process, restarted when it
+dies): a source that crashes the compiler costs that build an `Unconfirmed` answer, never the language server or
+`warpwise check`. The language server also never waits for a build (`set_background(True)`): a build that is not
+memoised yet runs on a background thread, the caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first
+compilation in a process, seconds long, does not hold up the first diagnostics of a file), and the listeners
+(`add_listener`) are called when the answer is in, to analyse again and publish the confirmed claim. Matches
+computed with a pending answer are not cached (`pending_uses`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import hashlib
+import json
 import logging
 import os
+import select
+import subprocess
+import sys
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +46,11 @@ DEFAULT_ARCH = "sm_90"
 ENV_DISABLE = "WARPWISE_NO_RESOURCE_BUILDS"
 """Set to 1 to never build for resource claims (every claim is then unconfirmed)."""
 _MEMO_SIZE = 256
+ENV_WORKER = "WARPWISE_RESOURCE_WORKER_CMD"
+"""A JSON list: the command of the build process (default: this Python running `warpwise.verify.resource_worker`)."""
+BUILD_TIMEOUT_S = 120.0
+"""How long one build (or the worker's start) may take before the worker is stopped and the claim unconfirmed."""
+PENDING = "the compile-only build is running in the background; the claim is shown as soon as it is confirmed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +64,8 @@ class KernelResources:
     stack_bytes: int
     spill_stores: int
     spill_loads: int
+    code: str = ""
+    """The SHA-256 of the built cubin: two builds with the same code compiled to the same machine code."""
 
     @property
     def uses_local_memory(self) -> bool:
@@ -67,22 +90,175 @@ class Unconfirmed:
 
 _memo: OrderedDict[tuple[str, str, str], KernelResources | Unconfirmed] = OrderedDict()
 _lock = threading.Lock()
+_background = False
+_pending: set[tuple[str, str, str]] = set()
+_pending_uses = 0
+_listeners: list[Callable[[], None]] = []
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+class WorkerDied(Exception):
+    """The build process stopped (crashed, or was stopped past its time limit) before it answered."""
+
+
+class _Worker:
+    """One build process, started on first use and again after it died; one request at a time."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def _command(self) -> list[str]:
+        custom = os.environ.get(ENV_WORKER)
+        if custom:
+            cmd = json.loads(custom)
+            if isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd):
+                return cmd
+            log.warning("%s is not a JSON list of strings; the default build process is used", ENV_WORKER)
+        return [sys.executable, "-m", "warpwise.verify.resource_worker"]
+
+    def request(self, payload: dict[str, Any], timeout_s: float = BUILD_TIMEOUT_S) -> dict[str, Any]:
+        """Send one request and return the reply; raise `WorkerDied` when the process died or ran past the limit."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                proc = self._proc = subprocess.Popen(
+                    self._command(),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                    start_new_session=True,
+                )
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(json.dumps(payload) + "\n")
+                proc.stdin.flush()
+                ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+                line = proc.stdout.readline() if ready else None
+            except (OSError, ValueError) as exc:
+                self._stop()
+                raise WorkerDied(f"the build process could not be reached ({exc})") from exc
+            if line is None:
+                self._stop()
+                raise WorkerDied(f"the build ran past {timeout_s:.0f} s and was stopped")
+            if not line:
+                code = proc.wait()
+                self._proc = None
+                raise WorkerDied(f"the compiler crashed (the build process exited with status {code})")
+            return dict(json.loads(line))
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=5)
+
+    def close(self) -> None:
+        """Stop the build process (it is started again when needed)."""
+        with self._lock:
+            self._stop()
+
+
+_worker = _Worker()
+
+
+def set_background(on: bool) -> None:
+    """Never wait for a build: answer `Unconfirmed(PENDING)` and build on a background thread (the server)."""
+    global _background
+    _background = on
+
+
+def add_listener(callback: Callable[[], None]) -> None:
+    """Call `callback` (on the build thread) whenever a background build has answered."""
+    with _lock:
+        _listeners.append(callback)
+
+
+def pending_uses() -> int:
+    """Return how many times a pending answer was given (a match computed across a change is not to be cached)."""
+    return _pending_uses
+
+
+def warm_up() -> None:
+    """Start the build process and its compiler now, on the background thread (the server calls it at start)."""
+    if os.environ.get(ENV_DISABLE) == "1":
+        return
+
+    def run() -> None:
+        from warpwise.verify.worker import nvbuild
+
+        if nvbuild.nvrtc_version() is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            _worker.request({})
+        except WorkerDied as exc:
+            log.warning("the resource build warm-up failed: %s", exc)
+            return
+        log.info("resource builds warmed up in %.0f ms", 1000 * (time.perf_counter() - t0))
+
+    _pool().submit(run)
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="warpwise-resources")
+        return _executor
 
 
 def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) -> KernelResources | Unconfirmed:
-    """Return ptxas' resource report for one kernel of a file model (never raises)."""
+    """Return ptxas' resource report for one kernel of a file model (never raises).
+
+    In background mode (`set_background`) a report that is not memoised yet is `Unconfirmed(PENDING)`."""
+    global _pending_uses
     key = (hashlib.sha256(model.text).hexdigest(), kernel, arch)
     with _lock:
         hit = _memo.get(key)
         if hit is not None:
             _memo.move_to_end(key)
             return hit
+        if _background and os.environ.get(ENV_DISABLE) != "1":
+            _pending_uses += 1
+            if key not in _pending:
+                _pending.add(key)
+                submit = True
+            else:
+                submit = False
+        else:
+            submit = None
+    if submit is not None:
+        if submit:
+            _pool().submit(_build_in_background, model, kernel, arch, key)
+        return Unconfirmed(PENDING)
     result = _build(model, kernel, arch)
+    _remember(key, result)
+    return result
+
+
+def _remember(key: tuple[str, str, str], result: KernelResources | Unconfirmed) -> None:
     with _lock:
         _memo[key] = result
         while len(_memo) > _MEMO_SIZE:
             _memo.popitem(last=False)
-    return result
+
+
+def _build_in_background(model: FileModel, kernel: str, arch: str, key: tuple[str, str, str]) -> None:
+    try:
+        _remember(key, _build(model, kernel, arch))
+    finally:
+        with _lock:
+            _pending.discard(key)
+            listeners = list(_listeners)
+    for callback in listeners:
+        try:
+            callback()
+        except Exception:  # A listener that fails never stops the builds.
+            log.exception("a resource build listener failed")
 
 
 def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconfirmed:
@@ -96,13 +272,18 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         source = _source(model, kernel)
         if isinstance(source, Unconfirmed):
             return source
-        built = _isolated_build(source, arch)
+        reply = _worker.request({"source": source.to_dict(), "arch": arch, "cache_dir": _cache_dir()})
+    except WorkerDied as exc:
+        log.warning("resource build of %s: %s", kernel, exc)
+        return Unconfirmed(f"no build of `{kernel}`: {exc}")
     except Exception as exc:  # A build that raises is an unconfirmed claim, never a failed analysis.
         log.exception("resource build of %s failed", kernel)
         return Unconfirmed(f"the build of `{kernel}` raised {type(exc).__name__}")
-    if isinstance(built, Unconfirmed):
-        return built
-    info = built.info
+    if "info" not in reply:
+        return Unconfirmed(f"the build of `{kernel}` raised {reply.get('error', 'an unknown error')}"[:200])
+    from warpwise.verify.types import BuildInfo
+
+    info = BuildInfo.from_dict(reply["info"])
     if not info.ok:
         first = next((ln.strip() for ln in info.log.splitlines() if "error" in ln), info.log.strip()[:160])
         return Unconfirmed(f"`{kernel}` does not build on its own with NVRTC ({first[:160]})")
@@ -114,107 +295,8 @@ def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconf
         info.stack_bytes or 0,
         info.spill_stores or 0,
         info.spill_loads or 0,
+        str(reply.get("code") or ""),
     )
-
-
-_CHILD = (
-    "import json, sys\n"
-    "from warpwise.verify.types import Source\n"
-    "from warpwise.verify.worker import nvbuild\n"
-    "for line in sys.stdin:\n"
-    "    req = json.loads(line)\n"
-    "    built = nvbuild.build(Source.from_dict(req['source']), req['arch'], nvbuild.BuildCache(req['cache']))\n"
-    "    sys.stdout.write(built.info.to_json() + '\\n')\n"
-    "    sys.stdout.flush()\n"
-)
-_CHILD_TIMEOUT_S = 120.0
-
-
-class _Compiler:
-    """One long-lived child process that compiles for resource reports, one request at a time (JSON lines).
-
-    Starting Python and importing the CUDA bindings costs about a second on a loaded machine, so the child is
-    kept and reused; when it crashes (NVRTC's own segmentation faults) or hangs, it is replaced by the next request.
-    """
-
-    def __init__(self) -> None:
-        self.proc: Any = None
-        self.lock = threading.Lock()
-
-    def ask(self, request: str, timeout: float) -> tuple[str | None, str]:
-        """Return (the child's reply line, "") or (None, why there is none)."""
-        import select
-        import subprocess
-        import sys
-
-        with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                try:
-                    self.proc = subprocess.Popen(
-                        [sys.executable, "-c", _CHILD],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.DEVNULL,
-                        text=True,
-                        bufsize=1,
-                    )
-                except OSError as exc:
-                    self.proc = None
-                    return None, f"could not start ({exc.strerror or exc})"
-            proc = self.proc
-            try:
-                proc.stdin.write(request + "\n")
-                proc.stdin.flush()
-                ready, _, _ = select.select([proc.stdout], [], [], timeout)
-                line = proc.stdout.readline() if ready else None
-            except OSError:
-                line = ""
-            if line is None:
-                proc.kill()
-                proc.wait()
-                self.proc = None
-                return None, f"took over {timeout:.0f} s"
-            if not line:
-                try:
-                    code = proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    code = proc.wait()
-                self.proc = None
-                how = f"signal {-code}" if code < 0 else f"exit status {code}"
-                return None, f"crashed ({how})"
-            return line, ""
-
-
-_compiler = _Compiler()
-
-
-def _isolated_build(source: Any, arch: str) -> Any:
-    """Build one kernel, compiling in a child process: NVRTC crashes on some real sources (a segmentation fault
-    inside `nvrtcCompileProgram` on a LeetCUDA flash-attention file), and a crash must cost one unconfirmed claim,
-    never the analysis. A build the on-disk cache already holds is read here without asking the child."""
-    import json
-
-    from warpwise.verify.types import BuildInfo
-    from warpwise.verify.worker import nvbuild
-
-    folder = _cache_dir()
-    cache = nvbuild.BuildCache(folder)
-    compiler = nvbuild.nvrtc_version() or ""
-    hit = cache.get(cache.key(source, arch, compiler)) if compiler and not source.host_text else None
-    if hit is not None:
-        return hit
-    request = json.dumps({"source": source.to_dict(), "arch": arch, "cache": folder})
-    reply, why = _compiler.ask(request, _CHILD_TIMEOUT_S)
-    if reply is None:
-        if why.startswith("crashed"):
-            return Unconfirmed(f"the compiler crashed building `{source.name_expression}` ({why[9:-1]})")
-        return Unconfirmed(f"the build of `{source.name_expression}` {why}")
-    try:
-        info = BuildInfo.from_dict(json.loads(reply))
-    except (ValueError, TypeError, KeyError):
-        return Unconfirmed(f"the build of `{source.name_expression}` gave no report")
-    return nvbuild.Build(b"", info)
 
 
 def _source(model: FileModel, kernel: str) -> Any:
@@ -276,3 +358,20 @@ def resource_regression(before: FileModel, after: FileModel, kernel: str, arch: 
             f"{new.spill_stores + new.spill_loads} bytes of spills after)"
         )
     return None
+
+
+def same_machine_code(before: FileModel, after: FileModel, kernel: str, arch: str = DEFAULT_ARCH) -> bool | Unconfirmed:
+    """Return whether a kernel builds to byte-identical machine code before and after a rewrite (or why unknown).
+
+    A rewrite that only tells the compiler what it already does (`#pragma unroll` on a loop nvcc unrolls anyway)
+    leaves the cubin unchanged: the finding behind it would change nothing.
+    """
+    old = kernel_resources(before, kernel, arch)
+    if isinstance(old, Unconfirmed):
+        return old
+    new = kernel_resources(after, kernel, arch)
+    if isinstance(new, Unconfirmed):
+        return new
+    if not old.code or not new.code:
+        return Unconfirmed("the build process gave no machine code to compare")
+    return old.code == new.code

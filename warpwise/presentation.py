@@ -15,6 +15,7 @@ from typing import Any
 from warpwise.analyzers.findings import Finding
 from warpwise.engine import FileReport
 from warpwise.skills.presentation import Outlook, rule_concern, shown_severity
+from warpwise.skills.traffic import access_traffic, traffic_ids
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,11 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
             pred = preds.get((match.function, match.card_id))
             if pred is not None:
                 look = Outlook(speedup=float(pred.speedup), p_verified=float(pred.p_verified))
+        if f.rule in traffic_ids():
+            traffic = access_traffic(report.model, f.function, f.span[0])
+            if traffic is not None:
+                base = look or Outlook()
+                look = dataclasses.replace(base, traffic_factor=traffic.factor, traffic=traffic.describe())
         severity = shown_severity(f.rule, f.severity, concern=concern, outlook=look)
         if severity is not f.severity:
             f = dataclasses.replace(f, severity=severity, data={**f.data, "declared_severity": f.severity.value})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import logging
@@ -48,6 +49,7 @@ def initialize(
     # document does not pay for it.
     cards.available()
     log.info("analysis warm-up took %.0f ms", analyses.warm_up())
+    _resource_builds_in_background(analyses)
     # Everything loaded so far (protocol types, the card library, compiled queries) lives as long as the server:
     # keep it out of the cyclic collector's full passes, which would otherwise stall a keystroke now and then.
     gc.collect()
@@ -131,3 +133,23 @@ async def shutdown(params: None, *, analyses: Analyses, verification: Verificati
     analyses.stop()
     await verification.stop()
     tasks.cancel_all()
+
+
+def _resource_builds_in_background(analyses: Analyses) -> None:
+    """Never let a compile-only build for a resource claim hold up the analysis lane (event loop).
+
+    The builds run on a background thread in their own process (`warpwise.verify.resources`); NVRTC starts there
+    now, and each answer that comes in makes the open documents be analysed again and published.
+    """
+    from warpwise.verify import resources
+
+    loop = asyncio.get_running_loop()
+
+    def answered() -> None:
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # The loop may close between the check and the call.
+                loop.call_soon_threadsafe(analyses.reanalyse_all)
+
+    resources.set_background(True)
+    resources.add_listener(answered)
+    resources.warm_up()

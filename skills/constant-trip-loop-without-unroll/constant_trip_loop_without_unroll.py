@@ -1,6 +1,7 @@
 """Rules of the `constant-trip-loop-without-unroll` card (Unroll the constant-trip loop): what only this card uses.
 
-Registered here: matcher `constant_trip_loops_without_unroll`, check `loop_trip_count_at_most`. The card's rewrite
+Registered here: matcher `constant_trip_loops_without_unroll`, checks `loop_trip_count_at_most` and
+`pragma_changes_machine_code`. The card's rewrite
 and the recognisers only it needs live here too; what several cards share stays in the engine modules
 (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
 `warpwise.skills.cards.constant_trip_loop_without_unroll`.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.facts import loop_label
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
@@ -51,6 +53,36 @@ def loop_trip_count_at_most(ctx: CheckContext, limit: int, fact: str = "loop") -
     if loop.trip_count <= limit:
         return holds(f"the loop runs {loop.trip_count} times")
     return violated(f"the loop runs {loop.trip_count} times (more than {limit})")
+
+
+@check("pragma_changes_machine_code")
+def pragma_changes_machine_code(ctx: CheckContext) -> Verdict:
+    """Hold when the kernel compiles to different machine code with `#pragma unroll` on the loop.
+
+    nvcc fully unrolls most small constant-trip loops without being told: then the pragma changes no instruction.
+    The compile-only build of the kernel as written and with the pragma (NVRTC, `verify.resources`) says which.
+    """
+    from warpwise.verify.resources import Unconfirmed, same_machine_code
+
+    fn = ctx.function
+    if not fn.is_kernel:
+        return unknown(f"`{fn.name}` is not a kernel: it is compiled into each kernel that calls it")
+    text = ctx.model.text
+    start = ctx.region.abs_span[0]
+    line = text.rfind(b"\n", 0, start) + 1
+    if text[line:start].strip():
+        after = text[:start] + b"\n#pragma unroll\n" + text[start:]
+    else:
+        after = text[:line] + b"#pragma unroll\n" + text[line:]
+    same = same_machine_code(ctx.model, analyze_text(after, ctx.model.path), fn.name)
+    if isinstance(same, Unconfirmed):
+        return unknown(f"no build compares the machine code ({same.reason})")
+    if same:
+        return violated(
+            f"NVRTC builds `{fn.name}` to the same machine code with and without `#pragma unroll`: the compiler "
+            f"already unrolls {loop_label(ctx.fact('loop'))}"
+        )
+    return holds(f"`#pragma unroll` changes the machine code of `{fn.name}`: the compiler does not unroll it fully")
 
 
 def pragma_unroll(ctx: RewriteContext) -> list[Edit] | None:

@@ -1,6 +1,7 @@
 """Rules of the `divergent-syncthreads` card (Barrier reached by only some threads): what only this card uses.
 
-Registered here: matcher `divergent_block_barriers`, check `barrier_condition_is_thread_dependent`. The card's
+Registered here: matcher `divergent_block_barriers`, checks `barrier_condition_is_thread_dependent` and
+`tiles_may_be_partial`. The card's
 rewrite and the recognisers only it needs live here too; what several cards share stays in the engine modules
 (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
 `warpwise.skills.cards.divergent_syncthreads`.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warpwise.analyzers.barriers import unguarded_tile_loop
 from warpwise.analyzers.findings import Related
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, violated
@@ -54,6 +56,7 @@ def divergent_block_barriers(ctx: MatchContext) -> Iterator[Region]:
                 "barrier": target.name,
                 "guard": branch.condition,
                 "what": what,
+                "return_span": branch.span,
                 "_related": (Related("the barrier they skip", fn.span(target.span)),),
                 # The Programming Guide leaves a barrier after some threads returned undefined, but current GPUs do
                 # not wait for exited threads: a hazard (shared data they should have written), not a proven hang.
@@ -69,3 +72,24 @@ def barrier_condition_is_thread_dependent(ctx: CheckContext) -> Verdict:
     if guard is None:
         return violated("the barrier is not under a condition")
     return holds(f"`{guard}` depends on `threadIdx` (directly or through the values it computes)")
+
+
+@check("tiles_may_be_partial")
+def tiles_may_be_partial(ctx: CheckContext) -> Verdict:
+    """Hold unless the threads return at a tile edge in a kernel that reads whole tiles without bounds checks.
+
+    A thread-dependent return (`if (row >= M || col >= N) return;`, the row and column from `blockIdx` and
+    `threadIdx`) makes threads of one block disagree only in a partial tile at the edge of the data. A kernel whose
+    tile loop reads global memory with no bounds check requires sizes that are multiples of its tiles; there the
+    return is never taken by part of a block, and the finding would change nothing.
+    """
+    span = ctx.fact("return_span")
+    if span is None:
+        return holds("the barrier itself is under the thread-dependent condition")
+    loop = unguarded_tile_loop(ctx.function, span[1])
+    if loop is not None:
+        return violated(
+            f"the tile loop `{loop}` reads global memory with no bounds check, so the kernel requires sizes that are "
+            f"multiples of its tiles, and `if ({ctx.fact('guard')})` returns whole blocks or none of their threads"
+        )
+    return holds("nothing in the kernel requires full tiles, so a partial tile has threads on both sides of the return")

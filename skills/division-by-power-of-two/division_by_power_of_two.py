@@ -1,10 +1,11 @@
 """Rules of the `division-by-power-of-two` card (Shift and mask instead of signed division by a power of two): what
 only this card uses.
 
-Registered here: matcher `integer_division_by_power_of_two`, check `dividend_is_signed`, check
-`dividend_non_negative`. The card's rewrite and the recognisers only it needs live here too; what several cards
-share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library
-imports this file by path as `warpwise.skills.cards.division_by_power_of_two`.
+Registered here: matcher `integer_division_by_power_of_two`, checks `dividend_is_signed`,
+`compiler_emits_sign_fixup`, `division_repeats` and `dividend_non_negative`. The card's rewrite and the
+recognisers only it needs live here too; what several cards share stays in the engine modules
+(`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
+`warpwise.skills.cards.division_by_power_of_two`.
 """
 
 from __future__ import annotations
@@ -305,6 +306,33 @@ def compiler_emits_sign_fixup(ctx: CheckContext) -> Verdict:
             f"`{ctx.fact('replacement')}` for `{ctx.fact('expression')}`"
         )
     return holds(f"nvcc cannot prove `{x}` non-negative, so `{ctx.fact('expression')}` carries a sign correction")
+
+
+@check("division_repeats")
+def division_repeats(ctx: CheckContext) -> Verdict:
+    """Hold when the division runs many times per thread: in a loop, on a dividend that changes in that loop.
+
+    Outside loops (or on a dividend the loop does not change, which the compiler hoists) a kernel evaluates it once
+    per thread, and the sign correction costs two instructions once: removing it changes nothing measurable. In a
+    function that is not a kernel the callers decide how often it runs, so the check holds there.
+    """
+    fn = ctx.function
+    if not fn.is_kernel:
+        return holds(f"`{fn.name}` is a device function: its callers decide how often the division runs")
+    span = ctx.fact("dividend_span")
+    node = node_at(ctx.model, fn, span)
+    names = set(identifiers(ctx.model, node)) if node is not None else set()
+    for loop_id in enclosing_loops(fn, span):
+        loop = fn.loops[loop_id]
+        changed = names & set(loop.assigned)
+        if changed:
+            return holds(
+                f"`{ctx.fact('expression')}` runs in every iteration of a loop that changes `{sorted(changed)[0]}`"
+            )
+    return violated(
+        f"`{ctx.fact('expression')}` runs once per thread (no loop around it changes `{ctx.fact('dividend')}`): its "
+        "two-instruction sign correction is negligible"
+    )
 
 
 @check("dividend_non_negative")

@@ -10,6 +10,7 @@ modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The lib
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from warpwise.analyzers.facts import distinct_launch_args, function_node, identifier_uses, is_written
 from warpwise.analyzers.facts_memory import launches_of, node_text
@@ -103,6 +104,9 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
             f"`{mutable_view.view_type} *`: with `{p.name}` `const` the cast would not compile"
         )
     uses = identifier_uses(ctx.model, fn, p.name) - 1
+    written = _element_passed_by_reference(ctx, p.name)
+    if written is not None:
+        return violated(written)
     if uses == len(direct):
         return holds(f"`{p.name}` is only read through `{p.name}[...]`")
     if p.is_const:
@@ -111,7 +115,23 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
     body = node.child_by_field_name("body") if node is not None else None
     ks = _ks(ctx)
     for ident in ks.identifiers(body, p.name) if body is not None else []:
-        parent = ident.parent
+        parent, child = ident.parent, ident
+        # Pointer arithmetic keeps the pointer's type: `float* q = p + offset;` drops `const` as `float* q = p;`.
+        while parent is not None and (
+            parent.type == "parenthesized_expression"
+            or (
+                parent.type == "binary_expression"
+                and node_text(ctx.model, parent.child_by_field_name("operator")) in ("+", "-")
+            )
+            or (parent.type == "conditional_expression" and parent.child_by_field_name("condition") != child)
+        ):
+            parent, child = parent.parent, parent
+        if parent is not None and parent.type == "assignment_expression":
+            left = parent.child_by_field_name("left")
+            if left is not None and not (left.start_byte <= ident.start_byte < left.end_byte):
+                return violated(f"`{p.name}` is assigned to `{node_text(ctx.model, left)}`, which would drop `const`")
+        if parent is not None and parent.type == "return_statement":
+            return violated(f"`{p.name}` is returned, which would drop `const`")
         if parent is not None and parent.type == "argument_list":
             call = parent.parent
             callee = node_text(ctx.model, call.child_by_field_name("function")) if call is not None else "a function"
@@ -119,6 +139,39 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
         if parent is not None and parent.type == "init_declarator":
             return violated(f"`{p.name}` initializes `{node_text(ctx.model, parent)}`, which would drop `const`")
     return unknown(f"`{p.name}` is used {uses - len(direct)} time(s) other than by subscript")
+
+
+def _element_passed_by_reference(ctx: CheckContext, name: str) -> str | None:
+    """Return why an element `name[...]` may be written by a function of this file it is passed to, or None.
+
+    `convert(x, p[j])` with `convert(float, T& out)` writes `p[j]` although the kernel never assigns it; declaring
+    `p` const would break the build.
+    """
+    fn = ctx.function
+    node = function_node(ctx.model, fn)
+    body = node.child_by_field_name("body") if node is not None else None
+    if body is None:
+        return None
+    by_name: dict[str, list[Any]] = {}
+    for other in ctx.model.functions:
+        by_name.setdefault(other.name, []).append(other)
+    for ident in _ks(ctx).identifiers(body, name):
+        sub = ident.parent
+        if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ident:
+            continue
+        arg = sub
+        while arg.parent is not None and arg.parent.type == "parenthesized_expression":
+            arg = arg.parent
+        args = arg.parent
+        if args is None or args.type != "argument_list" or args.parent is None:
+            continue
+        callee = node_text(ctx.model, args.parent.child_by_field_name("function")).rsplit("::", 1)[-1].split("<")[0]
+        index = [c for c in args.named_children if c.type != "comment"].index(arg)
+        for target in by_name.get(callee.strip(), []):
+            params = target.params
+            if index < len(params) and params[index].is_reference and not params[index].is_const:
+                return f"`{name}[...]` is passed to `{callee}`, which takes it by reference and may write it"
+    return None
 
 
 def const_restrict_param(ctx: RewriteContext) -> list[Edit] | None:

@@ -207,18 +207,31 @@ def streamed_global_elements(ctx: MatchContext) -> Iterator[Region]:
 def streaming_element_type(ctx: CheckContext) -> Verdict:
     """Hold when the pointer's element type, aliases resolved, has `__ldcs` and `__stcs` overloads."""
     name, written = ctx.fact("name"), ctx.fact("element_type", "")
-    if written in {t.name for t in ctx.function.template_params}:
-        return unknown(
-            f"`{name}` points to the template parameter `{written}`: whether the intrinsics take it depends "
-            "on the instantiation"
-        )
+    params = [t.name for t in ctx.function.template_params]
+    if written in params:
+        return _template_element_type(ctx, name, written, params.index(written))
     resolved, records = resolve_type(ctx.model, written)
     shown = f"`{written}`" + (f" (`{resolved}`)" if resolved != written else "")
     if resolved in STREAMING_TYPES:
         return holds(f"`{name}` points to {shown}, which `__ldcs` and `__stcs` take")
     if resolved in _NO_OVERLOAD or resolved in records:
         return violated(f"`{name}` points to {shown}; `__ldcs` and `__stcs` have no overload for it")
-    return unknown(f"`{name}` points to {shown}, a type not declared in this file")
+    # A rewrite that may not compile is never offered, not even as unsafe (`--fix --unsafe` must keep files building).
+    return violated(f"`{name}` points to {shown}, a type not declared in this file: the intrinsics may not take it")
+
+
+def _template_element_type(ctx: CheckContext, name: str, written: str, index: int) -> Verdict:
+    """Violated: the intrinsics take only some types, and a template's instantiations are never all known here.
+
+    The instantiations a file shows are a lower bound (dispatch macros in other files, a value of another template
+    type stored into it): apex's layer norm instantiates `V` with `float` and `double` in this file and with
+    `at::Half` through its dispatch, and `__stcs(V*, U)` then has no overload. A rewrite that breaks one
+    instantiation breaks the build, so the card does not fire on template element types.
+    """
+    return violated(
+        f"`{name}` points to the template parameter `{written}`: some instantiation may be a type the intrinsics do "
+        "not take (or the stored value another type), and the rewrite would not compile there"
+    )
 
 
 @check("streaming_access_once")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.findings import Severity, check_model
 
@@ -126,6 +128,18 @@ __global__ void k(float* a, int n) {
     (ret,) = check_model(analyze_text(after_return), {"divergent-syncthreads"})
     assert ret.severity is Severity.WARNING and "i >= n" in ret.message
     assert rules(uniform, {"divergent-syncthreads"}) == []
+
+
+def test_a_tile_edge_return_is_not_reported_where_the_kernel_requires_whole_tiles() -> None:
+    whole_tiles = (Path(__file__).parents[2] / "skills/divergent-syncthreads/fixtures/neg_whole_tiles.cu").read_text()
+    assert rules(whole_tiles, {"divergent-syncthreads"}) == []
+    # The same return with a bounds check in the tile loop: partial tiles are supported, so the hazard is real.
+    guarded = whole_tiles.replace(
+        "sa[threadIdx.y][threadIdx.x] = a[row * K + t * 16 + threadIdx.x];",
+        "if (t * 16 + threadIdx.x < K) sa[threadIdx.y][threadIdx.x] = a[row * K + t * 16 + threadIdx.x];",
+    )
+    (ret,) = check_model(analyze_text(guarded), {"divergent-syncthreads"})
+    assert ret.severity is Severity.WARNING and "row >= M || col >= N" in ret.message
 
 
 def test_syntax_problems_are_one_info_finding_per_file() -> None:

@@ -122,8 +122,12 @@ def make_client() -> LanguageClient:
 
 
 def server_env() -> dict[str, str]:
-    """Return the server's environment (the test's, so the same interpreter and packages are used)."""
-    return dict(os.environ)
+    """Return the server's environment (the test's, so the same interpreter and packages are used).
+
+    Compile-only builds for resource claims are off: they answer in the background and re-publish, which would
+    make what a scenario sees depend on NVRTC's timing (`test_resource_builds.py` turns them on).
+    """
+    return {**os.environ, "WARPWISE_NO_RESOURCE_BUILDS": "1"}
 
 
 CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_client, server_env=server_env())

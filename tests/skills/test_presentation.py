@@ -39,3 +39,42 @@ def test_correctness_problems_and_notes_keep_their_declared_severity() -> None:
 def test_show_all_restores_every_declared_severity() -> None:
     for sev in Severity:
         assert shown_severity("shared-bank-conflict", sev, show_all=True) is sev
+
+
+def test_sector_counts_follow_the_stride_and_width() -> None:
+    from warpwise.skills.traffic import sectors
+
+    assert sectors(1, 4) == 4  # 32 floats: 128 bytes, 4 sectors
+    assert sectors(2, 4) == 8
+    assert sectors(4, 4) == 16
+    assert sectors(8, 4) == 32  # 32 bytes apart: a sector per lane
+    assert sectors(1000, 4) == 32
+    assert sectors(1, 16) == 16  # float4
+    assert sectors(2, 16) == 32
+
+
+def test_a_large_traffic_win_is_a_warning_without_a_prediction() -> None:
+    from warpwise.skills.presentation import MIN_TRAFFIC_FACTOR, why_shown
+
+    big = Outlook(traffic_factor=MIN_TRAFFIC_FACTOR, traffic="each warp's access touches 16 sectors")
+    small = Outlook(traffic_factor=MIN_TRAFFIC_FACTOR / 2, traffic="each warp's access touches 8 sectors")
+    assert shown_severity("uncoalesced-global-access", Severity.WARNING, outlook=big) is Severity.WARNING
+    assert shown_severity("uncoalesced-global-access", Severity.WARNING, outlook=small) is Severity.HINT
+    # A finding declared below warning is never raised by its traffic alone.
+    assert shown_severity("uncoalesced-global-access", Severity.INFO, outlook=big) is Severity.HINT
+    assert "16 sectors" in why_shown(Severity.WARNING, Severity.WARNING, big, "performance")
+
+
+def test_the_naive_transpose_is_a_warning_in_the_quiet_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from warpwise.engine import analyze_path
+    from warpwise.presentation import present
+
+    monkeypatch.setenv("WARPWISE_NO_RESOURCE_BUILDS", "1")
+    path = Path(__file__).parents[2] / "examples" / "transpose.cu"
+    report = present(analyze_path(str(path)))
+    naive = [f for f in report.findings if f.function == "transpose_naive" and f.severity is Severity.WARNING]
+    assert [f.rule for f in naive] == ["strided-transpose-access"], [(f.rule, f.severity) for f in report.findings]
+    # The rule the card supersedes on that access is not shown beside it.
+    assert not [f for f in report.findings if f.rule == "uncoalesced-global-access" and f.function == "transpose_naive"]

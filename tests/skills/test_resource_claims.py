@@ -102,3 +102,14 @@ def test_without_a_build_a_guarded_fix_is_not_applied_in_bulk(monkeypatch: pytes
     assert outcome.text == source
     ((_, why),) = {f.title: (f, w) for f, w in outcome.held_back}.values()
     assert why.startswith("unconfirmed")
+
+
+@needs_nvrtc
+def test_a_loop_the_compiler_unrolls_by_itself_gets_no_unroll_finding() -> None:
+    card = "constant-trip-loop-without-unroll"
+    rolled = TAPS.read_bytes()  # a heavy 32-trip body: nvcc keeps the loop
+    (m,) = _matches(rolled, card)
+    verdict = next(v for v in m.verdicts if v.id == "compiler-keeps-loop")
+    assert verdict.status.value == "holds", verdict.reason
+    small = b"__global__ void k(const float* x, float* y) {\n  float s = 0.0f;\n  for (int j = 0; j < 4; ++j) s += x[j];\n  y[threadIdx.x] = s;\n}\n"
+    assert _matches(small, card) == []  # the same machine code with and without the pragma: no finding

@@ -19,10 +19,11 @@ SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0
 SOURCE = """#include <cuda_runtime.h>
 __global__ void taps(const float* __restrict__ x, float* __restrict__ y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i + 4 < n) {
+  if (i + 32 < n) {
     float acc = 0.0f;
-    for (int k = 0; k < 5; ++k) {
-      acc += x[i + k];
+    for (int k = 0; k < 32; ++k) {
+      float v = x[i + k];
+      acc += sqrtf(fabsf(v)) + expf(-v) + logf(1.0f + v * v) + sinf(v) * cosf(v);
     }
     y[i] = acc;
   }

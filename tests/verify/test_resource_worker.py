@@ -1,0 +1,75 @@
+"""Resource builds in their own process (issue 18): a compiler crash is an unconfirmed claim, and the language
+server's builds run in the background, so the first one (NVRTC's start, seconds) never holds up an analysis."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.verify import resources
+from warpwise.verify.resources import KernelResources, Unconfirmed
+
+FAKE = Path(__file__).resolve().parent / "fake_resource_worker.py"
+SOURCE = (
+    Path(__file__).resolve().parents[2]
+    / "skills"
+    / "dynamic-local-array-index"
+    / "fixtures"
+    / "pos_heavy_accumulators.cu"
+).read_bytes()
+
+
+@pytest.fixture
+def fake_worker(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Point the resource builds at the stand-in worker, with fresh state; return a function that sets its args."""
+    from warpwise.verify.worker import nvbuild
+
+    monkeypatch.delenv(resources.ENV_DISABLE, raising=False)
+    monkeypatch.setattr(nvbuild, "nvrtc_version", lambda: "NVRTC (test stand-in)")
+    monkeypatch.setattr(resources, "_memo", type(resources._memo)())
+    monkeypatch.setattr(resources, "_pending", set())
+    monkeypatch.setattr(resources, "_listeners", [])
+    monkeypatch.setattr(resources, "_cache_dir", lambda: None)
+    worker = resources._Worker()
+    monkeypatch.setattr(resources, "_worker", worker)
+
+    def use(*args: str) -> None:
+        monkeypatch.setenv(resources.ENV_WORKER, json.dumps([sys.executable, str(FAKE), *args]))
+
+    yield use
+    worker.close()
+
+
+def test_a_compiler_crash_is_an_unconfirmed_claim_and_the_caller_lives_on(fake_worker) -> None:  # type: ignore[no-untyped-def]
+    fake_worker("0", "crash")
+    model = analyze_text(SOURCE, "acc.cu")
+    got = resources.kernel_resources(model, "accumulate")
+    assert isinstance(got, Unconfirmed) and "crashed" in got.reason, got
+    # The next build starts a new process.
+    fake_worker("0")
+    other = analyze_text(SOURCE + b"\n// edited\n", "acc.cu")
+    again = resources.kernel_resources(other, "accumulate")
+    assert isinstance(again, KernelResources) and again.stack_bytes == 96
+
+
+def test_background_builds_answer_at_once_and_tell_the_listeners(fake_worker, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    fake_worker("3")
+    monkeypatch.setattr(resources, "_background", True)
+    done = threading.Event()
+    resources.add_listener(done.set)
+    model = analyze_text(SOURCE, "acc.cu")
+    uses = resources.pending_uses()
+    t0 = time.perf_counter()
+    first = resources.kernel_resources(model, "accumulate")
+    assert time.perf_counter() - t0 < 1.0, "the caller waited for the build"
+    assert first == Unconfirmed(resources.PENDING)
+    assert resources.pending_uses() > uses
+    assert done.wait(60), "no listener was called once the build answered"
+    after = resources.kernel_resources(model, "accumulate")
+    assert isinstance(after, KernelResources) and after.stack_bytes == 96
