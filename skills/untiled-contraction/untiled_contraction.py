@@ -43,6 +43,14 @@ from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.skills.rewrites.contraction_mma import (
+    MMA_CHOICES,
+    MMA_TOLERANCE,
+    TF32_CHOICES,
+    TF32_TOLERANCE,
+    MmaTiles,
+    generate_mma_body,
+)
 from warpwise.verify.launch import LaunchChange
 
 Node = Any
@@ -867,6 +875,7 @@ class Tiles:
 
 
 _TILE_ARGS = ("bm", "bn", "bk", "tm", "tn", "min_blocks")
+_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32")
 # Tile sizes a search may choose from (each generated, compiled and measured on the H200: see card.md).
 TILE_CHOICES = (
     Tiles(128, 128, 8, 8, 8, 2),
@@ -1062,7 +1071,7 @@ def _indent(text: str, extra: str) -> str:
 # Launches.
 
 
-def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles) -> tuple[str, str] | None:
+def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles | MmaTiles) -> tuple[str, str] | None:
     """Return the grid and block texts of a launch with these arguments, or None when a bound is not expressible."""
     names = [p.name for p in fn.params]
     if len(args) != len(names):
@@ -1079,7 +1088,7 @@ def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles) 
     return f"dim3(({n} + {t.bn - 1}) / {t.bn}, ({m} + {t.bm - 1}) / {t.bm})", f"dim3({t.threads})"
 
 
-def launch_changes(c: Contraction, fn: Function, t: Tiles) -> tuple[LaunchChange, ...] | None:
+def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles) -> tuple[LaunchChange, ...] | None:
     """Return the launch change for a problem file that launches the kernel: a grid of tiles, one block of threads.
 
     None when a bound is not a polynomial of parameters and integer constants (a macro is not known to Python).
@@ -1118,7 +1127,7 @@ def problem_launch_changes(matches: list[Any]) -> tuple[LaunchChange, ...] | Non
     c: Contraction | None = region.facts.get("contraction")
     if c is None:
         return None
-    tiles = Tiles(**{k: int(v) for k, v in matches[0].card.header.anchor.args.items() if k in _TILE_ARGS})
+    tiles = tiles_of(dict(matches[0].card.header.anchor.args))
     return launch_changes(c, region.function, tiles)
 
 
@@ -1176,10 +1185,18 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         c, _ = recognise(ctx.model, ctx.function)
         if c is None:
             return None
-    t = Tiles(**{k: int(v) for k, v in ctx.args.items() if k in _TILE_ARGS})
-    if t.problems() or ctx.function.launch_bounds is not None:
+    t = tiles_of(ctx.args)
+    if ctx.function.launch_bounds is not None:
         return None  # A kernel with its own launch bounds may not take the tiled block size.
-    edits = [Edit(c.body_span[0], c.body_span[1], generate_body(c, t))]
+    if isinstance(t, MmaTiles):
+        body = generate_mma_body(c, t, poly_text)
+        if body is None:
+            return None
+    elif t.problems():
+        return None
+    else:
+        body = generate_body(c, t)
+    edits = [Edit(c.body_span[0], c.body_span[1], body)]
     if t.min_blocks:
         at = ctx.function.span(ctx.function.name_span)[0]
         edits.append(Edit(at, at, f"__launch_bounds__({t.threads}, {t.min_blocks}) "))
@@ -1193,7 +1210,36 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     return sorted(edits)
 
 
-def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) -> bytes | None:
+def tiles_of(args: dict[str, Any]) -> Tiles | MmaTiles:
+    """Return the tile sizes a rewrite's arguments name: `MmaTiles` when they give warps (`wm`), else `Tiles`."""
+    if "wm" in args:
+        kw: dict[str, Any] = {k: int(v) for k, v in args.items() if k in _MMA_ARGS and k != "tf32"}
+        return MmaTiles(**kw, tf32=bool(args.get("tf32", False)))
+    return Tiles(**{k: int(v) for k, v in args.items() if k in _TILE_ARGS})
+
+
+def tile_args(t: Tiles | MmaTiles) -> dict[str, Any]:
+    """Return the rewrite's arguments for tile sizes (the inverse of `tiles_of`)."""
+    names = _MMA_ARGS if isinstance(t, MmaTiles) else _TILE_ARGS
+    return {k: getattr(t, k) for k in names}
+
+
+def choices_for(c: Contraction, tolerance: tuple[float, float] | None = None) -> tuple[Tiles | MmaTiles, ...]:
+    """Return the tile shapes a search may try for a contraction, best first.
+
+    Half and bfloat16 operands: the tensor-core shapes first, then the exact SIMT ones. float operands: the exact
+    SIMT shapes, then TF32 shapes only when the problem's `tolerance` (rtol, atol) is at least `TF32_TOLERANCE`.
+    """
+    out: list[Tiles | MmaTiles] = []
+    if c.convert:
+        out += [t for t in MMA_CHOICES if not t.problems(c.a.layout, c.b.layout)]
+    out += list(TILE_CHOICES)
+    if not c.convert and tolerance is not None and all(x >= y for x, y in zip(tolerance, TF32_TOLERANCE, strict=False)):
+        out += [t for t in TF32_CHOICES if not t.problems(c.a.layout, c.b.layout)]
+    return tuple(out)
+
+
+def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | MmaTiles | None = None) -> bytes | None:
     """Return the file's text with one kernel rewritten (None when it is not a recognised contraction)."""
     from warpwise.skills.rewrite import apply_edits
 
@@ -1205,8 +1251,7 @@ def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) ->
         return None
     t = tiles or Tiles()
     region = Region(AnchorKind.KERNEL, fn, fn.name_span, f"contraction:{kernel}", {"contraction": c})
-    args = {"bm": t.bm, "bn": t.bn, "bk": t.bk, "tm": t.tm, "tn": t.tn, "min_blocks": t.min_blocks}
-    edits = rewrite(RewriteContext(model, fn, region, args))
+    edits = rewrite(RewriteContext(model, fn, region, tile_args(t)))
     if edits is None:
         return None
     tree_of(model)
@@ -1214,10 +1259,16 @@ def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) ->
 
 
 __all__ = [
+    "MMA_CHOICES",
+    "MMA_TOLERANCE",
+    "TF32_CHOICES",
+    "TF32_TOLERANCE",
     "TILE_CHOICES",
     "Contraction",
+    "MmaTiles",
     "Operand",
     "Tiles",
+    "choices_for",
     "contraction_launches_rewritable",
     "generate_body",
     "launch_changes",
@@ -1225,5 +1276,7 @@ __all__ = [
     "recognise",
     "rewrite",
     "rewrite_source",
+    "tile_args",
+    "tiles_of",
     "untiled_contraction",
 ]
