@@ -21,7 +21,11 @@
   output tiles is the rewrite's own: rewritten at the launch sites in the file, or a launch override for a
   problem file's `launch(inputs)` (annotated kernels are not offered it: their `grid=` is not rewritten). The
   prior is the card's (its evidence, or the ranking model's prediction), lowered by `TILE_DECAY` per place in
-  the card's order of measured tile shapes, so the search tries the measured best first.
+  the card's order of measured tile shapes, so the search tries the measured best first. Half and bfloat16
+  operands are offered the card's tensor-core shapes first (`MMA_CHOICES`, `param:tiles=mma...`); float operands
+  its TF32 shapes last, and only when the problem file's literal `tolerance = (rtol, atol)` is at least the
+  card's `TF32_TOLERANCE` (`choices_for`). Both change the order of the float sums (unsafe, within the stated
+  tolerance: the action's reason says which), and the gate checks each.
 
 Vector widths are not offered separately: the vectorization card always uses 16-byte vectors and the tiling
 cards take the block's size, which the block-size action sets.
