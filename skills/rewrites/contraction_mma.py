@@ -353,6 +353,8 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
         frag_decl = f"unsigned ww_fa[{mi_n}][4], ww_fb[{ni_n // 2}][4];"
         what = "mma.sync m16n8k16 with float accumulation, ldmatrix from XOR-swizzled shared tiles"
     epi_guard = c.guard or "true"
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n        {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
     return f"""{{
   // warpwise untiled-contraction (tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage cp.async pipeline, {t.wm}x{t.wn} warps, {what};
@@ -428,7 +430,7 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
         const long long ww_nj = ww_n0 + ww_wn * {wtn} + ww_j * 8 + ww_t4 * 2 + (ww_e & 1);
         if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
         {c.i_type} {c.i} = ({c.i_type})ww_mi;
-        {c.j_type} {c.j} = ({c.j_type})ww_nj;
+        {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
         {c.acc_type} {c.acc} = ww_acc[ww_i][ww_j][ww_e];
         if ({epi_guard}) {{
           {c.store}
