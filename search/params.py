@@ -21,7 +21,11 @@
   output tiles is the rewrite's own: rewritten at the launch sites in the file, or a launch override for a
   problem file's `launch(inputs)` (annotated kernels are not offered it: their `grid=` is not rewritten). The
   prior is the card's (its evidence, or the ranking model's prediction), lowered by `TILE_DECAY` per place in
-  the card's order of measured tile shapes, so the search tries the measured best first.
+  the card's order of measured tile shapes, so the search tries the measured best first. Half and bfloat16
+  operands are offered the card's tensor-core shapes first (`MMA_CHOICES`, `param:tiles=mma...`); float operands
+  its TF32 shapes last, and only when the problem file's literal `tolerance = (rtol, atol)` is at least the
+  card's `TF32_TOLERANCE` (`choices_for`). Both change the order of the float sums (unsafe, within the stated
+  tolerance: the action's reason says which), and the gate checks each.
 
 Vector widths are not offered separately: the vectorization card always uses 16-byte vectors and the tiling
 cards take the block's size, which the block-size action sets.
@@ -65,6 +69,26 @@ def _edit(text: bytes, edits: list[tuple[int, int, str]]) -> str | None:
 def _body(model: FileModel, fn: Function) -> str:
     """Return the kernel's text with comments blanked."""
     return strip_comments(model.text[fn.base : fn.base + fn.length].decode("utf-8", "replace"))
+
+
+def problem_tolerance(source: str) -> tuple[float, float] | None:
+    """Return a problem file's top-level `tolerance = (rtol, atol)`, or None when it sets none (or not literally)."""
+    import ast
+
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return None
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "tolerance" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                continue
+            if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+                found = (float(value[0]), float(value[1]))
+    return found
 
 
 def scaled_dims(body: str) -> tuple[bool, bool, bool]:
@@ -143,8 +167,9 @@ class ParamActions:
             gain, source = predicted
         base = prior_of(gain, [])
         out = []
-        for place, tiles in enumerate(rules.TILE_CHOICES):
-            if tiles.problems():
+        choices = rules.choices_for(c, problem_tolerance(ctx.problem_source)) if hasattr(rules, "choices_for") else ()
+        for place, tiles in enumerate(choices or rules.TILE_CHOICES):
+            if not hasattr(tiles, "wm") and tiles.problems():
                 continue
             try:
                 data = rules.rewrite_source(model, ctx.kernel, tiles)
@@ -169,10 +194,20 @@ class ParamActions:
                 continue  # No launch in the file or a problem file to give the tiled grid to.
             child = version.derive(text, launch, None)
             prior = max(0.02, base - TILE_DECAY * place)
-            why = (
-                f"{c.layout} contraction `{c.a.name}` x `{c.b.name}`: {tiles.bm}x{tiles.bn} tiles, BK {tiles.bk}, "
-                f"{tiles.tm}x{tiles.tn} per thread, {tiles.threads} threads; the card's prior from {source}"
-            )
+            if hasattr(tiles, "wm"):
+                tol = rules.TF32_TOLERANCE if tiles.tf32 else rules.MMA_TOLERANCE
+                why = (
+                    f"{c.layout} contraction `{c.a.name}` x `{c.b.name}` on tensor cores "
+                    f"({'TF32' if tiles.tf32 else 'mma.sync m16n8k16, float accumulation'}): {tiles.bm}x{tiles.bn} "
+                    f"tiles, BK {tiles.bk}, {tiles.stages} cp.async stages, {tiles.wm}x{tiles.wn} warps; unsafe: "
+                    f"another summation order, within rtol {tol[0]:g} / atol {tol[1]:g}; the card's prior from {source}"
+                )
+            else:
+                why = (
+                    f"{c.layout} contraction `{c.a.name}` x `{c.b.name}`: {tiles.bm}x{tiles.bn} tiles, BK "
+                    f"{tiles.bk}, {tiles.tm}x{tiles.tn} per thread, {tiles.threads} threads; the card's prior from "
+                    f"{source}"
+                )
             out.append(
                 Action(
                     ActionKind.PARAM,

@@ -44,6 +44,14 @@ from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.skills.rewrites.contraction_mma import (
+    MMA_CHOICES,
+    MMA_TOLERANCE,
+    TF32_CHOICES,
+    TF32_TOLERANCE,
+    MmaTiles,
+    generate_mma_body,
+)
 from warpwise.verify.launch import LaunchChange
 
 Node = Any
@@ -283,6 +291,7 @@ class Contraction:
     store: str  # the store statement as written
     body_span: tuple[int, int]  # absolute span of the kernel's body (the braces included)
     convert: str = ""  # the conversion of half or bfloat16 operands to float (`__half2float`), "" for float ones
+    linear: tuple[str, str, str] = ("", "", "")  # (type, name, C text in i and j) of a 1-D index i = L / D, j = L % D
 
     @property
     def tile_type(self) -> str:
@@ -369,8 +378,11 @@ class _Scan:
     bounds: dict[str, Poly]
 
 
-def _guard_bounds(k: _Kernel, conds: list[Node], negated: bool, i: str, j: str, scan: _Scan) -> bool:
-    """Read bounds of i and j from conjuncts (or, negated, disjuncts); every part must bound one of them."""
+def _guard_bounds(k: _Kernel, conds: list[Node], negated: bool, i: str, j: str, scan: _Scan, lin: Any = None) -> bool:
+    """Read bounds of i and j from conjuncts (or, negated, disjuncts); every part must bound one of them.
+
+    With a 1-D mapping (`i = L / D`, `j = L % D`), a bound `L < Q * D` bounds i by Q and j by D.
+    """
     for c in conds:
         found = False
         for var in (i, j):
@@ -379,9 +391,34 @@ def _guard_bounds(k: _Kernel, conds: list[Node], negated: bool, i: str, j: str, 
                 scan.bounds[var] = b
                 found = True
                 break
+        if not found and lin is not None:
+            b = _bound(k, c, lin.name, negated)
+            q = _quotient(b, lin.d) if b is not None else None
+            if q is not None and lin.i not in scan.bounds and lin.j not in scan.bounds:
+                scan.bounds[lin.i], scan.bounds[lin.j] = q, lin.d
+                found = True
         if not found:
             return False
     return True
+
+
+def _quotient(p: Poly, d: Poly) -> Poly | None:
+    """Return q with p == q * d exactly when d is one monomial that divides every term of p, else None."""
+    if len(d.terms) != 1:
+        return None
+    ((dm, dc),) = d.terms.items()
+    out: dict[tuple[str, ...], int] = {}
+    for m, c in p.terms.items():
+        rest = list(m)
+        for s in dm:
+            if s not in rest:
+                return None
+            rest.remove(s)
+        if c % dc:
+            return None
+        out[tuple(rest)] = c // dc
+    q = Poly(out)
+    return q if q * d == p else None
 
 
 def _acc_update(k: _Kernel, stmt: Node, acc: str) -> tuple[Node, Node] | None:
@@ -572,7 +609,9 @@ def _operand(k: _Kernel, node: Node, outer: str, kv: str) -> Operand | None:
     return Operand(name, s_o, s_k)
 
 
-def _store(k: _Kernel, stmt: Node, acc: str, i: str, j: str) -> tuple[str, Poly, Poly] | None:
+def _store(
+    k: _Kernel, stmt: Node, acc: str, i: str, j: str, lin: _Linear | None = None
+) -> tuple[str, Poly, Poly] | None:
     """Return (output array, stride along i, stride along j) of `C[h(i, j)] = expr(acc);` (h affine in both)."""
     if stmt.type != "expression_statement" or stmt.named_child_count != 1:
         return None
@@ -585,9 +624,11 @@ def _store(k: _Kernel, stmt: Node, acc: str, i: str, j: str) -> tuple[str, Poly,
     sub = _subscript(k, left)
     if sub is None or k.fn.param(sub[0]) is None:
         return None
-    poly = k.poly(sub[1], frozenset({i, j}))
+    poly = k.poly(sub[1], frozenset({i, j} | ({lin.name} if lin else set())))
     if poly is None:
         return None
+    if lin is not None:  # C[L] with L = i * D + j
+        poly = _substitute(poly, lin.name, Poly.atom(lin.i) * lin.d + Poly.atom(lin.j))
     si = poly.linear_in(i)
     if si is None:
         return None
@@ -599,6 +640,74 @@ def _store(k: _Kernel, stmt: Node, acc: str, i: str, j: str) -> tuple[str, Poly,
     if acc not in k.identifiers(e.child_by_field_name("right")):
         return None
     return sub[0], si[0], sj[0]
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """A 1-D thread mapping: `i = L / D` and `j = L % D` for a local L of the thread indices and a uniform D."""
+
+    name: str
+    i: str
+    j: str
+    d: Poly
+
+
+def _div_mod(k: _Kernel, node: Node | None) -> tuple[str, str, Poly] | None:
+    """Return (`/` or `%`, L, D) of `L / D` or `L % D` with L a local identifier and D uniform, else None."""
+    if node is None:
+        return None
+    node = unparen(node)
+    if node.type == "cast_expression":
+        return _div_mod(k, node.child_by_field_name("value"))
+    if node.type != "binary_expression":
+        return None
+    op = k.text(node.child_by_field_name("operator"))
+    left, right = unparen(node.child_by_field_name("left")), node.child_by_field_name("right")
+    if op not in ("/", "%") or left is None or left.type != "identifier":
+        return None
+    d = k.poly(right, frozenset())
+    if d is None or not d or not k.uniform(d):
+        return None
+    return op, k.text(left), d
+
+
+def _linear_maps(k: _Kernel, coords: list[str]) -> list[_Linear]:
+    """Return the 1-D mappings among the locals: `i = L / D; j = L % D;` with L a thread coordinate, L >= 0.
+
+    L must be a sum of products of thread and block indices and sizes with positive coefficients, so that
+    it is never negative and `L / D`, `L % D` are the row and column of L in rows of D.
+    """
+    quot: dict[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], str] = {}
+    rem: dict[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], str] = {}
+    for name, defs in k.defs.items():
+        if len(defs) != 1 or name in k.params:
+            continue
+        dm = _div_mod(k, defs[0])
+        if dm is None or dm[1] not in coords:
+            continue
+        key = (dm[1], dm[2].key())
+        (quot if dm[0] == "/" else rem)[key] = name
+    out = []
+    for key, i in quot.items():
+        j = rem.get(key)
+        if j is None:
+            continue
+        lin = k.poly(k.single_def(key[0]), frozenset())
+        if lin is None or any(c < 0 for c in lin.terms.values()) or any(not _BUILTIN.match(s) for s in lin.atoms()):
+            continue
+        out.append(_Linear(key[0], i, j, Poly(dict(key[1]))))
+    return out
+
+
+def _substitute(p: Poly, name: str, value: Poly) -> Poly:
+    """Return p with the symbol `name` replaced by the polynomial `value`."""
+    out = Poly()
+    for m, c in p.terms.items():
+        term = Poly({tuple(s for s in m if s != name): c})
+        for _ in range(m.count(name)):
+            term = term * value
+        out = out + term
+    return out
 
 
 def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
@@ -618,6 +727,8 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
         for n, d in k.defs.items()
         if len(d) == 1 and d[0] is not None and n not in k.params and k.uses_thread_index(d[0])
     ]
+    linears = _linear_maps(k, coords)
+    coords += [n for lin in linears for n in (lin.i, lin.j)]
     stmts = _statements(body)
     scan = _Scan([], {})
     # Walk down guards: early returns and `if`s whose body is the rest.
@@ -703,7 +814,8 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
                 b = _operand(k, xb, j, kv)
                 if a is None or b is None:
                     continue
-                c_out = _store(k, store_stmt, acc, i, j)
+                lin = next((m for m in linears if {m.i, m.j} == {i, j}), None)
+                c_out = _store(k, store_stmt, acc, i, j, lin)
                 if c_out is not None:
                     readings.append((not poly_is_one(c_out[2]), i, j, a, b, c_out[0]))
     if not readings:
@@ -713,19 +825,21 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
         )
     readings.sort(key=lambda r: r[0])
     _, i, j, a, b, _ = readings[0]
+    lin = next((m for m in linears if {m.i, m.j} == {i, j}), None)
     for g in guard_ifs:
-        if not _guard_bounds(k, _conjuncts(k, _condition(g.child_by_field_name("condition"))), False, i, j, scan):
+        conds = _conjuncts(k, _condition(g.child_by_field_name("condition")))
+        if not _guard_bounds(k, conds, False, i, j, scan, lin):
             return None, f"the guard `{k.text(g.child_by_field_name('condition'))}` is not a bound of `{i}` and `{j}`"
         scan.guards.append(k.text(unparen(_condition(g.child_by_field_name("condition")))))
     for r in pending_returns:
         cond = _condition(r.child_by_field_name("condition"))
-        if cond is None or not _guard_bounds(k, _disjuncts(k, cond), True, i, j, scan):
+        if cond is None or not _guard_bounds(k, _disjuncts(k, cond), True, i, j, scan, lin):
             return None, f"the early return `{k.text(cond)}` is not a bound of `{i}` and `{j}`"
         scan.guards.append(f"!({k.text(unparen(cond))})")
     if i not in scan.bounds or j not in scan.bounds:
         return None, f"`{fn.name}` has no guard that bounds both `{i}` and `{j}`"
     # Names the epilogue may read: parameters, macros, i, j, acc; no other local.
-    allowed_locals = {i, j, acc}
+    allowed_locals = {i, j, acc} | ({lin.name} if lin else set())
     used = k.identifiers(store_stmt)
     for g in guard_ifs + pending_returns:
         cond_node = _condition(g.child_by_field_name("condition"))
@@ -777,6 +891,11 @@ def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
             store=k.text(store_stmt),
             body_span=(body.start_byte, body.end_byte),
             convert=conv,
+            linear=(
+                (k.decl_type.get(lin.name, "int"), lin.name, f"{lin.i} * ({poly_text(lin.d)}) + {lin.j}")
+                if lin
+                else ("", "", "")
+            ),
         ),
         "",
     )
@@ -825,6 +944,7 @@ class Tiles:
 
 
 _TILE_ARGS = ("bm", "bn", "bk", "tm", "tn", "min_blocks")
+_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32")
 # Tile sizes a search may choose from (each generated, compiled and measured on the H200: see card.md).
 TILE_CHOICES = (
     Tiles(128, 128, 8, 8, 8, 2),
@@ -999,7 +1119,7 @@ def generate_body(c: Contraction, t: Tiles, indent: str = "  ") -> str:
       const long long ww_nj = ww_n0 + (ww_c / 4) * {cols_per} + ww_tx * 4 + ww_c % 4;
       if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
       {c.i_type} {c.i} = ({c.i_type})ww_mi;
-      {c.j_type} {c.j} = ({c.j_type})ww_nj;
+      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear_decl(c, "      ")}
       {c.acc_type} {c.acc} = ww_acc[ww_r][ww_c];
       if ({epi_guard}) {{
         {c.store}
@@ -1012,6 +1132,12 @@ def generate_body(c: Contraction, t: Tiles, indent: str = "  ") -> str:
     return lines
 
 
+def linear_decl(c: Contraction, indent: str) -> str:
+    """Return the declaration of a 1-D index the epilogue reads (`idx = i * N + j`), on a new line ("" for none)."""
+    ty, name, value = c.linear
+    return f"\n{indent}{ty} {name} = ({ty})({value});" if name else ""
+
+
 def _indent(text: str, extra: str) -> str:
     return "".join(extra + ln if ln.strip() else ln for ln in text.splitlines(keepends=True))
 
@@ -1020,7 +1146,7 @@ def _indent(text: str, extra: str) -> str:
 # Launches.
 
 
-def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles) -> tuple[str, str] | None:
+def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles | MmaTiles) -> tuple[str, str] | None:
     """Return the grid and block texts of a launch with these arguments, or None when a bound is not expressible."""
     names = [p.name for p in fn.params]
     if len(args) != len(names):
@@ -1037,7 +1163,7 @@ def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles) 
     return f"dim3(({n} + {t.bn - 1}) / {t.bn}, ({m} + {t.bm - 1}) / {t.bm})", f"dim3({t.threads})"
 
 
-def launch_changes(c: Contraction, fn: Function, t: Tiles) -> tuple[LaunchChange, ...] | None:
+def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles) -> tuple[LaunchChange, ...] | None:
     """Return the launch change for a problem file that launches the kernel: a grid of tiles, one block of threads.
 
     None when a bound is not a polynomial of parameters and integer constants (a macro is not known to Python).
@@ -1076,7 +1202,7 @@ def problem_launch_changes(matches: list[Any]) -> tuple[LaunchChange, ...] | Non
     c: Contraction | None = region.facts.get("contraction")
     if c is None:
         return None
-    tiles = Tiles(**{k: int(v) for k, v in matches[0].card.header.anchor.args.items() if k in _TILE_ARGS})
+    tiles = tiles_of(dict(matches[0].card.header.anchor.args))
     return launch_changes(c, region.function, tiles)
 
 
@@ -1134,10 +1260,18 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         c, _ = recognise(ctx.model, ctx.function)
         if c is None:
             return None
-    t = Tiles(**{k: int(v) for k, v in ctx.args.items() if k in _TILE_ARGS})
-    if t.problems() or ctx.function.launch_bounds is not None:
+    t = tiles_of(ctx.args)
+    if ctx.function.launch_bounds is not None:
         return None  # A kernel with its own launch bounds may not take the tiled block size.
-    edits = [Edit(c.body_span[0], c.body_span[1], generate_body(c, t))]
+    if isinstance(t, MmaTiles):
+        body = generate_mma_body(c, t, poly_text)
+        if body is None:
+            return None
+    elif t.problems():
+        return None
+    else:
+        body = generate_body(c, t)
+    edits = [Edit(c.body_span[0], c.body_span[1], body)]
     if t.min_blocks:
         at = ctx.function.span(ctx.function.name_span)[0]
         edits.append(Edit(at, at, f"__launch_bounds__({t.threads}, {t.min_blocks}) "))
@@ -1151,7 +1285,36 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     return sorted(edits)
 
 
-def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) -> bytes | None:
+def tiles_of(args: dict[str, Any]) -> Tiles | MmaTiles:
+    """Return the tile sizes a rewrite's arguments name: `MmaTiles` when they give warps (`wm`), else `Tiles`."""
+    if "wm" in args:
+        kw: dict[str, Any] = {k: int(v) for k, v in args.items() if k in _MMA_ARGS and k != "tf32"}
+        return MmaTiles(**kw, tf32=bool(args.get("tf32", False)))
+    return Tiles(**{k: int(v) for k, v in args.items() if k in _TILE_ARGS})
+
+
+def tile_args(t: Tiles | MmaTiles) -> dict[str, Any]:
+    """Return the rewrite's arguments for tile sizes (the inverse of `tiles_of`)."""
+    names = _MMA_ARGS if isinstance(t, MmaTiles) else _TILE_ARGS
+    return {k: getattr(t, k) for k in names}
+
+
+def choices_for(c: Contraction, tolerance: tuple[float, float] | None = None) -> tuple[Tiles | MmaTiles, ...]:
+    """Return the tile shapes a search may try for a contraction, best first.
+
+    Half and bfloat16 operands: the tensor-core shapes first, then the exact SIMT ones. float operands: the exact
+    SIMT shapes, then TF32 shapes only when the problem's `tolerance` (rtol, atol) is at least `TF32_TOLERANCE`.
+    """
+    out: list[Tiles | MmaTiles] = []
+    if c.convert:
+        out += [t for t in MMA_CHOICES if not t.problems(c.a.layout, c.b.layout)]
+    out += list(TILE_CHOICES)
+    if not c.convert and tolerance is not None and all(x >= y for x, y in zip(tolerance, TF32_TOLERANCE, strict=False)):
+        out += [t for t in TF32_CHOICES if not t.problems(c.a.layout, c.b.layout)]
+    return tuple(out)
+
+
+def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | MmaTiles | None = None) -> bytes | None:
     """Return the file's text with one kernel rewritten (None when it is not a recognised contraction)."""
     from warpwise.skills.rewrite import apply_edits
 
@@ -1163,8 +1326,7 @@ def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) ->
         return None
     t = tiles or Tiles()
     region = Region(AnchorKind.KERNEL, fn, fn.name_span, f"contraction:{kernel}", {"contraction": c})
-    args = {"bm": t.bm, "bn": t.bn, "bk": t.bk, "tm": t.tm, "tn": t.tn, "min_blocks": t.min_blocks}
-    edits = rewrite(RewriteContext(model, fn, region, args))
+    edits = rewrite(RewriteContext(model, fn, region, tile_args(t)))
     if edits is None:
         return None
     tree_of(model)
@@ -1172,10 +1334,16 @@ def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | None = None) ->
 
 
 __all__ = [
+    "MMA_CHOICES",
+    "MMA_TOLERANCE",
+    "TF32_CHOICES",
+    "TF32_TOLERANCE",
     "TILE_CHOICES",
     "Contraction",
+    "MmaTiles",
     "Operand",
     "Tiles",
+    "choices_for",
     "contraction_launches_rewritable",
     "generate_body",
     "launch_changes",
@@ -1183,5 +1351,7 @@ __all__ = [
     "recognise",
     "rewrite",
     "rewrite_source",
+    "tile_args",
+    "tiles_of",
     "untiled_contraction",
 ]

@@ -46,7 +46,12 @@ def test_every_tile_shape_is_offered_with_its_grid(
 
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "tiny")
     actions, ctx, v = _tile_actions(ROOT / rel, kernel)
-    shapes = [t for t in RULES.TILE_CHOICES if not t.problems()]
+    c, _ = RULES.recognise(*ctx.function(v))
+    shapes = [t for t in RULES.choices_for(c) if isinstance(t, RULES.MmaTiles) or not t.problems()]
+    if c.convert:  # half and bfloat16 operands: the tensor-core shapes first, then the exact SIMT ones
+        assert [type(t).__name__ for t in shapes[: len(RULES.MMA_CHOICES)]] == ["MmaTiles"] * len(RULES.MMA_CHOICES)
+    else:  # float operands: no TF32 without a problem tolerance that admits it
+        assert not any(isinstance(t, RULES.MmaTiles) for t in shapes)
     assert [a.name for a in actions] == [f"param:tiles={t.key}" for t in shapes]
     priors = [a.prior for a in actions]
     assert priors == sorted(priors, reverse=True) and priors[0] > priors[-1]  # the measured best first

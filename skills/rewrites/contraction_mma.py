@@ -1,0 +1,452 @@
+"""Tensor-core kernels for a recognised contraction: `mma.sync` fed by `ldmatrix` from a `cp.async` pipeline.
+
+The untiled-contraction card recognises a naive matrix multiply (`skills/untiled-contraction/`); this module
+generates, from what it recognised, a kernel body with the same name, signature and epilogue that computes the
+products on tensor cores:
+
+- a block computes a BM x BN tile of outputs with WM x WN warps (each a (BM / WM) x (BN / WN) warp tile of
+  16 x 8 `mma.sync` tiles, accumulators in float registers);
+- BK-deep tiles of A and B are copied global -> shared by `cp.async.cg` 16-byte copies in a pipeline of
+  `stages` buffers (2: double buffering, 3 or 4: deeper), each operand in the orientation it has in global
+  memory (k-contiguous or contiguous along its output coordinate) so that every copy is one 16-byte vector;
+- shared rows are padded by 16 bytes (8 halves; 4 floats on the k-contiguous side of TF32, 8 on the other),
+  which keeps every row 16-byte aligned and makes the eight row addresses of each `ldmatrix` phase (and the
+  32-bit fragment reads of TF32) fall in distinct banks;
+- half and bfloat16 operands: `ldmatrix.x4` (`.trans` for the operand whose shared tile is stored the other way)
+  and `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`; float32 operands (the TF32 option):
+  32-bit fragment reads, `cvt.rna.tf32.f32` and `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`;
+- edges: a copy of a row outside the tile's range or past the contiguous bound reads 0 bytes or only the bytes
+  in range (`cp.async`'s source size zero-fills the rest), so any M, N and K work; the 16-byte path is taken
+  only when a runtime test shows the pointer 16-byte aligned and the leading dimension a multiple of the vector
+  width, otherwise each element is loaded on its own (guarded, zero outside) into registers one tile ahead and
+  stored to shared memory after the tile's arithmetic (the same values, the same pipeline order);
+- the epilogue is the user's store statement as written, run for each output in range under the user's guard,
+  with the user's names for the output coordinates and the accumulator.
+
+Exactness: a product of two halves (or bfloat16s) is exact in float, but a tensor core sums the products of its
+k-slice in an order (and with an internal alignment) of its own, so results differ from the naive loop's
+sequential float sum by rounding: the stated tolerance is `MMA_TOLERANCE`, relative to sum |a * b| over k. TF32
+rounds each float operand to 10 mantissa bits first: `TF32_TOLERANCE`, offered only when the problem's own
+tolerance is at least that loose. Both are therefore `unsafe` rewrites that the gate checks on every problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MMA_TOLERANCE = (1e-3, 1e-3)
+"""(rtol, atol) within which a float-accumulated half/bfloat16 tensor-core result may differ from the naive
+loop's before the epilogue: a sum of K exact products in another order differs by at most about
+K * 2^-24 * sum |a * b|, far below a half output's own rounding (2^-11 relative)."""
+TF32_TOLERANCE = (1e-2, 5e-2)
+"""(rtol, atol) for the TF32 option, for operands of magnitude up to 1 and K up to 4096: each float operand is
+rounded to TF32 (unit roundoff 2^-11), so each product is off by up to 2^-10 of itself (about 4e-4 RMS for
+uniform rounding); summed with independent signs over K = 4096 terms of RMS 1/3 the error has an RMS of about
+sqrt(4096) * 4e-4 / 3 = 8.5e-3, and its largest value over 16M outputs about 6 times that (5e-2)."""
+SMEM_LIMIT = 48 * 1024
+"""Static shared memory a block may declare without an opt-in attribute."""
+
+
+@dataclass(frozen=True)
+class MmaTiles:
+    """Tensor-core tile sizes: BM x BN outputs per block, BK-deep stages, WM x WN warps, a pipeline of stages."""
+
+    bm: int = 128
+    bn: int = 128
+    bk: int = 32
+    wm: int = 2
+    wn: int = 4
+    stages: int = 2
+    min_blocks: int = 1  # > 0: add `__launch_bounds__(threads, min_blocks)`
+    tf32: bool = False
+
+    @property
+    def key(self) -> str:
+        """Return the sizes as `mma128x128x32w2x4s2` (`tf32...` for the TF32 option, `xB` for launch bounds)."""
+        base = f"{'tf32' if self.tf32 else 'mma'}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
+        return base + (f"x{self.min_blocks}" if self.min_blocks else "")
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return 32 * self.wm * self.wn
+
+    @property
+    def elem_bytes(self) -> int:
+        """Bytes per operand element (2 for half and bfloat16, 4 for float under TF32)."""
+        return 4 if self.tf32 else 2
+
+    @property
+    def kstep(self) -> int:
+        """The k extent of one `mma.sync` (16 for half, 8 for TF32)."""
+        return 8 if self.tf32 else 16
+
+    def shape(self, rows: int, layout: str) -> tuple[int, int]:
+        """Return (rows, columns with padding) of one stage of an operand tile of `rows` outputs, stored as in global.
+
+        Half and bfloat16 tiles are XOR-swizzled (no padding); TF32 tiles are padded (see `_layout`).
+        """
+        ce = 16 // self.elem_bytes
+        r, cols = (rows, self.bk) if layout == "k" else (self.bk, rows)
+        if not self.tf32:
+            return r, cols
+        return r, cols + (ce if layout == "k" else 8)
+
+    def smem_bytes(self, a_layout: str, b_layout: str) -> int:
+        """Return the static shared memory of both operands' pipelines."""
+        ra, ca = self.shape(self.bm, a_layout)
+        rb, cb = self.shape(self.bn, b_layout)
+        return self.stages * (ra * ca + rb * cb) * self.elem_bytes
+
+    def problems(self, a_layout: str = "o", b_layout: str = "k") -> list[str]:
+        """Return why these sizes cannot be generated for these operand layouts (empty when they can)."""
+        out = []
+        ce = 16 // self.elem_bytes
+        if self.bm % (16 * self.wm) or self.bn % (16 * self.wn):
+            out.append("each warp tile must be a multiple of 16 x 16")
+        if self.bk % self.kstep or self.bk % ce or (not self.tf32 and self.bk % 16):
+            out.append(f"BK must be a multiple of {max(self.kstep, ce, 16)}")
+        if not self.tf32 and any(x % 64 and x not in (16, 32) for x in (self.bm, self.bn)):
+            out.append("BM and BN must be 16, 32 or multiples of 64 (whole swizzle rows)")
+        if not 2 <= self.stages <= 8:
+            out.append("2 to 8 pipeline stages")
+        t = self.threads
+        if t > 1024:
+            out.append(f"{t} threads per block is more than 1024")
+        for rows in (self.bm, self.bn):
+            if (rows * self.bk // ce) % t or rows * self.bk // ce < t:
+                out.append("each thread must copy whole 16-byte vectors of each tile")
+        if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
+            out.append("an operand is contiguous along neither k nor its output coordinate")
+        if self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT:
+            out.append(f"{self.smem_bytes(a_layout, b_layout)} bytes of shared memory is more than 48 KiB")
+        return out
+
+
+MMA_CHOICES = (
+    MmaTiles(128, 128, 32, 2, 4, 3, 2),
+    MmaTiles(256, 128, 32, 4, 2, 2),
+    MmaTiles(128, 256, 32, 2, 4, 2),
+    MmaTiles(128, 64, 32, 2, 2, 4),
+    MmaTiles(128, 128, 32, 2, 4, 3),
+    MmaTiles(128, 128, 32, 2, 4, 2),
+    MmaTiles(128, 128, 16, 2, 4, 6),
+)
+"""Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them: fastest first as measured
+on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma-2026-12-02.md: 0.609 ms down to 0.902 ms)."""
+TF32_CHOICES = (
+    MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
+    MmaTiles(128, 64, 16, 2, 2, 3, tf32=True),
+)
+"""TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`)."""
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One operand's shared tile: `rows` x `cols` elements per stage (+ padding), 16-byte chunks of `ce` elements.
+
+    Half and bfloat16 tiles are unpadded and XOR-swizzled by chunk: the chunk index is XORed with bits of the row
+    (`row & 7` for rows of 8 or more chunks, `(row >> 1) & 3` for 4, `(row >> 2) & 1` for 2), so the eight
+    16-byte row reads of an `ldmatrix` phase fall in eight distinct bank groups. TF32 tiles are padded instead.
+    """
+
+    rows: int
+    cols: int
+    pcols: int
+    ce: int
+    swizzle: bool
+
+    @property
+    def cpr(self) -> int:
+        """16-byte chunks per row."""
+        return self.cols // self.ce
+
+    @property
+    def elems(self) -> int:
+        """Elements per stage (padding included)."""
+        return self.rows * self.pcols
+
+    def off(self, row: str, chunk: str) -> str:
+        """Return the element offset within a stage of chunk `chunk` of row `row` (C expressions)."""
+        if not self.swizzle:
+            return f"({row}) * {self.pcols} + ({chunk}) * {self.ce}"
+        bits = {1: "0", 2: f"((({row}) >> 2) & 1)", 4: f"((({row}) >> 1) & 3)"}.get(self.cpr, f"(({row}) & 7)")
+        return f"({row}) * {self.cols} + ((({chunk}) ^ {bits}) * {self.ce})"
+
+
+def _layout(t: MmaTiles, rows: int, layout: str) -> _Layout:
+    r, pc = t.shape(rows, layout)
+    cols = rows if layout == "o" else t.bk
+    return _Layout(r, cols, pc, 16 // t.elem_bytes, not t.tf32)
+
+
+def _ind(text: str, extra: str = "  ") -> str:
+    return "".join(extra + ln if ln.strip() else ln for ln in text.splitlines(keepends=True))
+
+
+def _copy(op: Any, which: str, t: MmaTiles, lay: _Layout) -> tuple[str, str, str, str]:
+    """Return (declarations, direct copy, register fetch, register store) of one operand's next stage.
+
+    Each thread copies `per` 16-byte chunks per stage. Its global pointers and bounds are set up once and the
+    pointers advance by one tile per copy (stages are filled in tile order). The 16-byte path is `cp.async` with
+    the in-range byte count (the rest is zero-filled); the scalar path loads each element (0 outside) into
+    registers, which the direct copy (prologue) stores at once and the main loop stores after the arithmetic.
+    """
+    w = which.lower()
+    ce, eb = lay.ce, t.elem_bytes
+    per = lay.rows * lay.cols // ce // t.threads
+    o0, ob = ("ww_m0", "ww_M") if which == "A" else ("ww_n0", "ww_N")
+    so, sk = f"ww_{w}_o", f"ww_{w}_k"
+    ptr, reg, vec, sbase = f"ww_p{which}", f"ww_r{w}", f"ww_vec_{which}", f"ww_s{which}"
+    u = "unsigned int" if t.tf32 else "unsigned short"
+    decl = [f"  {u} {reg}[{per}][{ce}];\n", f"  const long long ww_step{which} = {t.bk} * {sk};\n"]
+    direct, fetch, store = [], [], []
+    stage = f"ww_st * {lay.elems * eb}"
+    for v in range(per):
+        q = f"(ww_tid + {v * t.threads})"
+        r, ch = f"({q} / {lay.cpr})", f"({q} % {lay.cpr})"
+        g, lft, fix, dst = f"ww_g{which}{v}", f"ww_l{which}{v}", f"ww_f{which}{v}", f"ww_d{which}{v}"
+        if op.layout == "k":  # rows are outputs, the contiguous side is k
+            decl.append(
+                f"  const long long ww_o{which}{v} = {o0} + {r};\n"
+                f"  const {u} *{g} = {ptr} + ww_o{which}{v} * {so} + {ch} * {ce};\n"
+                f"  const long long {lft} = ww_o{which}{v} < {ob} ? ww_K - {ch} * {ce} : -(1LL << 62);\n"
+            )
+            left = f"{lft} - ww_kt"
+        else:  # rows are k, the contiguous side is the output coordinate
+            decl.append(
+                f"  const {u} *{g} = {ptr} + (long long){r} * {sk} + {o0} + {ch} * {ce};\n"
+                f"  const long long {lft} = ww_K - {r}, {fix} = {ob} - ({o0} + {ch} * {ce});\n"
+            )
+            left = f"ww_kt < {lft} ? {fix} : 0"
+        decl.append(f"  const unsigned {dst} = (unsigned)(({lay.off(r, ch)}) * {eb});\n")
+        head = f"      {{\n        const long long ww_left = {left};\n"
+        asyncp = (
+            f"          const int ww_n = ww_left <= 0 ? 0 : (ww_left >= {ce} ? {ce} : (int)ww_left);\n"
+            f'          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
+            f'"r"({sbase} + {stage} + {dst}), "l"(ww_n > 0 ? {g} : {ptr}), "r"(ww_n * {eb}));\n'
+        )
+        loads = "".join(f"          {reg}[{v}][{e}] = ww_left > {e} ? {g}[{e}] : 0;\n" for e in range(ce))
+        if t.tf32:
+            words = [f"{reg}[{v}][{e}]" for e in range(4)]
+        else:
+            words = [f"((unsigned){reg}[{v}][{2 * e}] | ((unsigned){reg}[{v}][{2 * e + 1}] << 16))" for e in range(4)]
+        put = (
+            f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};\\n" :: "r"({sbase} + {stage} + {dst}), '
+            + ", ".join(f'"r"({x})' for x in words)
+            + ");\n"
+        )
+        tail = f"        {g} += ww_step{which};\n      }}\n"
+        direct.append(
+            f"{head}        if ({vec}) {{\n{asyncp}        }} else {{\n{loads}          {put}        }}\n{tail}"
+        )
+        fetch.append(f"{head}        if ({vec}) {{\n{asyncp}        }} else {{\n{loads}        }}\n{tail}")
+        store.append(f"      {put}")
+    return "".join(decl), "".join(direct), "".join(fetch), "".join(store)
+
+
+_LDM = (
+    'asm volatile("ldmatrix.sync.aligned.m8n8.x4{tr}.shared.b16 {{%0, %1, %2, %3}}, [%4];\\n" : '
+    '"=r"({r}[0]), "=r"({r}[1]), "=r"({r}[2]), "=r"({r}[3]) : "r"({addr}));\n'
+)
+
+
+def _fragments_half(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int) -> str:
+    """Return the `ldmatrix` loads and `mma.sync`s of one k16 step (half or bfloat16 operands)."""
+    kind = "bf16" if "bfloat16" in c.convert else "f16"
+    out = []
+    sa, sb = f"ww_sA + ww_rs * {la.elems * 2}", f"ww_sB + ww_rs * {lb.elems * 2}"
+    for mi in range(mi_n):
+        if c.a.layout == "k":  # [m][k]: rows m, chunks along k
+            off = la.off(f"ww_wm * {wtm} + {mi * 16} + (ww_lane & 15)", "(ww_ks >> 3) + (ww_lane >> 4)")
+            tr = ""
+        else:  # [k][m], transposed on load
+            off = la.off(
+                "ww_ks + (ww_lane & 7) + (ww_lane >> 4) * 8", f"ww_wm * {wtm // 8} + {mi * 2} + ((ww_lane >> 3) & 1)"
+            )
+            tr = ".trans"
+        out.append("        " + _LDM.format(tr=tr, r=f"ww_fa[{mi}]", addr=f"{sa} + ({off}) * 2"))
+    for p in range(ni_n // 2):
+        if c.b.layout == "k":  # [n][k]
+            off = lb.off(
+                f"ww_wn * {wtn} + {p * 16} + (ww_lane & 7) + (ww_lane >> 4) * 8", "(ww_ks >> 3) + ((ww_lane >> 3) & 1)"
+            )
+            tr = ""
+        else:  # [k][n], transposed on load
+            off = lb.off(
+                "ww_ks + (ww_lane & 7) + ((ww_lane >> 3) & 1) * 8", f"ww_wn * {wtn // 8} + {p * 2} + (ww_lane >> 4)"
+            )
+            tr = ".trans"
+        out.append("        " + _LDM.format(tr=tr, r=f"ww_fb[{p}]", addr=f"{sb} + ({off}) * 2"))
+    for mi in range(mi_n):
+        for ni in range(ni_n):
+            p, q = ni // 2, (ni % 2) * 2
+            out.append(
+                f'        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%0, %1, %2, %3}}, '
+                '{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n" : '
+                + ", ".join(f'"+f"(ww_acc[{mi}][{ni}][{e}])' for e in range(4))
+                + " : "
+                + ", ".join(f'"r"(ww_fa[{mi}][{e}])' for e in range(4))
+                + f', "r"(ww_fb[{p}][{q}]), "r"(ww_fb[{p}][{q + 1}]));\n'
+            )
+    return "".join(out)
+
+
+def _fragments_tf32(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int) -> str:
+    """Return the 32-bit fragment reads, TF32 conversions and `mma.sync`s of one k8 step (float operands)."""
+    out = []
+
+    def at(lay: _Layout, arr: str, o: str, k: str, k_major: bool) -> str:
+        row, col = (o, k) if k_major else (k, o)
+        return f"{arr}[ww_rs * {lay.elems} + ({row}) * {lay.pcols} + {col}]"
+
+    cvt = 'asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"({d}) : "f"(__uint_as_float({s})));\n'
+    for mi in range(mi_n):
+        for e, (dr, dk) in enumerate(((0, 0), (8, 0), (0, 4), (8, 4))):
+            src = at(la, "ww_As", f"ww_wm * {wtm} + {mi * 16 + dr} + ww_g", f"ww_ks + {dk} + ww_t4", c.a.layout == "k")
+            out.append("        " + cvt.format(d=f"ww_fa[{mi}][{e}]", s=src))
+    for ni in range(ni_n):
+        for e, dk in enumerate((0, 4)):
+            src = at(lb, "ww_Bs", f"ww_wn * {wtn} + {ni * 8} + ww_g", f"ww_ks + {dk} + ww_t4", c.b.layout == "k")
+            out.append("        " + cvt.format(d=f"ww_fb[{ni}][{e}]", s=src))
+    for mi in range(mi_n):
+        for ni in range(ni_n):
+            out.append(
+                '        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, '
+                '{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n" : '
+                + ", ".join(f'"+f"(ww_acc[{mi}][{ni}][{e}])' for e in range(4))
+                + " : "
+                + ", ".join(f'"r"(ww_fa[{mi}][{e}])' for e in range(4))
+                + f', "r"(ww_fb[{ni}][0]), "r"(ww_fb[{ni}][1]));\n'
+            )
+    return "".join(out)
+
+
+def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> str | None:
+    """Return the tensor-core kernel body (with braces) for a recognised contraction, or None when not offered.
+
+    Half and bfloat16 operands (converted to float in the naive loop) take `mma.sync` m16n8k16; float operands
+    only the TF32 option (`t.tf32`). Layouts must be contiguous along k or the output coordinate.
+    """
+    if t.tf32 != (not c.convert) or t.problems(c.a.layout, c.b.layout):
+        return None
+    wtm, wtn = t.bm // t.wm, t.bn // t.wn
+    mi_n, ni_n = wtm // 16, wtn // 8
+    ce = 16 // t.elem_bytes
+    u = "unsigned int" if t.tf32 else "unsigned short"
+    la, lb = _layout(t, t.bm, c.a.layout), _layout(t, t.bn, c.b.layout)
+    a_decl, a_direct, a_fetch, a_store = _copy(c.a, "A", t, la)
+    b_decl, b_direct, b_fetch, b_store = _copy(c.b, "B", t, lb)
+
+    def vec_test(op: Any, which: str) -> str:
+        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
+        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
+
+    if t.tf32:
+        frags = _fragments_tf32(c, t, la, lb, mi_n, ni_n, wtm, wtn)
+        frag_decl = f"unsigned ww_fa[{mi_n}][4], ww_fb[{ni_n}][2];"
+        what = "TF32 mma.sync m16n8k8 (operands rounded to TF32, float accumulation), padded shared tiles"
+    else:
+        frags = _fragments_half(c, t, la, lb, mi_n, ni_n, wtm, wtn)
+        frag_decl = f"unsigned ww_fa[{mi_n}][4], ww_fb[{ni_n // 2}][4];"
+        what = "mma.sync m16n8k16 with float accumulation, ldmatrix from XOR-swizzled shared tiles"
+    epi_guard = c.guard or "true"
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n        {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    return f"""{{
+  // warpwise untiled-contraction (tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
+  // {t.stages}-stage cp.async pipeline, {t.wm}x{t.wn} warps, {what};
+  // launched as <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>.
+  const long long ww_M = {poly_text(c.m_bound)};
+  const long long ww_N = {poly_text(c.n_bound)};
+  const long long ww_K = {poly_text(c.k_bound)};
+  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
+  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
+  const bool ww_vec_A = {vec_test(c.a, "A")};
+  const bool ww_vec_B = {vec_test(c.b, "B")};
+  const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});
+  const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});
+  __shared__ alignas(128) {u} ww_As[{t.stages * la.elems}];
+  __shared__ alignas(128) {u} ww_Bs[{t.stages * lb.elems}];
+  const unsigned ww_sA = (unsigned)__cvta_generic_to_shared(ww_As);
+  const unsigned ww_sB = (unsigned)__cvta_generic_to_shared(ww_Bs);
+  const int ww_tid = threadIdx.x;
+  const int ww_lane = ww_tid & 31, ww_warp = ww_tid >> 5;
+  const int ww_wm = ww_warp / {t.wn}, ww_wn = ww_warp % {t.wn};
+  const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
+  const long long ww_m0 = (long long)blockIdx.y * {t.bm};
+  const long long ww_n0 = (long long)blockIdx.x * {t.bn};
+  float ww_acc[{mi_n}][{ni_n}][4];
+#pragma unroll
+  for (int ww_i = 0; ww_i < {mi_n}; ++ww_i) {{
+#pragma unroll
+    for (int ww_j = 0; ww_j < {ni_n}; ++ww_j) {{
+#pragma unroll
+      for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+        ww_acc[ww_i][ww_j][ww_e] = 0.0f;
+      }}
+    }}
+  }}
+{a_decl}{b_decl}  const long long ww_T = (ww_K + {t.bk - 1}) / {t.bk};
+#pragma unroll
+  for (int ww_s = 0; ww_s < {t.stages - 1}; ++ww_s) {{
+    if (ww_s < ww_T) {{
+      const long long ww_kt = (long long)ww_s * {t.bk};
+      const int ww_st = ww_s;
+{_ind(a_direct + b_direct, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+  }}
+  for (long long ww_t = 0; ww_t < ww_T; ++ww_t) {{
+    asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");
+    __syncthreads();
+    const long long ww_nt = ww_t + {t.stages - 1};
+    const int ww_st = (int)(ww_nt % {t.stages});
+    const int ww_rs = (int)(ww_t % {t.stages});
+    if (ww_nt < ww_T) {{
+      const long long ww_kt = ww_nt * {t.bk};
+{_ind(a_fetch + b_fetch, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+#pragma unroll
+    for (int ww_ks = 0; ww_ks < {t.bk}; ww_ks += {t.kstep}) {{
+      {frag_decl}
+{frags}    }}
+    if (ww_nt < ww_T) {{
+      if (!ww_vec_A) {{
+{_ind(a_store, "  ")}      }}
+      if (!ww_vec_B) {{
+{_ind(b_store, "  ")}      }}
+    }}
+  }}
+  asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
+#pragma unroll
+  for (int ww_i = 0; ww_i < {mi_n}; ++ww_i) {{
+#pragma unroll
+    for (int ww_j = 0; ww_j < {ni_n}; ++ww_j) {{
+#pragma unroll
+      for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+        const long long ww_mi = ww_m0 + ww_wm * {wtm} + ww_i * 16 + ww_g + (ww_e >> 1) * 8;
+        const long long ww_nj = ww_n0 + ww_wn * {wtn} + ww_j * 8 + ww_t4 * 2 + (ww_e & 1);
+        if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+        {c.i_type} {c.i} = ({c.i_type})ww_mi;
+        {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+        {c.acc_type} {c.acc} = ww_acc[ww_i][ww_j][ww_e];
+        if ({epi_guard}) {{
+          {c.store}
+        }}
+      }}
+    }}
+  }}
+}}"""
+
+
+__all__ = [
+    "MMA_CHOICES",
+    "MMA_TOLERANCE",
+    "SMEM_LIMIT",
+    "TF32_CHOICES",
+    "TF32_TOLERANCE",
+    "MmaTiles",
+    "generate_mma_body",
+]

@@ -1,0 +1,217 @@
+"""The untiled-contraction card's tensor-core rewrites (skills/rewrites/contraction_mma.py).
+
+What can be checked without a GPU: which shapes are offered for which operands (tensor cores for half and
+bfloat16, TF32 only under a problem tolerance that admits it), that every shape generates for every layout and
+compiles, that the rewritten kernel keeps the user's signature, guard and epilogue, that the 16-byte copies sit
+behind a runtime alignment test, and that the shared-memory layouts put the eight row addresses of every
+`ldmatrix` phase (and the 32-bit fragment reads of TF32) in distinct banks. Correctness and speed on the H200 are
+the gate's: bench/results/contraction_mma-2026-12-02.md.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.nvcc import compile_many
+from warpwise.analyzers.build import analyze_text
+from warpwise.analyzers.model import FunctionKind
+from warpwise.search.params import problem_tolerance
+from warpwise.skills.library import BUILTIN_CARDS, builtin_library
+from warpwise.skills.rewrites import contraction_mma as cm
+
+_card = builtin_library().get("untiled-contraction")
+assert _card is not None and _card.rules is not None
+uc = _card.rules
+FIXTURES = BUILTIN_CARDS / "untiled-contraction" / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+HALF = {
+    "pos_half_nn.cu": "NN",
+    "pos_bf16_nt_cast.cu": "NT",
+}
+OOD = {
+    "bench/suite_ood/hgemm/nn_float_acc.cu": ("hgemm_nn", "NN"),
+    "bench/suite_ood/hgemm/tn_alpha_beta.cu": ("hgemm_tn_ab", "TN"),
+    "bench/contraction/problems/bgemm_nt_cast.cu": ("bgemm_nt", "NT"),
+}
+
+
+def _kernel(path: Path, name: str | None = None):
+    model = analyze_text(path.read_bytes(), str(path))
+    fn = next(f for f in model.functions if f.kind is FunctionKind.KERNEL and (name is None or f.name == name))
+    c, why = uc.recognise(model, fn)
+    assert c is not None, why
+    return model, fn, c
+
+
+def _tt_half() -> bytes:
+    """A half-precision TT kernel (A stored K x M, B stored N x K), written here: no fixture has one."""
+    return b"""#include <cuda_fp16.h>
+__global__ void hgemm_tt(const __half *A, const __half *B, float *C, int M, int N, int K) {
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < M && j < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += __half2float(A[k * M + i]) * __half2float(B[j * K + k]);
+    C[i * N + j] = 2.0f * acc;
+  }
+}
+"""
+
+
+def test_half_operands_get_tensor_cores_first_and_float_needs_a_tolerance() -> None:
+    _, _, half = _kernel(FIXTURES / "pos_half_nn.cu")
+    shapes = uc.choices_for(half)
+    assert [t for t in shapes[: len(cm.MMA_CHOICES)]] == list(cm.MMA_CHOICES)
+    assert list(shapes[len(cm.MMA_CHOICES) :]) == list(uc.TILE_CHOICES)
+    _, _, single = _kernel(FIXTURES / "pos_nn_basic.cu")
+    assert uc.choices_for(single) == uc.TILE_CHOICES  # no tolerance known: no TF32
+    assert uc.choices_for(single, (1e-4, 1e-3)) == uc.TILE_CHOICES  # the public SGEMM problems' tolerance
+    loose = uc.choices_for(single, (2e-2, 1e-1))
+    assert loose[len(uc.TILE_CHOICES) :] == cm.TF32_CHOICES
+    assert all(t.tf32 for t in cm.TF32_CHOICES) and not any(t.tf32 for t in cm.MMA_CHOICES)
+
+
+def test_problem_tolerance_is_read_literally() -> None:
+    assert problem_tolerance("tolerance = (1e-2, 5e-2)\n") == (1e-2, 5e-2)
+    assert problem_tolerance("x = 1\n") is None
+    assert problem_tolerance("tolerance = compute()\n") is None  # not a literal: unknown
+    assert problem_tolerance("def (:\n") is None  # a broken problem file is no tolerance, not a crash
+
+
+def test_shape_problems() -> None:
+    assert all(t.problems("k", "o") == [] for t in cm.MMA_CHOICES + cm.TF32_CHOICES)
+    assert cm.MmaTiles(128, 128, 32, 2, 4, 4).problems("k", "o")  # 64 KiB of static shared memory
+    assert cm.MmaTiles(128, 128, 24, 2, 4, 2).problems()  # BK not a multiple of 16
+    assert cm.MmaTiles(96, 128, 32, 2, 4, 2).problems()  # 96 rows are not whole swizzle rows
+    assert cm.MmaTiles().problems("-", "o")  # an operand contiguous along neither side
+
+
+def test_tile_arguments_round_trip() -> None:
+    for t in (*cm.MMA_CHOICES, *cm.TF32_CHOICES, *uc.TILE_CHOICES):
+        assert uc.tiles_of(uc.tile_args(t)) == t
+
+
+def test_float_operands_never_take_half_tensor_cores_and_half_never_tf32() -> None:
+    model, fn, _ = _kernel(FIXTURES / "pos_nn_basic.cu")
+    assert uc.rewrite_source(model, fn.name, cm.MMA_CHOICES[0]) is None
+    model, fn, _ = _kernel(FIXTURES / "pos_half_nn.cu")
+    assert uc.rewrite_source(model, fn.name, cm.TF32_CHOICES[0]) is None
+
+
+def test_rewrite_keeps_signature_guard_and_epilogue() -> None:
+    path = ROOT / "bench/suite_ood/hgemm/tn_alpha_beta.cu"
+    model, fn, c = _kernel(path, "hgemm_tn_ab")
+    out = uc.rewrite_source(model, fn.name, cm.MMA_CHOICES[0])
+    assert out is not None
+    text = out.decode()
+    after = analyze_text(out)
+    assert after.syntax_problems == ()
+    new = next(f for f in after.functions if f.name == "hgemm_tn_ab")
+    assert [(p.name, p.type) for p in new.params] == [(p.name, p.type) for p in fn.params]
+    assert c.store in text and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in text
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text  # both operands are stored [k][outer]
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group 1" in text  # three stages
+    # 16-byte copies only behind the runtime test of the pointer and the leading dimension.
+    assert "(reinterpret_cast<unsigned long long>(A) % 16 == 0) && (ww_a_k % 8 == 0)" in text
+    assert re.search(r"if \(ww_vec_A\) \{\s+const int ww_n", text)
+
+
+def test_bfloat16_uses_bf16_mma() -> None:
+    model, fn, _ = _kernel(FIXTURES / "pos_bf16_nt_cast.cu")
+    out = uc.rewrite_source(model, fn.name, cm.MMA_CHOICES[0])
+    assert out is not None and b".f32.bf16.bf16.f32" in out
+
+
+def _sources() -> tuple[list[bytes], list[str]]:
+    sources, labels = [], []
+    targets = [(FIXTURES / n, None) for n in HALF] + [(ROOT / p, k) for p, (k, _) in OOD.items()]
+    models = [(analyze_text(p.read_bytes(), str(p)), k) for p, k in targets]
+    models.append((analyze_text(_tt_half(), "tt.cu"), "hgemm_tt"))
+    for model, name in models:
+        fn = next(f for f in model.functions if f.kind is FunctionKind.KERNEL and (name is None or f.name == name))
+        for t in cm.MMA_CHOICES:
+            out = uc.rewrite_source(model, fn.name, t)
+            assert out is not None, (fn.name, t.key)
+            sources.append(out)
+            labels.append(f"{fn.name} {t.key}")
+    for path in ("pos_nn_basic.cu", "pos_while_tt.cu"):
+        model, fn, _ = _kernel(FIXTURES / path)
+        for t in cm.TF32_CHOICES:
+            out = uc.rewrite_source(model, fn.name, t)
+            assert out is not None, (fn.name, t.key)
+            sources.append(out)
+            labels.append(f"{fn.name} {t.key}")
+    return sources, labels
+
+
+def test_every_layout_generates_a_parsable_kernel() -> None:
+    for out, label in zip(*_sources(), strict=True):
+        assert analyze_text(out).syntax_problems == (), label
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
+def test_every_tensor_core_shape_compiles() -> None:
+    # Every shape on NN (A k-major, B n-major) and TT (the other way round: both ldmatrix forms and both copy
+    # orientations), the first shape on every other kernel, both TF32 shapes on NN: a dozen-odd nvcc runs.
+    sources, labels = [], []
+    seen: set[str] = set()
+    for out, label in zip(*_sources(), strict=True):
+        kernel, key = label.split()
+        first = kernel not in seen
+        seen.add(kernel)
+        if kernel in ("hgemm_nn", "hgemm_tt") or first or (kernel == "sgemm_nn" and "tf32" in key):
+            if kernel == "hgemm_nn" and any(lb.startswith("hgemm_nn ") and lb.endswith(key) for lb in labels):
+                continue  # two fixtures are called hgemm_nn: compile one of them per shape
+            sources.append(out)
+            labels.append(label)
+    assert len(sources) < 24
+    for label, (ok, log) in zip(labels, compile_many(sources), strict=True):
+        assert ok, f"{label}: {log}"
+
+
+def _value(expr: str) -> int:
+    """Return the value of a generated integer C expression of literals (`*`, `+`, `^`, `&`, `>>` read alike)."""
+    assert re.fullmatch(r"[0-9()*+^&> ]+", expr), expr
+    return int(eval(expr, {"__builtins__": {}}))
+
+
+def _bank_groups(lay: cm._Layout, rows: list[int], chunk: int) -> set[int]:
+    """Return the 16-byte bank groups (of 8 per 128 bytes) that one 16-byte read per row lands in."""
+    out = set()
+    for r in rows:
+        off = _value(lay.off(str(r), str(chunk)))
+        out.add((off * 2 // 16) % 8)
+    return out
+
+
+@pytest.mark.parametrize("t", cm.MMA_CHOICES, ids=lambda t: t.key)
+@pytest.mark.parametrize("layout", ["k", "o"])
+def test_swizzled_tiles_make_every_ldmatrix_phase_conflict_free(t: cm.MmaTiles, layout: str) -> None:
+    for outer in (t.bm, t.bn):
+        lay = cm._layout(t, outer, layout)
+        assert lay.elems == lay.rows * lay.cols  # no padding
+        for r0 in range(0, lay.rows, 8):  # ldmatrix phases read 8 consecutive rows at one chunk column
+            for ch in range(lay.cpr):
+                assert len(_bank_groups(lay, list(range(r0, r0 + 8)), ch)) == 8, (layout, r0, ch)
+        # The swizzle is a permutation of each row's chunks: every element has one place.
+        for r in range(lay.rows):
+            places = {_value(lay.off(str(r), str(ch))) for ch in range(lay.cpr)}
+            assert places == {r * lay.cols + ch * lay.ce for ch in range(lay.cpr)}
+
+
+@pytest.mark.parametrize("t", cm.TF32_CHOICES, ids=lambda t: t.key)
+@pytest.mark.parametrize("layout", ["k", "o"])
+def test_padded_tf32_fragment_reads_are_conflict_free(t: cm.MmaTiles, layout: str) -> None:
+    lay = cm._layout(t, t.bm, layout)
+    assert (lay.pcols * 4) % 16 == 0  # rows stay 16-byte aligned for cp.async
+    # A fragment register: lane (g, t4) reads row g, k t4 (k-major tile) or k t4, row g (outer-major tile).
+    banks = set()
+    for g in range(8):
+        for t4 in range(4):
+            row, col = (g, t4) if layout == "k" else (t4, g)
+            banks.add((row * lay.pcols + col) % 32)
+    assert len(banks) == 32
