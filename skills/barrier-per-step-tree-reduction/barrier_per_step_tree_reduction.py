@@ -452,7 +452,19 @@ def recognise(model: FileModel, fn: Function) -> tuple[TreeLoop | None, str]:
 
 
 def recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]:
-    """Return every tree reduction loop of a kernel, and why not when there is none."""
+    """Return every tree reduction loop of a kernel, and why not when there is none.
+
+    Proving a tree runs it for every block size, the largest cost of a first analysis; this card and the
+    grid-stride-atomic-total card both ask, so the answer is kept on the model (once per model and function)."""
+    memo: dict[tuple[int, int, str], tuple[list[TreeLoop], str]] = model.memo.setdefault(f"{__name__}.trees", {})
+    key = (fn.base, fn.length, fn.name)
+    if key not in memo:
+        memo[key] = _recognise_all(model, fn)
+    trees, why = memo[key]
+    return list(trees), why
+
+
+def _recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]:
     out: list[TreeLoop] = []
     if fn.kind is not FunctionKind.KERNEL or not fn.shared:
         return out, "no shared array"
