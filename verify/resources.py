@@ -360,16 +360,20 @@ def resource_regression(before: FileModel, after: FileModel, kernel: str, arch: 
     return None
 
 
-def same_machine_code(before: FileModel, after: FileModel, kernel: str, arch: str = DEFAULT_ARCH) -> bool | Unconfirmed:
+def same_machine_code(
+    before: FileModel, after: FileModel | Callable[[], FileModel], kernel: str, arch: str = DEFAULT_ARCH
+) -> bool | Unconfirmed:
     """Return whether a kernel builds to byte-identical machine code before and after a rewrite (or why unknown).
 
     A rewrite that only tells the compiler what it already does (`#pragma unroll` on a loop nvcc unrolls anyway)
-    leaves the cubin unchanged: the finding behind it would change nothing.
+    leaves the cubin unchanged: the finding behind it would change nothing. `after` may be a function that makes
+    the rewritten model: it is called only once the original's build has answered (analysing a whole rewritten
+    file while the original's build is still pending, as on a first open in the editor, would be wasted).
     """
     old = kernel_resources(before, kernel, arch)
     if isinstance(old, Unconfirmed):
         return old
-    new = kernel_resources(after, kernel, arch)
+    new = kernel_resources(after() if callable(after) else after, kernel, arch)
     if isinstance(new, Unconfirmed):
         return new
     if not old.code or not new.code:

@@ -74,7 +74,7 @@ def pragma_changes_machine_code(ctx: CheckContext) -> Verdict:
         after = text[:start] + b"\n#pragma unroll\n" + text[start:]
     else:
         after = text[:line] + b"#pragma unroll\n" + text[line:]
-    same = same_machine_code(ctx.model, analyze_text(after, ctx.model.path), fn.name)
+    same = same_machine_code(ctx.model, lambda: analyze_text(after, ctx.model.path), fn.name)
     if isinstance(same, Unconfirmed):
         return unknown(f"no build compares the machine code ({same.reason})")
     if same:
