@@ -16,7 +16,9 @@ import pytest
 
 from tests.analyzers.golden import sources
 from warpwise.analyzers import model
-from warpwise.analyzers.build import _F_FUNCTION, FileContext, _FunctionBuilder, _kind_of, _top_level
+from warpwise.analyzers.build_file import FileContext, _kind_of, _top_level
+from warpwise.analyzers.build_function import _FunctionBuilder
+from warpwise.analyzers.build_syntax import _F_FUNCTION
 from warpwise.analyzers.model import Access, Function, FunctionKind, MemorySpace, Position
 from warpwise.analyzers.parse import CudaDocument, captures, query
 
