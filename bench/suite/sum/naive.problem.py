@@ -11,64 +11,15 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 2^28 values, a
 preset for CPU tests and tail checks. The values are uniform in [0, 1) and the reference sums in float64.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-
+# The inputs, reference, eager baseline, sizes and roofline are the corpus problem's; this file names the naive
+# kernel and what differs for it (kernel, launch).
+problem_extends = "../../../lineages/corpus/reduce_sum/expert.problem.py"
 kernel = "sum_naive"
-inout = ("out",)
-roofline = "memory"
-
-SIZES = {"full": 1 << 28, "tiny": 4096, "odd": 3 * 4096 + 7}
-
-
-def _size() -> int:
-    """Return n for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return x (uniform in [0, 1)), out = [0] and n."""
-    n = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    x = torch.rand(n, generator=gen, device=dev, dtype=torch.float32)
-    return {"x": x, "out": torch.zeros(1, device=dev, dtype=torch.float32), "n": n}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return out = [sum(x)], summed in float64."""
-    return {"out": inputs["x"].double().sum().float().reshape(1)}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator."""
-    return inputs["x"].sum()
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per value, in blocks of 256 (the kernel's shared array holds 256)."""
     return (math.ceil(int(inputs["n"]) / 256), 1, 1), (256, 1, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: x read once."""
-    return 4 * int(inputs["n"])
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations: one add per value."""
-    return int(inputs["n"])

@@ -10,64 +10,17 @@ WARPWISE_PROBLEM_SCALE picks a row of SIZES: `full` (the default, 8192 x 8192, a
 preset for CPU tests and tail checks.
 """
 
-from __future__ import annotations
-
 import math
-import os
 from typing import Any
 
-import torch
-
+# The inputs, reference, eager baseline and roofline are the corpus problem's; this file names the naive kernel
+# and what differs for it (kernel, SIZES, launch).
+problem_extends = "../../../lineages/corpus/transpose/expert.problem.py"
 kernel = "transpose_naive"
-roofline = "memory"
-
 SIZES = {"full": (8192, 8192), "tiny": (64, 128), "odd": (67, 45)}
-
-
-def _size() -> tuple[int, int]:
-    """Return (rows, cols) for the preset named by WARPWISE_PROBLEM_SCALE."""
-    scale = os.environ.get("WARPWISE_PROBLEM_SCALE", "full")
-    if scale not in SIZES:
-        raise ValueError(f"WARPWISE_PROBLEM_SCALE={scale!r} is not one of {', '.join(SIZES)}")
-    return SIZES[scale]
-
-
-def _device() -> torch.device:
-    """Return the GPU when there is one (the gate's worker), else the CPU (tests)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_inputs(seed: int) -> dict[str, Any]:
-    """Return the input matrix (standard normal), the output and the sizes."""
-    rows, cols = _size()
-    dev = _device()
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(seed)
-    x = torch.randn(rows, cols, generator=gen, device=dev, dtype=torch.float32)
-    return {"in": x, "out": torch.empty(cols, rows, device=dev, dtype=torch.float32), "rows": rows, "cols": cols}
-
-
-def reference(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Return out = in transposed."""
-    return {"out": inputs["in"].t().contiguous()}
-
-
-def eager(inputs: dict[str, Any]) -> torch.Tensor:
-    """Return what torch eager runs for this operator."""
-    return inputs["in"].t().contiguous()
 
 
 def launch(inputs: dict[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Return one thread per element, in 16 x 16 blocks."""
     rows, cols = int(inputs["rows"]), int(inputs["cols"])
     return (math.ceil(cols / 16), math.ceil(rows / 16), 1), (16, 16, 1)
-
-
-def bytes_moved(inputs: dict[str, Any]) -> int:
-    """Return the bytes the operator must move: the matrix read once and written once."""
-    return 8 * int(inputs["rows"]) * int(inputs["cols"])
-
-
-def flops(inputs: dict[str, Any]) -> int:
-    """Return the floating-point operations: none."""
-    return 0
