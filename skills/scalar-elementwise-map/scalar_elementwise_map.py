@@ -1002,31 +1002,20 @@ def generate_edits(model: FileModel, fn: Function, shape: MapShape, vectors: int
 
 
 def _launch_edits(model: FileModel, fn: Function, shape: MapShape, factor: int) -> list[Edit]:
-    """Divide grid.x of the file's 1-D launches written `(n + B - 1) / B` by the elements per thread."""
-    from warpwise.skills.rewrites.memory import _shrink_launches
+    """Divide grid.x of the file's launches written `(N + B - 1) / B` by the elements per thread.
 
-    bound = _bound_node(model, shape)
-    if bound is None:
-        return []
+    ceil(ceil(N / B) / L) = ceil(N / (B L)), so the new grid is the search's `grid_div` launch change written in
+    the host code; any N (the guard's bound or another count) keeps its meaning."""
+    from warpwise.analyzers.facts_memory import ceil_div, launch_syntax, launches_of, scaled_ceil_div
 
-    @dataclass
-    class _Shape:
-        bound: Node
-
-    ctx = RewriteContext(model, fn, None, {})
-    return list(_shrink_launches(ctx, _Shape(bound), factor))
-
-
-def _bound_node(model: FileModel, shape: MapShape) -> Node | None:
-    c = unparen(shape.cond)
-    if c.type != "binary_expression":
-        return None
-    op = node_text(model, c.child_by_field_name("operator"))
-    left, right = unparen(c.child_by_field_name("left")), unparen(c.child_by_field_name("right"))
-    want = ("<",) if shape.form == "if" else (">=",)
-    if op in want and node_text(model, left) == shape.var:
-        return right
-    return None
+    edits = []
+    for host, launch in launches_of(model, fn.name):
+        ls = launch_syntax(model, host, launch)
+        cd = ceil_div(model, ls) if ls is not None else None
+        if cd is None:
+            continue
+        edits.append(Edit(cd.node.start_byte, cd.node.end_byte, scaled_ceil_div(cd, factor)))
+    return edits
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1130,9 +1119,9 @@ def map_launch_shrinks(ctx: CheckContext) -> Verdict:
         return unknown("no elementwise map was recognised here")
     if shape.form == "loop":
         return holds(f"the {shape.stride_kind}-stride loop covers its elements with any grid")
-    from warpwise.analyzers.facts_memory import launches_of
+    from warpwise.analyzers.facts_memory import launch_syntax, launches_of
 
-    launches = launches_of(ctx.model, ctx.function.name)
+    launches = [hl for hl in launches_of(ctx.model, ctx.function.name) if launch_syntax(ctx.model, *hl) is not None]
     if not launches:
         return unknown(f"no launch of `{ctx.function.name}` in this file; the search divides a problem file's grid.x")
     edits = _launch_edits(ctx.model, ctx.function, shape, shape.lanes)
