@@ -65,7 +65,10 @@ def main(folder: Path) -> int:
         "",
         "Commands: here `.venv/bin/python bench/elementwise_map/prep.py /work/main/.carry-wt19s/prep` (code: "
         f"commit {manifest['commit'][:10]} plus the card's folder as committed next, which regenerates the candidates "
-        "byte for byte), then on the device machine `CARRY=.carry-wt19s bash .carry-wt19s/src/bench/elementwise_map/"
+        "byte for byte; a later commit also reads operands indexed through a quotient or a remainder of the element "
+        "(`bias[i % cols]`, `in[(i / H) * 2 * H + i % H]`) as vector streams, which changes the candidates of "
+        "bias_gelu, bias_relu/half_macro_hidden, bias_relu/modulo_col and silu_mul/concat_divmod: those are not "
+        "measured here), then on the device machine `CARRY=.carry-wt19s bash .carry-wt19s/src/bench/elementwise_map/"
         "gpu_batch.sh` (run 1: `corpus_check.py --suite PREP` on the candidates and `--suite NAIVE` on the naive "
         "kernels, in the same process order and on the same GPU), and `python3 bench/row_coop/gate_check.py PREP "
         "gate.jsonl --mappings v1,v2 --budget-s 85` (run 2, same machine, wheels installed), then "

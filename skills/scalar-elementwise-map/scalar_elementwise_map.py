@@ -162,6 +162,7 @@ class MapShape:
     vectorized: tuple[str, ...]  # the stream ids (an array, or an array and its offset's number)
     streams: tuple[tuple[str, str, Poly], ...]  # (stream id, array, offset R)
     access_streams: tuple[str, ...]  # the stream of each access ("" for one that stays scalar)
+    quotients: tuple[tuple[str, str], ...]  # (atom, divisor) of each `v / D` an offset reads: checked per thread
     elem_type: str
     vector: str
     lanes: int
@@ -181,6 +182,7 @@ class _Reader:
         self.params = {p.name for p in fn.params}
         self.defs: dict[str, list[Node | None]] = {}
         self.decl_stmt: dict[str, Node] = {}
+        self.quotients: dict[str, str] = {}  # `~q<v>/<D>` atoms: the divisor's text
         for n in _walk(self.body):
             if n.type == "init_declarator":
                 name = self._declared(n.child_by_field_name("declarator"))
@@ -265,8 +267,29 @@ class _Reader:
                 return a - b
             if o == "*":
                 return a * b
+            if o in ("/", "%"):
+                return self._quotient(node, o, a, b, keep)
             return None
         return None
+
+    def _quotient(self, node: Node, op: str, a: Poly, b: Poly, keep: frozenset[str]) -> Poly | None:
+        """Read `v / D` as a symbol q (constant over a thread's lanes when checked) and `v % D` as `v - D q`."""
+        right = unparen(node.child_by_field_name("right"))
+        var = next((k for k in keep if a.key() == Poly.atom(k).key()), None)
+        if var is None or right is None or b.atoms() & keep or b.constant() == 0:
+            return None
+        if right.type == "identifier":
+            name = self.text(right)
+            if name in self.defs or (name not in self.params and name not in self.model.constants):
+                return None  # Only a parameter or a macro is in scope where the rewrite checks the quotient.
+        elif right.type != "number_literal":
+            return None
+        divisor = self.text(right)
+        atom = f"~q{var}/{divisor}"
+        self.quotients[atom] = divisor
+        q = Poly.atom(atom)
+        # C defines `v % D` as `v - (v / D) * D` for every D other than zero.
+        return q if op == "/" else a - b * q
 
     def pointer(self, node: Node | None, keep: frozenset[str], depth: int = 0) -> tuple[str, Poly | None] | None:
         """Return (pointer parameter, offset) of a pointer expression such as `x + row * n` or a local for one."""
@@ -779,6 +802,7 @@ def _analyse(model: FileModel, fn: Function) -> MapShape:
         vectorized=vectorized,
         streams=streams,
         access_streams=access_streams,
+        quotients=tuple(sorted((q, r.quotients[q]) for _, _, off in streams for q in off.atoms() if q in r.quotients)),
         elem_type=elem.base_type,
         vector=VECTOR_TYPES[elem.base_type][0],
         lanes=lanes,
@@ -821,13 +845,16 @@ def recognise(model: FileModel, fn: Function) -> tuple[MapShape | None, str]:
 # The rewrite.
 
 
-def _poly_text(p: Poly) -> str:
-    """Return a polynomial as C text in `long long` arithmetic."""
+def _poly_text(p: Poly, quotients: dict[str, str] | None = None, first: str = "") -> str:
+    """Return a polynomial as C text in `long long` arithmetic (a quotient `v / D` as the first lane's)."""
     if not p.terms:
         return "0LL"
     parts = []
     for mono, c in sorted(p.terms.items()):
-        factors = [f"(long long)({a})" for a in mono]
+        factors = [
+            f"(long long)({first} / ({quotients[a]}))" if quotients and a in quotients else f"(long long)({a})"
+            for a in mono
+        ]
         if c != 1 or not factors:
             factors.insert(0, f"{c}LL" if c >= 0 else f"({c}LL)")
         parts.append(" * ".join(factors))
@@ -893,18 +920,26 @@ def generate_edits(model: FileModel, fn: Function, shape: MapShape, vectors: int
     reads = {sid for sid in shape.vectorized if any(st == sid and a.read for a, st in pairs)}
     writes = {sid for sid in shape.vectorized if any(st == sid and a.written for a, st in pairs)}
 
+    quotients = dict(shape.quotients)
     offset_names: dict[str, str] = {}
     offset_decls: list[str] = []
+    # A quotient `v / D` an offset reads must be the same for every lane of the thread (checked first, after the
+    # lanes' guards, so that no division runs where the original ran none), and the offsets are computed only then.
+    for divisor in sorted(set(quotients.values())):
+        offset_decls.append(
+            f"{vec} = {vec} && ({divisor}) != 0 && {v0} / ({divisor}) == ({v0} + ({vt})({total - 1})) / ({divisor});"
+        )
     for sid in shape.vectorized:
-        key = _poly_text(offsets[sid])
+        key = _poly_text(offsets[sid], quotients, v0)
         if key == "0LL":
             continue
         if key not in offset_names:
             offset_names[key] = _fresh(body_text, f"ww_o{len(offset_names)}")
-            offset_decls.append(f"const long long {offset_names[key]} = {key};")
+            value = f"{vec} ? {key} : 0LL" if offsets[sid].atoms() & set(quotients) else key
+            offset_decls.append(f"const long long {offset_names[key]} = {value};")
 
     def addr(sid: str) -> str:
-        key = _poly_text(offsets[sid])
+        key = _poly_text(offsets[sid], quotients, v0)
         if key == "0LL":
             return f"{arrays[sid]} + {v0}"
         return f"{arrays[sid]} + ({v0} + {offset_names[key]})"

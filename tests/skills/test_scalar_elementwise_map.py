@@ -23,18 +23,19 @@ _lib = builtin_library()
 _card = _lib.get("scalar-elementwise-map")
 assert _card is not None and _card.rules is not None, "the scalar-elementwise-map card did not load"
 em = _card.rules
+BUILTIN = Path(_card.path).parent
 
 # The elementwise kernels of the suites: (form, lane variable, vector streams, elements per 16-byte vector).
 SUITE_MAPS = {
-    "bench/suite/bias_gelu/naive.cu": ("if", "i", ("x", "y"), 4),
+    "bench/suite/bias_gelu/naive.cu": ("if", "i", ("x", "bias", "y"), 4),
     "bench/suite/gelu_f16/naive.cu": ("if", "i", ("x", "y"), 8),
-    "bench/suite_ood/bias_relu/half_macro_hidden.cu": ("return", "i", ("x", "y"), 8),
+    "bench/suite_ood/bias_relu/half_macro_hidden.cu": ("return", "i", ("x", "bias", "y"), 8),
     "bench/suite_ood/bias_relu/inplace_2d.cu": ("return", "col", ("x", "b"), 4),
-    "bench/suite_ood/bias_relu/modulo_col.cu": ("if", "i", ("y", "x"), 4),
+    "bench/suite_ood/bias_relu/modulo_col.cu": ("if", "i", ("y", "x", "bias"), 4),
     "bench/suite_ood/gelu_tanh/grid_stride_typedef.cu": ("loop", "i", ("in", "out"), 4),
     "bench/suite_ood/gelu_tanh/half_2d.cu": ("if", "c", ("x", "y"), 8),
     "bench/suite_ood/gelu_tanh/one_d.cu": ("if", "i", ("x", "y"), 4),
-    "bench/suite_ood/silu_mul/concat_divmod.cu": ("if", "i", ("out",), 4),
+    "bench/suite_ood/silu_mul/concat_divmod.cu": ("if", "i", ("in0", "in1", "out"), 4),
     "bench/suite_ood/silu_mul/half_block_per_row.cu": ("loop", "c", ("input0", "out", "input1"), 8),
     "bench/suite_ood/silu_mul/separate_2d.cu": ("if", "x", ("gate", "h", "up"), 4),
 }
@@ -70,11 +71,19 @@ def test_refuses_kernels_that_are_not_maps(rel: str) -> None:
     assert shape is None and NOT_MAPS[rel] in why, why
 
 
-def test_a_broadcast_operand_stays_a_scalar_load_per_element() -> None:
+def test_an_operand_free_of_the_lane_variable_stays_a_scalar_load() -> None:
+    model, fn = _kernel(BUILTIN / "fixtures" / "pos_block_row_pointers.cu")
+    text = em.rewrite_source(model, fn.name, 1).decode()
+    # `scale[row]` is the same for every element of the row: each lane reads it as the original thread did.
+    assert "__float2half(__half2float(ww_in[ww_l]) * scale[row])" in text
+
+
+def test_a_bias_at_the_column_is_a_stream_checked_per_thread() -> None:
     model, fn = _kernel(ROOT / "bench/suite/bias_gelu/naive.cu")
     text = em.rewrite_source(model, fn.name, 1).decode()
-    # The bias is read at the column (`i % cols`): each lane reads it as the original thread did.
-    assert "float v = ww_x[ww_l] + bias[c];" in text and "int c = i % cols;" in text
+    # bias[i % cols] is bias[i - cols * (i / cols)]: contiguous while the thread's lanes stay in one row.
+    assert "float v = ww_x[ww_l] + ww_bias[ww_l];" in text
+    assert "ww_v0 / (cols) == (ww_v0 + (int)(3)) / (cols)" in text
     assert "reinterpret_cast<const float4*>(x + ww_v0)" in text
 
 
@@ -92,6 +101,15 @@ def test_a_row_pointer_at_two_offsets_of_one_array_makes_two_streams() -> None:
     offsets = {sid: off for sid, arr, off in shape.streams if arr == "input"}
     assert set(offsets) == {"input0", "input1"}
     assert (offsets["input1"] - offsets["input0"]).constant() == 11008
+
+
+def test_a_row_read_through_a_quotient_is_a_stream_checked_per_thread() -> None:
+    model, fn = _kernel(ROOT / "bench/suite_ood/silu_mul/concat_divmod.cu")
+    text = em.rewrite_source(model, fn.name, 1).decode()
+    # in[t * 2 * H + f] with t = i / H and f = i % H is in[i + H * (i / H)]: contiguous over the thread's lanes
+    # whenever they share one quotient, which the rewritten kernel checks before it divides.
+    assert "ww_vec = ww_vec && (H) != 0 && ww_v0 / (H) == (ww_v0 + (int)(3)) / (H);" in text
+    assert "const long long ww_o0 = ww_vec ? (long long)(H) * (long long)(ww_v0 / (H)) : 0LL;" in text
 
 
 def test_a_store_before_a_load_of_another_array_is_an_overlap_hazard() -> None:
@@ -157,6 +175,7 @@ def test_a_stride_loop_keeps_its_launch() -> None:
 
 GPU_CASES = [
     ("bench/suite_ood/bias_relu/modulo_col.cu", "bias_relu", 1),
+    ("bench/suite_ood/silu_mul/concat_divmod.cu", "silu_and_mul", 2),
     ("bench/suite_ood/gelu_tanh/half_2d.cu", "gelu_half_2d", 2),
     ("bench/suite_ood/silu_mul/half_block_per_row.cu", "act_and_mul_f16", 1),
 ]
