@@ -22,7 +22,7 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode, torchspec
+from warpwise.verify import hostcode, hosteval, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -51,6 +51,16 @@ class HostFacts:
     changed: set[str] = field(default_factory=set)
     vectors: dict[str, int] = field(default_factory=dict)
     alloc_origin: dict[str, str] = field(default_factory=dict)
+    tensors: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    functions: dict[str, Any] = field(default_factory=dict)
+    evaluated: list[str] = field(default_factory=list)
+
+    def env(self) -> dict[str, Any]:
+        """Return the names the host evaluator sees: values, dim3s and tensors of representative shapes."""
+        out: dict[str, Any] = {"true": 1, "false": 0, **self.names}
+        out.update({k: hosteval.Dim3(*v) for k, v in self.dims.items()})
+        out.update({k: hosteval.Tensor(v) for k, v in self.tensors.items() if k not in out})
+        return out
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -59,18 +69,24 @@ def _text(src: bytes, node: Any) -> str:
 
 
 def host_facts(
-    model: FileModel, caller: Function, before: int, seed: dict[str, int | float] | None = None
+    model: FileModel,
+    caller: Function,
+    before: int,
+    seed: dict[str, int | float] | None = None,
+    tensors: dict[str, tuple[int, ...]] | None = None,
 ) -> HostFacts:
     """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
 
-    `seed` gives values known before the function's first statement (a binding's representative parameters).
+    `seed` gives values known before the function's first statement (a binding's representative parameters);
+    `tensors` the representative shapes of a torch binding's tensors (which the file's host helpers may query).
     """
     src = model.text
     tree = model.tree
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    facts = HostFacts(names={**model.constants, **(seed or {})})
+    facts = HostFacts(names={**model.constants, **(seed or {})}, tensors=dict(tensors or {}))
+    facts.functions = hosteval.host_functions(src, tree.root_node)
     if node is None:
         return facts
     body = node.child_by_field_name("body")
@@ -101,6 +117,8 @@ def host_facts(
                 facts.dims.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
+            if n.parent is not None and n.parent.type == "expression_statement" and _straight_line_stmt(n.parent, body):
+                _helper_call(src, n, facts)
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
@@ -129,6 +147,50 @@ def _straight_line(node: Any, body: Any, src: bytes) -> bool:
             return True
         p = p.parent
     return False
+
+
+def _straight_line_stmt(stmt: Any, body: Any) -> bool:
+    """Return whether a statement runs on every path through the function (only blocks between it and the body)."""
+    p = stmt.parent
+    while p is not None and p.type == "compound_statement":
+        if p == body:
+            return True
+        p = p.parent
+    return False
+
+
+def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
+    """Apply a call of the file's own host helper that sets the caller's dim3s or integers through references."""
+    changed = hosteval.call_effects(src, facts.functions, call, facts.env())
+    if not changed:
+        return
+    fn = call.child_by_field_name("function")
+    for name, value in changed.items():
+        if isinstance(value, hosteval.Dim3):
+            facts.dims[name] = value.as_tuple()
+        elif isinstance(value, int | float) and name in facts.names:
+            facts.names[name] = value
+        else:
+            continue
+        facts.evaluated.append(f"`{name}` set by the host helper `{_text(src, fn)}()` of this file")
+
+
+def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | float | None:
+    """Return a host expression's value: C arithmetic first, then the file's host helpers (`hosteval`).
+
+    A value only the host evaluator gives is noted (with `name`, the variable it initialises) for the provenance.
+    """
+    try:
+        return cexpr.evaluate(_text(src, node), facts.names)
+    except cexpr.ExprError:
+        pass
+    v = hosteval.value_of(src, facts.functions, node, facts.env())
+    if not isinstance(v, int | float):
+        return None
+    if name:
+        text = " ".join(_text(src, node).split())
+        facts.evaluated.append(f"`{name}` = {_fmt(v)}, evaluated from `{text[:80]}` through the file's host code")
+    return v
 
 
 def _declares(src: bytes, block: Any, name: str, before: int) -> bool:
@@ -190,7 +252,12 @@ def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
     try:
         value = cexpr.evaluate(expr, facts.names)
     except cexpr.ExprError:
-        return False
+        if op_text != "=":
+            return False
+        found = _evaluate(src, right, facts, name)
+        if found is None:
+            return False
+        value = found
     old = facts.names.get(name, value)
     facts.names[name] = float(value) if isinstance(old, float) else int(value) if isinstance(old, int) else value
     facts.changed.discard(name)
@@ -208,6 +275,10 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
         if type_text == "dim3" and d.type == "identifier":
             facts.dims[_text(src, d)] = (1, 1, 1)
             continue
+        if type_text == "dim3" and d.type == "function_declarator":
+            # `dim3 block(bx, by);` with plain names parses as a function declaration: its "parameters" are the sizes.
+            _dim3_declarator(src, d, facts)
+            continue
         if d.type != "init_declarator":
             continue
         name_node = d.child_by_field_name("declarator")
@@ -222,29 +293,47 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
             if args is not None and args.type in ("argument_list", "initializer_list"):
                 vals = []
                 for a in args.named_children:
-                    try:
-                        vals.append(cexpr.evaluate_int(_text(src, a), facts.names))
-                    except cexpr.ExprError:
+                    v = _evaluate(src, a, facts, f"{name} (a dimension)")
+                    if not isinstance(v, int) and not (isinstance(v, float) and v.is_integer()):
                         break
+                    vals.append(int(v))
                 else:
-                    facts.dims[name] = tuple(([*vals, 1, 1, 1])[:3])
+                    x, y, z = [*vals, 1, 1, 1][:3]
+                    facts.dims[name] = (x, y, z)
             elif args is not None:
-                with contextlib.suppress(cexpr.ExprError):
-                    facts.dims[name] = (cexpr.evaluate_int(_text(src, args), facts.names), 1, 1)
+                v = _evaluate(src, args, facts, name)
+                if isinstance(v, int):
+                    facts.dims[name] = (v, 1, 1)
             continue
         if value.type in ("argument_list", "initializer_list"):
             inner = value.named_children
             if len(inner) != 1:
                 continue
             value = inner[0]
-        try:
-            v = cexpr.evaluate(_text(src, value), facts.names)
-        except cexpr.ExprError:
+        v = _evaluate(src, value, facts, name)
+        if v is None:
             continue
         if type_text in ("float", "double"):
             facts.names[name] = float(v)
         elif isinstance(v, int) or float(v).is_integer():
             facts.names[name] = int(v)
+
+
+def _dim3_declarator(src: bytes, d: Any, facts: HostFacts) -> None:
+    """Record `dim3 name(a, b)` that tree-sitter reads as a function declarator (names as parameter types)."""
+    name = d.child_by_field_name("declarator")
+    params = d.child_by_field_name("parameters")
+    if name is None or params is None or name.type != "identifier":
+        return
+    vals = []
+    for p in params.named_children:
+        try:
+            vals.append(cexpr.evaluate_int(_text(src, p), facts.names))
+        except cexpr.ExprError:
+            return
+    if 1 <= len(vals) <= 3:
+        x, y, z = [*vals, 1, 1, 1][:3]
+        facts.dims[_text(src, name)] = (x, y, z)
 
 
 def _vector(src: bytes, d: Any, facts: HostFacts) -> None:
@@ -306,7 +395,15 @@ def _dim(text: str | None, value: tuple[int, ...] | None, facts: HostFacts) -> t
     t = text.strip()
     if t in facts.dims:
         return facts.dims[t]
-    m = re.fullmatch(r"dim3\s*\((.*)\)", t, re.S)
+    m = re.fullmatch(r"dim3\s*\((.*)\)|\{(.*)\}", t, re.S)
+    if m and m.group(2) is not None:
+        parts = cexpr.split_top(m.group(2))
+        try:
+            vals = [cexpr.evaluate_int(p, facts.names) for p in parts]
+        except cexpr.ExprError:
+            return None
+        x, y, z = [*vals, 1, 1, 1][:3]
+        return (x, y, z)
     parts = cexpr.split_top(m.group(1)) if m else [t]
     try:
         vals = [cexpr.evaluate_int(p, facts.names) for p in parts]
@@ -422,7 +519,13 @@ def _through_tensors(
         index = next((i for i, la in enumerate(same) if la is launch), 0)
         caller2, launch2 = pairs[min(index, len(pairs) - 1)]
     offset2 = caller2.span(launch2.span)[0]
-    facts = host_facts(model2, caller2, offset2, {k: v for k, v in bound.scalars.items() if k not in model2.constants})
+    facts = host_facts(
+        model2,
+        caller2,
+        offset2,
+        {k: v for k, v in bound.scalars.items() if k not in model2.constants},
+        tensors=bound.shapes,
+    )
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
         if not p.is_pointer or host not in bound.numel or host in facts.allocs:
@@ -540,15 +643,20 @@ def _from_launch(
                 nbytes = facts.allocs[host]
                 count = nbytes // DTYPE_BYTES[dtype]
                 count_text = str(nbytes // elem)
+                lo, hi = _default_range(dtype, (-1.0, 1.0))
                 if p.name in indexers and dtype not in FLOAT_DTYPES:
-                    missing.append(f"value range of `{p.name}` (its values index other arrays)")
-                else:
-                    lo, hi = _default_range(dtype, (-1.0, 1.0))
-                    buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
-                    host_to_buffer[host] = p.name
-                    args.append(ArgSpec(p.name, "pointer", buffer=p.name))
-                    where = facts.alloc_origin.get(host) or f"`cudaMalloc({facts.alloc_texts[host]})`"
-                    notes.append(f"`{p.name}`: {count_text} elements from {where}")
+                    # Nothing in the host code bounds an index buffer's values: 0 is in bounds of every
+                    # array it indexes (a representative index, said in the notes; the real range may differ).
+                    lo, hi = 0.0, 0.0
+                    notes.append(
+                        f"`{p.name}` indexes other arrays and the host code does not bound its values: "
+                        "every element is 0 (a representative in-bounds index)"
+                    )
+                buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
+                host_to_buffer[host] = p.name
+                args.append(ArgSpec(p.name, "pointer", buffer=p.name))
+                where = facts.alloc_origin.get(host) or f"`cudaMalloc({facts.alloc_texts[host]})`"
+                notes.append(f"`{p.name}`: {count_text} elements from {where}")
             offer_buffers[p.name] = (role.value, count_text)
         else:
             ctype = scalar_ctype(p, bindings)
@@ -556,7 +664,7 @@ def _from_launch(
                 missing.append(f"a value of type `{p.type}` for `{p.name}` (the gate passes only scalars)")
                 continue
             try:
-                value = cexpr.evaluate(raw, facts.names)
+                value = cexpr.evaluate(raw, {"true": 1, "false": 0, **facts.names})
             except cexpr.ExprError:
                 missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
                 continue
@@ -627,6 +735,7 @@ def _from_launch(
             ),
             insert_line=kernel_line(model, fn),
         )
+    notes.extend(dict.fromkeys(facts.evaluated))
     notes.extend(loop_notes)
     if n_launches > 1:
         notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")

@@ -61,6 +61,7 @@ class TorchBinding:
     origin: dict[str, str] = field(default_factory=dict)
     scalars: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -181,6 +182,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     btext = _text(src, body)
     params = _params(src, node)
     btext, present = _optional_present(btext, params)
+    btext, present_notes = present_pointers(btext)
     tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
@@ -190,6 +192,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         f"`{name}` is an optional tensor of `{caller.name}()`: taken as present (a tensor like the others)"
         for name in present
     )
+    out.notes.extend(present_notes)
     decl = re.compile(
         r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
     )
@@ -238,6 +241,8 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         t, i = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         if int(i) >= 0:
             ranks[root(t)] = max(ranks.get(root(t), 1), int(i) + 1)
+    for t, i in _helper_queries(model, btext, set(tensors)):
+        ranks[root(t)] = max(ranks.get(root(t), 1), i + 1)
     for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
         ranks[root(m.group(1))] = int(m.group(2))
     for t in made:
@@ -285,12 +290,17 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
-        elif int_value is not None and re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
-            out.scalars[name] = int_value
+        elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
+            rep = int_value if int_value is not None else BINDING_INT
+            where = "project" if int_value is not None else "file"
+            out.scalars[name] = rep
             out.notes.append(
-                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {int_value} "
-                "(nothing in the project gives it)"
+                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {rep} "
+                f"(nothing in the {where} gives it)"
             )
+        elif re.sub(r"\bconst\b", "", ty).strip() == "bool":
+            out.scalars[name] = 1
+            out.notes.append(f"`{name}` is a flag of `{caller.name}()`; taking the path where it is true")
 
     def shape(t: str) -> tuple[int, ...]:
         r = root(t)
@@ -389,6 +399,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         base = out.origin.get(t, t)
         s = shape(base)
         out.numel[t] = _prod(s)
+        out.shapes[t] = s
         r = root(base)
         how = "its shape is that of " + f"`{r}`" if r != base else ""
         chosen = "from the sizes it is made with" if r in made else _why_shape(r, ranks, dims, s)
@@ -397,6 +408,60 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
     return out
 
+
+_NULL = r"(?:nullptr|NULL)\b"
+_COND = r"[\w!](?:[\w.<>!&| \t]|->|==|!=|<=|>=|\(\s*\))*?"
+_PRESENT = re.compile(
+    rf"(?<![\w)])({_COND})\s*\?\s*([^:;?]+?)\s*:\s*{_NULL}|(?<![\w)])({_COND})\s*\?\s*{_NULL}\s*:\s*([^,;?)]+)"
+)
+
+
+def _helper_queries(model: FileModel, body: str, tensors: set[str]) -> list[tuple[str, int]]:
+    """Return (tensor, dimension) for each `p.size(i)` a host helper of the file reads of a tensor passed to it.
+
+    `get_tensor_spatial_size(input)` reading `input.size(2)` makes `input` at least rank 3, as the binding's own
+    `input.size(2)` would.
+    """
+    from warpwise.verify.hosteval import host_functions
+
+    src = model.text
+    functions = host_functions(src, model.tree.root_node)
+    out: list[tuple[str, int]] = []
+    for m in re.finditer(r"\b(\w+)\s*\(([^;{}]*)\)", body):
+        fn = functions.get(m.group(1))
+        if fn is None:
+            continue
+        args = [a.strip() for a in cexpr.split_top(m.group(2))] if m.group(2).strip() else []
+        params = [name for _, name in _params(src, fn)]
+        fn_body = fn.child_by_field_name("body")
+        text = _text(src, fn_body) if fn_body is not None else ""
+        for arg, param in zip(args, params, strict=False):
+            if arg not in tensors:
+                continue
+            for q in re.finditer(rf"\b{re.escape(param)}{_QUERY}(?:size|stride)\s*\(\s*(\d+)\s*\)", text):
+                out.append((arg, int(q.group(1))))
+    return out
+
+
+def present_pointers(text: str) -> tuple[str, list[str]]:
+    """Return host text with each pointer chosen by a condition (`c ? p : nullptr`) taken as present, and notes.
+
+    A launch that passes `per_tensor ? out.data_ptr<float>() : nullptr` runs with `out`: the kernel's path that
+    reads or writes the buffer is the one worth verifying, and a null pointer cannot be given a buffer.
+    """
+    notes: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        cond = " ".join((m.group(1) or m.group(3)).split())
+        value = (m.group(2) or m.group(4)).strip()
+        notes.append(f"`{cond} ? ... : nullptr` taken as present: `{' '.join(value.split())}`")
+        return value
+
+    return _PRESENT.sub(keep, text), notes
+
+
+BINDING_INT = 1
+"""The value given to a binding's integer parameter that nothing in the file gives (the smallest positive size)."""
 
 _OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
 

@@ -1,0 +1,179 @@
+"""Host helpers evaluated for run specs: launch shapes computed by the file's own host functions (issue 17).
+
+Our own minimal fixtures, written for these tests, of shapes real launchers use: a power-of-two helper with bit
+tricks, a spatial-size helper that queries a tensor, a configuration helper that sets `dim3`s through references,
+`dim3 block(bx, by)` (which tree-sitter reads as a function declaration), a braced block, a pointer chosen by a
+flag (`use_bias ? bias.data_ptr<float>() : nullptr`) and an index buffer.
+"""
+
+from __future__ import annotations
+
+from warpwise.analyzers.build import analyze_text
+from warpwise.verify import hosteval
+from warpwise.verify.spec import ProblemSpec, resolve_spec
+from warpwise.verify.torchspec import DEFAULT_SHAPES, present_pointers
+
+BINDING = """#include <torch/extension.h>
+#define MAX_THREADS 512
+
+__host__ int floor_pow2(unsigned int v) {
+  v |= (v >> 1);
+  v |= (v >> 2);
+  v |= (v >> 4);
+  v |= (v >> 8);
+  v |= (v >> 16);
+  return v - (v >> 1);
+}
+
+__host__ int inner_size(const at::Tensor& t) {
+  auto s = t.size(2);
+  for (int d = 3; d < t.ndimension(); d++) {
+    s *= t.size(d);
+  }
+  return s;
+}
+
+template <typename T>
+__global__ void channel_mean(const T* x, float* mean, int batch, int channels, int inner) {
+  int c = blockIdx.x;
+  float acc = 0.f;
+  for (int b = threadIdx.y; b < batch; b += blockDim.y)
+    for (int i = threadIdx.x; i < inner; i += blockDim.x) acc += (float)x[(b * channels + c) * inner + i];
+  atomicAdd(&mean[c], acc);
+}
+
+at::Tensor channel_mean_cuda(const at::Tensor input) {
+  const auto batch = input.size(0);
+  const auto channels = input.size(1);
+  auto inner = inner_size(input);
+  at::Tensor mean = at::zeros({channels}, input.options().dtype(at::kFloat));
+  int by = std::min(floor_pow2(batch), int(MAX_THREADS / 32));
+  int bx = std::max(1, std::min(MAX_THREADS / by, floor_pow2(inner)));
+  const dim3 block(bx, by);
+  const dim3 grid(channels);
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "channel_mean", ([&] {
+    channel_mean<scalar_t><<<grid, block>>>(input.data_ptr<scalar_t>(), mean.data_ptr<float>(), batch, channels,
+                                            inner);
+  }));
+  return mean;
+}
+"""
+
+
+def _spec(text: str, kernel: str) -> object:
+    return resolve_spec("/nonexistent/hosteval_fixture.cu", text, kernel)
+
+
+def test_a_launch_shaped_by_host_helpers_gets_a_complete_spec_with_each_evaluation_noted() -> None:
+    spec = _spec(BINDING, "channel_mean")
+    assert isinstance(spec, ProblemSpec), spec
+    batch, channels, inner = DEFAULT_SHAPES[3]
+    # `inner_size(input)` reads `input.size(2)`: the tensor is rank 3, its third dimension the helper's value.
+    by = min(1 << (batch.bit_length() - 1), 512 // 32)
+    bx = max(1, min(512 // by, 1 << (inner.bit_length() - 1)))
+    assert spec.run.original_geometry.block == (bx, by, 1)
+    assert spec.run.original_geometry.grid == (channels, 1, 1)
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"batch": batch, "channels": channels, "inner": inner}
+    assert any("`inner` =" in n and "inner_size(input)" in n and "host code" in n for n in spec.notes)
+    assert any("`bx` =" in n and "floor_pow2(inner)" in n for n in spec.notes)
+
+
+def test_a_restyled_binding_gives_the_same_geometry() -> None:
+    # The same launcher written another way: a named block size, the helper's loop as a while, `dim3` by call.
+    restyled = (
+        BINDING.replace(
+            "  for (int d = 3; d < t.ndimension(); d++) {\n    s *= t.size(d);\n  }\n",
+            "  int d = 3;\n  while (d < t.ndimension()) { s = s * t.size(d); ++d; }\n",
+        )
+        .replace("const dim3 block(bx, by);", "dim3 block = dim3(bx, by, 1);")
+        .replace("int(MAX_THREADS / 32)", "(int)(MAX_THREADS >> 5)")
+    )
+    a, b = _spec(BINDING, "channel_mean"), _spec(restyled, "channel_mean")
+    assert isinstance(a, ProblemSpec) and isinstance(b, ProblemSpec), b
+    assert a.run.original_geometry == b.run.original_geometry
+
+
+CONFIGURE = """#include <torch/extension.h>
+void configure(const int rows, const int cols, dim3& block, dim3& grid) {
+  int bx = cols < 32 ? 32 : 128;
+  block.x = bx;
+  block.y = 1;
+  grid.x = (cols + bx - 1) / bx;
+  grid.y = rows > 65535 ? 65535 : rows;
+}
+
+__global__ void add_bias(float* y, const float* bias, int rows, int cols) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y)
+    if (c < cols) y[r * cols + c] += bias ? bias[c] : 0.f;
+}
+
+void add_bias_cuda(at::Tensor y, at::Tensor bias, bool use_bias) {
+  const int rows = y.size(0);
+  const int cols = y.size(1);
+  dim3 block;
+  dim3 grid;
+  configure(rows, cols, block, grid);
+  add_bias<<<grid, block>>>(y.data_ptr<float>(), use_bias ? bias.data_ptr<float>() : nullptr, rows, cols);
+}
+"""
+
+
+def test_a_helper_that_sets_dim3s_through_references_and_a_pointer_chosen_by_a_flag() -> None:
+    spec = _spec(CONFIGURE, "add_bias")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    assert spec.run.original_geometry.block == (128, 1, 1)
+    assert spec.run.original_geometry.grid == ((cols + 127) // 128, rows, 1)
+    assert {b.name for b in spec.run.buffers} == {"y", "bias"}
+    assert any("`use_bias ? ... : nullptr` taken as present" in n for n in spec.notes)
+    assert any("set by the host helper `configure()`" in n for n in spec.notes)
+
+
+def test_a_braced_block_and_an_index_buffer() -> None:
+    text = """#include <torch/extension.h>
+__global__ void gather_rows(float* out, const float* in, const int64_t* idx, const int64_t n) {
+  int r = blockIdx.x * blockDim.y + threadIdx.y;
+  if (r < n) out[r * 16 + threadIdx.x] = in[idx[r] * 16 + threadIdx.x];
+}
+void gather_rows_cuda(at::Tensor out, const at::Tensor& in, const at::Tensor& idx) {
+  const int64_t n = idx.size(0);
+  const int BX = 16;
+  const int BY = 8;
+  gather_rows<<<(n + BY - 1) / BY, {BX, BY, 1}>>>(out.data_ptr<float>(), in.data_ptr<float>(),
+                                                  idx.data_ptr<int64_t>(), n);
+}
+"""
+    spec = _spec(text, "gather_rows")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.run.original_geometry.block == (16, 8, 1)
+    idx = next(b for b in spec.run.buffers if b.name == "idx")
+    assert (idx.low, idx.high) == (0.0, 0.0)
+    assert any("`idx` indexes other arrays" in n for n in spec.notes)
+
+
+def test_what_the_evaluator_cannot_know_stays_unknown() -> None:
+    text = b"""
+int opaque(int n);
+int looping(int n) { int s = 0; while (1) { s += n; } return s; }
+int uses_global(int n) { return n * SCALE; }
+void f(int n) { int a = opaque(n); int b = looping(n); int c = uses_global(n); int d = n > 2 ? n : 2; }
+"""
+    model = analyze_text(text, "x.cu")
+    functions = hosteval.host_functions(text, model.tree.root_node)
+    values = []
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "init_declarator":
+            values.append(hosteval.value_of(text, functions, node.child_by_field_name("value"), {"n": 5}))
+        stack.extend(reversed(node.children))
+    # An undefined function, a loop past the step budget, an undefined name: unknown; plain arithmetic: known.
+    assert values == [0, None, None, None, 5]
+
+
+def test_present_pointers_keeps_integers_chosen_by_a_condition() -> None:
+    text, notes = present_pointers("k(flag ? p.data_ptr<float>() : nullptr, n > 0 ? 3 : 0);")
+    assert text == "k(p.data_ptr<float>(), n > 0 ? 3 : 0);"
+    assert len(notes) == 1
