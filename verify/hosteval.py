@@ -59,6 +59,51 @@ class Tensor:
     shape: tuple[int, ...]
 
 
+class _Pointer:
+    """A pointer known not to be null (an allocation): true in a condition, nothing else."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "POINTER"
+
+
+POINTER = _Pointer()
+
+
+H200: dict[str, int] = {
+    "multiProcessorCount": 132,
+    "major": 9,
+    "minor": 0,
+    "maxThreadsPerBlock": 1024,
+    "maxThreadsPerMultiProcessor": 2048,
+    "warpSize": 32,
+    "sharedMemPerBlock": 49152,
+    "sharedMemPerBlockOptin": 232448,
+    "sharedMemPerMultiprocessor": 233472,
+    "regsPerBlock": 65536,
+    "regsPerMultiprocessor": 65536,
+    "l2CacheSize": 52428800,
+}
+"""The device properties host code reads, as the H200 the gate times on reports them (`cudaGetDeviceProperties`)."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """`cudaDeviceProp` of the representative device (host code sizing its grid by the number of SMs)."""
+
+    name: str = "NVIDIA H200"
+
+    def get(self, field_name: str) -> int | None:
+        """Return one property, or None when the evaluator does not model it."""
+        return H200.get(field_name)
+
+
+DEVICE = Device()
+_DEVICE_CALLS = frozenset({"getCurrentDeviceProperties", "getDeviceProperties"})
+
+
 @dataclass
 class Frame:
     """The names one function body sees."""
@@ -173,6 +218,7 @@ class HostEval(ExprWalk[Value]):
         self.frame = frame
         self.steps = 0
         self.calls = 0
+        self.device_fields: set[str] = set()
 
     # Expressions.
 
@@ -197,6 +243,9 @@ class HostEval(ExprWalk[Value]):
         name = _text(self.src, f) if f is not None else ""
         if isinstance(arg, Dim3) and name in ("x", "y", "z"):
             return getattr(arg, name)
+        if isinstance(arg, Device) and arg.get(name) is not None:
+            self.device_fields.add(name)
+            return arg.get(name)
         return self.unknown(node)
 
     def on_cast(self, node: Any, depth: int) -> Value:
@@ -211,6 +260,8 @@ class HostEval(ExprWalk[Value]):
         op = node.child_by_field_name("operator")
         v = self.walk(node.child_by_field_name("argument"), depth + 1)
         o = _text(self.src, op) if op is not None else ""
+        if o == "!" and isinstance(v, _Pointer | Tensor):
+            return 0
         if not isinstance(v, int | float):
             return self.unknown(node)
         if o == "-":
@@ -225,12 +276,21 @@ class HostEval(ExprWalk[Value]):
 
     def on_binary(self, node: Any, depth: int) -> Value:
         op = _text(self.src, node.child_by_field_name("operator"))
-        a = self.walk(node.child_by_field_name("left"), depth + 1)
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if op in ("==", "!=") and right is not None and _text(self.src, right) in _NULLS:
+            # `p == nullptr` / `p != NULL` of a pointer known to be present.
+            present = self.walk(left, depth + 1)
+            if not isinstance(present, _Pointer | Tensor):
+                return self.unknown(node)
+            return int(op == "!=")
+        a = self.walk(left, depth + 1)
         if op == "&&" and not a:
             return 0
         if op == "||" and a:
             return 1
-        b = self.walk(node.child_by_field_name("right"), depth + 1)
+        b = self.walk(right, depth + 1)
+        if op in ("&&", "||"):
+            return int(bool(b))
         if not isinstance(a, int | float) or not isinstance(b, int | float):
             return self.unknown(node)
         try:
@@ -273,6 +333,8 @@ class HostEval(ExprWalk[Value]):
             return self.unknown(node)
         name = _text(self.src, fn).replace(" ", "")
         base = name.removeprefix("std::").removeprefix("::")
+        if base.split("::")[-1] in _DEVICE_CALLS:
+            return DEVICE
         if base in ("min", "max") and len(args) >= 2:
             vals = [self.walk(a, depth + 1) for a in args]
             if not all(isinstance(v, int | float) for v in vals):
@@ -494,6 +556,11 @@ class HostEval(ExprWalk[Value]):
             self.frame.names[name] = v
 
 
+def condition_value(node: Any) -> Any:
+    """Return the expression of an `if`/`while` condition clause (public for host inference)."""
+    return _condition(node)
+
+
 def _condition(node: Any) -> Any:
     """Return the expression of an `if`/`while` condition clause."""
     if node is not None and node.type == "condition_clause":
@@ -525,6 +592,8 @@ def _tensor_query(t: Tensor, method: str, args: list[Value], node: Any, ev: Host
     return ev.unknown(node)
 
 
+_NULLS = frozenset({"nullptr", "NULL", "0"})
+
 _BIN: dict[str, Any] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
@@ -547,13 +616,20 @@ _BIN: dict[str, Any] = {
 }
 
 
-def value_of(src: bytes, functions: dict[str, Any], node: Any, names: dict[str, Value]) -> Value | None:
-    """Return the concrete value of an expression node with `names` bound, or None when it has none."""
+def value_of(
+    src: bytes, functions: dict[str, Any], node: Any, names: dict[str, Value], device_fields: set[str] | None = None
+) -> Value | None:
+    """Return the concrete value of an expression node with `names` bound, or None when it has none.
+
+    `device_fields` collects the representative device's properties the value read (for the provenance).
+    """
     ev = HostEval(src, functions, Frame(dict(names)))
     with contextlib.suppress(Unknown, _Return, _Break, _Continue, RecursionError, OverflowError, ZeroDivisionError):
         v = ev.walk(node)
         if isinstance(v, int) and abs(v) >= 1 << 63:
             return None
+        if device_fields is not None:
+            device_fields |= ev.device_fields
         return v
     return None
 

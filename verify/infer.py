@@ -54,12 +54,16 @@ class HostFacts:
     tensors: dict[str, tuple[int, ...]] = field(default_factory=dict)
     functions: dict[str, Any] = field(default_factory=dict)
     evaluated: list[str] = field(default_factory=list)
+    objects: dict[str, Any] = field(default_factory=dict)
 
     def env(self) -> dict[str, Any]:
         """Return the names the host evaluator sees: values, dim3s and tensors of representative shapes."""
         out: dict[str, Any] = {"true": 1, "false": 0, **self.names}
         out.update({k: hosteval.Dim3(*v) for k, v in self.dims.items()})
         out.update({k: hosteval.Tensor(v) for k, v in self.tensors.items() if k not in out})
+        # An allocated pointer is not null: a condition on it (`v ? 2 : 1`) takes the path where it is present.
+        out.update({k: hosteval.POINTER for k in self.allocs if k not in out})
+        out.update({k: v for k, v in self.objects.items() if k not in out})
         return out
 
 
@@ -100,11 +104,16 @@ def host_facts(
             continue
         ordered.append(n)
         stack.extend(reversed(n.named_children))
+    path = _Path(before)
     for n in ordered:
-        if n.type == "declaration":
+        if any(start <= n.start_byte < end for start, end in path.dead):
+            continue
+        if n.type == "if_statement":
+            _branch(src, n, facts, path)
+        elif n.type == "declaration":
             _declaration(src, n, facts)
         elif n.type in ("assignment_expression", "update_expression"):
-            if _straight_line(n, body, src) and _assign(src, n, facts):
+            if _straight_line(n, body, src, path) and _assign(src, n, facts):
                 continue
             left = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if left is not None and left.type == "field_expression":
@@ -117,7 +126,7 @@ def host_facts(
                 facts.dims.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
-            if n.parent is not None and n.parent.type == "expression_statement" and _straight_line_stmt(n.parent, body):
+            if n.parent is not None and n.parent.type == "expression_statement" and _on_path(n.parent, body, path):
                 _helper_call(src, n, facts)
     for name in facts.changed:
         facts.names.pop(name, None)
@@ -128,11 +137,75 @@ def host_facts(
 _COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "<<=": "<<", ">>=": ">>", "|=": "|", "&=": "&"}
 
 
-def _straight_line(node: Any, body: Any, src: bytes) -> bool:
-    """Return whether an assignment runs on every path to what follows it in its variable's scope.
+@dataclass
+class _Path:
+    """The path through a host function to the launch at byte `before`: branches decided, code that does not run."""
 
-    That is: only blocks lie between it and the function's body, or between it and the block that declares the
-    variable (a local of an inner block, assigned in that block's straight-line code).
+    before: int
+    decided: set[int] = field(default_factory=set)
+    dead: list[tuple[int, int]] = field(default_factory=list)
+
+
+_LOOPS = frozenset({"for_statement", "for_range_loop", "while_statement", "do_statement"})
+
+
+def _branch(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
+    """Decide an `if` on the way to the launch: the branch holding the launch, else the one its condition takes.
+
+    The branch not taken is dead code for what follows (its assignments do not run); an `if` whose condition has
+    no value and that does not hold the launch stays undecided (what it assigns is not trusted).
+    """
+    cons, alt = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
+    cond = node.child_by_field_name("condition")
+    cond_text = " ".join(_text(src, cond).split()) if cond is not None else "?"
+    if node.start_byte < path.before < node.end_byte:
+        taken = cons is not None and cons.start_byte <= path.before < cons.end_byte
+        facts.evaluated.append(
+            f"the launch is in the {'then' if taken else 'else'} branch of `if {cond_text}`: taking that path"
+        )
+    else:
+        inner = hosteval.condition_value(cond)
+        value = _evaluate(src, inner, facts) if inner is not None else None
+        if value is None:
+            return
+        taken = bool(value)
+    path.decided.add(node.start_byte)
+    other = alt if taken else cons
+    if other is not None:
+        path.dead.append((other.start_byte, other.end_byte))
+
+
+def _on_path(stmt: Any, body: Any, path: _Path, until: Any = None) -> bool:
+    """Return whether a statement runs on the way to the launch.
+
+    Only blocks, decided branches and loops holding the launch may lie between it and the function's body (or
+    `until`, a block that declares the variable).
+    """
+    p = stmt.parent
+    while p is not None:
+        if p == body or (until is not None and until(p)):
+            return True
+        if not _passes(p, path):
+            return False
+        p = p.parent
+    return False
+
+
+def _passes(node: Any, path: _Path) -> bool:
+    """Return whether code inside `node` runs whenever `node` is reached on the way to the launch."""
+    if node.type == "compound_statement":
+        return True
+    if node.type == "if_statement":
+        return node.start_byte in path.decided
+    if node.type == "else_clause":
+        return node.parent is not None and node.parent.start_byte in path.decided
+    return node.type in _LOOPS and node.start_byte < path.before < node.end_byte
+
+
+def _straight_line(node: Any, body: Any, src: bytes, path: _Path) -> bool:
+    """Return whether an assignment runs on the way to the launch, in its variable's scope (`_on_path`).
+
+    A local of an inner block counts from the block that declares it (assigned in that block's own code).
     """
     stmt = node.parent
     if stmt is None or stmt.type != "expression_statement":
@@ -141,26 +214,36 @@ def _straight_line(node: Any, body: Any, src: bytes) -> bool:
     while left is not None and left.type == "field_expression":
         left = left.child_by_field_name("argument")
     name = _text(src, left) if left is not None and left.type == "identifier" else None
-    p = stmt.parent
-    while p is not None and p.type == "compound_statement":
-        if p == body or (name is not None and _declares(src, p, name, node.start_byte)):
-            return True
-        p = p.parent
-    return False
+
+    def declares(block: Any) -> bool:
+        return block.type == "compound_statement" and name is not None and _declares(src, block, name, node.start_byte)
+
+    return _on_path(stmt, body, path, declares)
 
 
-def _straight_line_stmt(stmt: Any, body: Any) -> bool:
-    """Return whether a statement runs on every path through the function (only blocks between it and the body)."""
-    p = stmt.parent
-    while p is not None and p.type == "compound_statement":
-        if p == body:
-            return True
-        p = p.parent
-    return False
+_DEVICE_QUERIES = frozenset({"cudaGetDeviceProperties", "cudaGetDeviceProperties_v2"})
+
+
+def _device_query(src: bytes, call: Any, facts: HostFacts) -> bool:
+    """Record `cudaGetDeviceProperties(&props, dev)`: `props` is the representative device's (`hosteval.H200`)."""
+    fn = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    if fn is None or args is None or _text(src, fn).split("::")[-1] not in _DEVICE_QUERIES:
+        return False
+    first = args.named_children[0] if args.named_children else None
+    if first is None or first.type != "pointer_expression":
+        return False
+    target = first.child_by_field_name("argument")
+    if target is None or target.type != "identifier":
+        return False
+    facts.objects[_text(src, target)] = hosteval.DEVICE
+    return True
 
 
 def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
     """Apply a call of the file's own host helper that sets the caller's dim3s or integers through references."""
+    if _device_query(src, call, facts):
+        return
     changed = hosteval.call_effects(src, facts.functions, call, facts.env())
     if not changed:
         return
@@ -184,9 +267,18 @@ def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | 
         return cexpr.evaluate(_text(src, node), facts.names)
     except cexpr.ExprError:
         pass
-    v = hosteval.value_of(src, facts.functions, node, facts.env())
+    fields: set[str] = set()
+    v = hosteval.value_of(src, facts.functions, node, facts.env(), fields)
+    if isinstance(v, hosteval.Device) and name:
+        facts.objects[name] = v
+        return None
     if not isinstance(v, int | float):
         return None
+    for f in sorted(fields):
+        facts.evaluated.append(
+            f"`{f}` is {hosteval.H200[f]}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            "gate runs on may differ)"
+        )
     if name:
         text = " ".join(_text(src, node).split())
         facts.evaluated.append(f"`{name}` = {_fmt(v)}, evaluated from `{text[:80]}` through the file's host code")
@@ -239,7 +331,10 @@ def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
         try:
             dims[axis] = cexpr.evaluate_int(expr, facts.names)
         except cexpr.ExprError:
-            return False
+            found = _evaluate(src, right, facts, f"{name}.{'xyz'[axis]}") if op_text == "=" else None
+            if not isinstance(found, int):
+                return False
+            dims[axis] = found
         facts.dims[name] = (dims[0], dims[1], dims[2])
         return True
     if left.type != "identifier":
@@ -685,6 +780,14 @@ def _from_launch(
             smem = cexpr.evaluate_int(launch.smem, facts.names)
         except cexpr.ExprError:
             smem = None
+    if grid is None or block is None or (smem is None and launch.smem is not None):
+        # What C arithmetic cannot read (`block.x * sizeof(float)`, `std::min(...)`): the host evaluator.
+        config = _launch_config(model, caller, launch)
+        grid = grid or _dim_node(model.text, config, 0, facts)
+        block = block or _dim_node(model.text, config, 1, facts)
+        if smem is None and len(config) > 2:
+            v = _evaluate(model.text, config[2], facts)
+            smem = int(v) if isinstance(v, int) or (isinstance(v, float) and v.is_integer()) else None
     if grid is None:
         missing.append(f"grid (`{launch.grid}`)")
     if block is None:
@@ -752,6 +855,38 @@ def _from_launch(
         symbols=symbols,
         notes=tuple(notes),
     )
+
+
+def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[Any]:
+    """Return the syntax nodes of a launch's `<<<grid, block, smem, stream>>>`, or [] when they cannot be found."""
+    start, end = caller.span(launch.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    if node is None:
+        return []
+    for child in node.named_children:
+        if child.type == "kernel_call_syntax":
+            return [c for c in child.named_children if c.type != "comment"]
+    return []
+
+
+def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[int, int, int] | None:
+    """Evaluate the `i`-th launch configuration node (a `dim3` or an integer) with the host evaluator."""
+    if len(config) <= i:
+        return None
+    fields: set[str] = set()
+    v = hosteval.value_of(src, facts.functions, config[i], facts.env(), fields)
+    for f in sorted(fields):
+        facts.evaluated.append(
+            f"`{f}` is {hosteval.H200[f]}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            "gate runs on may differ)"
+        )
+    if isinstance(v, hosteval.Dim3):
+        return v.as_tuple()
+    if isinstance(v, int):
+        return (v, 1, 1)
+    return None
 
 
 def _beyond_limits(grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:

@@ -370,6 +370,9 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         else:
             for i, v in enumerate(sizes):
                 dims.fix((t, i), v)
+            if not sizes:
+                # `at::zeros({}, ...)`: a tensor of no dimensions holds one element.
+                dims.fix((t, 0), 1)
 
     new_body = substitute(btext)
     pointer = (

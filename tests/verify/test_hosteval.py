@@ -177,3 +177,37 @@ def test_present_pointers_keeps_integers_chosen_by_a_condition() -> None:
     text, notes = present_pointers("k(flag ? p.data_ptr<float>() : nullptr, n > 0 ? 3 : 0);")
     assert text == "k(p.data_ptr<float>(), n > 0 ? 3 : 0);"
     assert len(notes) == 1
+
+
+BRANCHES = """#include <torch/extension.h>
+__global__ void fill_rows(float* out, float* scale, int rows, int cols, int offset) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < cols) out[blockIdx.y * cols + c] = scale[blockIdx.y] * (c + offset);
+}
+void fill_rows_cuda(at::Tensor out, at::Tensor scale, int mode, int offset) {
+  int cols = out.size(1);
+  int rows = out.size(0);
+  cudaDeviceProp props;
+  cudaGetDeviceProperties(&props, 0);
+  int threads = props.major >= 9 ? 256 : 128;
+  if (cols % 1024) {
+    while (cols % 1024) cols++;
+  }
+  if (mode) {
+    rows = rows / 2;
+    fill_rows<<<dim3((cols + threads - 1) / threads, rows), threads>>>(out.data_ptr<float>(),
+        scale.data_ptr<float>(), rows, cols, offset);
+  }
+}
+"""
+
+
+def test_a_launch_in_a_branch_takes_that_path_and_a_decided_branch_is_skipped() -> None:
+    spec = _spec(BRANCHES, "fill_rows")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    # `cols % 1024` is 0 for the representative shape: the loop's branch does not run; `if (mode)` holds the launch.
+    assert spec.run.original_geometry.grid == ((cols + 255) // 256, rows // 2, 1)
+    assert spec.run.original_geometry.block == (256, 1, 1)
+    assert any("the launch is in the then branch of `if (mode)`" in n for n in spec.notes)
+    assert any("`major` is 9" in n and "representative device" in n for n in spec.notes)
