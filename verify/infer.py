@@ -110,9 +110,14 @@ def host_facts(
             continue
         if n.type == "if_statement":
             _branch(src, n, facts, path)
+        elif n.type in _LOOPS and not n.start_byte < before < n.end_byte and _on_path(n, body, path):
+            _run_loop(src, n, facts, path)
         elif n.type == "declaration":
             _declaration(src, n, facts)
         elif n.type in ("assignment_expression", "update_expression"):
+            if _loop_update(n, path):
+                # The update of a loop holding the launch runs after the first iteration's launch: not yet.
+                continue
             if _straight_line(n, body, src, path) and _assign(src, n, facts):
                 continue
             left = n.child_by_field_name("left") or n.child_by_field_name("argument")
@@ -173,6 +178,50 @@ def _branch(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
     other = alt if taken else cons
     if other is not None:
         path.dead.append((other.start_byte, other.end_byte))
+
+
+def _run_loop(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
+    """Run a loop that ends before the launch on the host values (`while (n / t > 65535) t *= 2;`), if it can.
+
+    When it runs, the names it changes take their values after it and its code is skipped; otherwise what it
+    assigns stays untrusted.
+    """
+    env = facts.env()
+    ev = hosteval.HostEval(src, facts.functions, hosteval.Frame(dict(env)))
+    try:
+        ev.run(node)
+    except Exception:
+        return
+    for name, value in ev.frame.names.items():
+        if env.get(name) is value or env.get(name) == value:
+            continue
+        if isinstance(value, hosteval.Dim3) and name in facts.dims:
+            facts.dims[name] = value.as_tuple()
+        elif isinstance(value, int | float) and name in facts.names:
+            facts.names[name] = value
+        else:
+            continue
+        loop = " ".join(_text(src, node).split())
+        facts.evaluated.append(
+            f"`{name}` = {_fmt(value) if not isinstance(value, hosteval.Dim3) else value.as_tuple()} "
+            f"after the loop `{loop[:60]}` ran on these values"
+        )
+    path.dead.append((node.start_byte, node.end_byte))
+
+
+def _loop_update(node: Any, path: _Path) -> bool:
+    """Return whether a node is (part of) the update clause of a `for` loop that holds the launch."""
+    p = node
+    while p is not None and p.type in ("comma_expression", "parenthesized_expression", *_UPDATES):
+        parent = p.parent
+        if parent is not None and parent.type == "for_statement":
+            update = parent.child_by_field_name("update")
+            return update is not None and update == p and parent.start_byte < path.before < parent.end_byte
+        p = parent
+    return False
+
+
+_UPDATES = ("assignment_expression", "update_expression")
 
 
 def _on_path(stmt: Any, body: Any, path: _Path, until: Any = None) -> bool:

@@ -211,3 +211,35 @@ def test_a_launch_in_a_branch_takes_that_path_and_a_decided_branch_is_skipped() 
     assert spec.run.original_geometry.block == (256, 1, 1)
     assert any("the launch is in the then branch of `if (mode)`" in n for n in spec.notes)
     assert any("`major` is 9" in n and "representative device" in n for n in spec.notes)
+
+
+LOOPS = """#include <torch/extension.h>
+#define ROWS_MAX 300
+__global__ void scale_row(float* x, int row, int cols, int rows_per_block) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < cols) x[row * cols + c] *= 2.f;
+}
+void scale_rows_cuda(at::Tensor x, int first, int last) {
+  int cols = x.size(1);
+  int rows = x.size(0);
+  int per_block = 1;
+  while (rows / per_block > ROWS_MAX) per_block *= 2;
+  for (int r = first; r < last; r++) {
+    scale_row<<<(cols + 255) / 256, 256>>>(x.data_ptr<float>(), r, cols, per_block);
+  }
+}
+"""
+
+
+def test_a_launch_in_a_loop_takes_the_first_iteration_and_a_loop_before_it_runs() -> None:
+    spec = _spec(LOOPS, "scale_row")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    per_block = 1
+    while rows // per_block > 300:
+        per_block *= 2
+    # `first` is a binding integer (representative 1): the launch's loop starts there; `r++` has not run yet.
+    assert per_block > 1
+    assert args == {"row": 1, "cols": cols, "rows_per_block": per_block}
+    assert any("`first` is an integer parameter" in n for n in spec.notes)
