@@ -20,6 +20,7 @@ unknown call, a pointer, a global the file does not define) makes the whole valu
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -331,7 +332,10 @@ class HostEval(ExprWalk[Value]):
             if isinstance(target, Tensor):
                 return _tensor_query(target, method, [self.walk(a, depth + 1) for a in args], node, self)
             return self.unknown(node)
-        name = _text(self.src, fn).replace(" ", "")
+        if fn.type == "template_function":
+            # `std::max<int>(a, b)`: the explicit argument changes nothing the evaluator models.
+            fn = fn.child_by_field_name("name") or fn
+        name = re.sub(r"<[^<>()]*>$", "", _text(self.src, fn).replace(" ", ""))
         base = name.removeprefix("std::").removeprefix("::")
         if base.split("::")[-1] in _DEVICE_CALLS:
             return DEVICE

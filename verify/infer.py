@@ -30,6 +30,7 @@ from warpwise.verify.spec import (
     element_type,
     index_buffers,
     kernel_function,
+    normalise_type,
     param_role,
     scalar_ctype,
 )
@@ -697,7 +698,8 @@ def _through_tensors(
         if var not in facts.names:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes))
+    deduced = _deduce_templates(fn2, launch2, bound.elem_types)
+    result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes), deduced)
     if isinstance(result, ProblemSpec):
         return replace(
             result,
@@ -705,6 +707,24 @@ def _through_tensors(
             f"representative shapes ({result.origin.removeprefix('inferred from ')})",
         )
     return replace(result, message=f"{result.message} (its tensors given representative shapes)")
+
+
+def _deduce_templates(fn: Function, launch: Launch, elem_types: dict[str, str]) -> dict[str, str]:
+    """Return the template arguments a launch without them deduces from its tensors' element types.
+
+    `k<<<g, b>>>(x.data_ptr<float>(), ...)` for `template <typename T> __global__ void k(const T* x, ...)` binds
+    `T` to float, as C++'s deduction from the argument's type does.
+    """
+    if launch.template_values or launch.template_args:
+        return {}
+    names = {t.name for t in fn.template_params}
+    out: dict[str, str] = {}
+    for p, raw in zip(fn.params, launch.args, strict=False):
+        base = normalise_type(p.base_type)
+        host = _strip_cast(raw)
+        if p.is_pointer and base in names and host in elem_types and base not in out:
+            out[base] = elem_types[host]
+    return out
 
 
 def _through_macros(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing | None:
@@ -736,12 +756,18 @@ def _from_launch(
     indent: str,
     n_launches: int,
     loop_notes: tuple[str, ...] = (),
+    deduced: dict[str, str] | None = None,
 ) -> ProblemSpec | SpecMissing:
-    """Build the spec of one launch site, or list what it does not tell."""
+    """Build the spec of one launch site, or list what it does not tell (`deduced`: template arguments that
+    the launch's argument types give)."""
     line = model.lines.position(caller.span(launch.span)[0]).line + 1
     missing: list[str] = []
     template_values = launch.template_values or launch.template_args
     bindings = dict(zip([t.name for t in fn.template_params], template_values, strict=False))
+    for tname, ttype in (deduced or {}).items():
+        if tname not in bindings:
+            bindings[tname] = ttype
+            loop_notes = (*loop_notes, f"`{tname}` is {ttype}, deduced from the type of the tensor passed for it")
     for t in fn.template_params:
         if t.name not in bindings and t.default is not None:
             bindings[t.name] = t.default

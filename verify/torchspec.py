@@ -198,8 +198,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     )
     dims = _Dims()
     made: dict[str, list[str]] = {}
-    for m in decl.finditer(btext):
-        name, value = m.group(1), " ".join(m.group(2).split())
+    for name, value in _tensor_definitions(btext, decl):
         if name in tensors:
             continue
         same = re.fullmatch(r"(\w+)" + _QUERY + r"(\w+)\s*\(.*\)", value)
@@ -353,14 +352,16 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext
     ):
         try:
-            values[m.group(1)] = cexpr.evaluate_int(substitute(m.group(2)), {**model.constants, **values})
+            values[m.group(1)] = cexpr.evaluate_int(
+                substitute(m.group(2)), {**model.constants, **out.scalars, **values}
+            )
         except cexpr.ExprError:
             values.pop(m.group(1), None)
     for t, parts in list(made.items()):
         sizes = []
         for p in parts:
             try:
-                sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **values}))
+                sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **out.scalars, **values}))
             except cexpr.ExprError:
                 # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
                 out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
@@ -396,6 +397,14 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         ty = types.get(m.group(1), m.group(1))
         out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
         out.origin[m.group(2)] = m.group(3)
+    # `const auto p = t.data_ptr<T>();` (after the rewrite: `const auto p = t;`) is `t`'s buffer too.
+    for m in re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?(\w+)\s*=\s*({names})\s*;", new_body):
+        if m.group(1) in tensors:
+            continue
+        tensors.setdefault(m.group(1), m.group(2))
+        if m.group(2) in out.elem_types:
+            out.elem_types.setdefault(m.group(1), out.elem_types[m.group(2)])
+        out.origin[m.group(1)] = m.group(2)
     for name in list(types):
         new_body = re.sub(rf"\b{re.escape(name)}\b(?!\s*=)", types[name], new_body)
     for t in tensors:
@@ -417,6 +426,18 @@ _COND = r"[\w!](?:[\w.<>!&| \t]|->|==|!=|<=|>=|\(\s*\))*?"
 _PRESENT = re.compile(
     rf"(?<![\w)])({_COND})\s*\?\s*([^:;?]+?)\s*:\s*{_NULL}|(?<![\w)])({_COND})\s*\?\s*{_NULL}\s*:\s*([^,;?)]+)"
 )
+
+
+def _tensor_definitions(body: str, decl: re.Pattern[str]) -> list[tuple[str, str]]:
+    """Return (name, value) of each tensor a body defines: `at::Tensor t = v;`, or a bare `at::Tensor t;` then its
+    first assignment `t = v;` (the first branch that assigns it, as an optional taken as present would)."""
+    out = [(m.group(1), " ".join(m.group(2).split())) for m in decl.finditer(body)]
+    for m in re.finditer(r"(?:(?:at|torch)::)?Tensor\s+(\w+)\s*;", body):
+        name = m.group(1)
+        first = re.search(rf"(?<![\w.>]){re.escape(name)}\s*=(?!=)\s*([^;]+);", body[m.end() :])
+        if first is not None:
+            out.append((name, " ".join(first.group(1).split())))
+    return out
 
 
 def _helper_queries(model: FileModel, body: str, tensors: set[str]) -> list[tuple[str, int]]:

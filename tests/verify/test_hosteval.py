@@ -243,3 +243,40 @@ def test_a_launch_in_a_loop_takes_the_first_iteration_and_a_loop_before_it_runs(
     assert per_block > 1
     assert args == {"row": 1, "cols": cols, "rows_per_block": per_block}
     assert any("`first` is an integer parameter" in n for n in spec.notes)
+
+
+DEDUCED = """#include <torch/extension.h>
+template <typename scalar_t, typename acc_t>
+__global__ void row_sums(const scalar_t* x, acc_t* sums, const int64_t* offsets, int cols) {
+  int r = blockIdx.x;
+  acc_t s = 0;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[offsets[r] + c];
+  atomicAdd(&sums[r], s);
+}
+at::Tensor row_sums_cuda(at::Tensor x, at::Tensor offsets, bool packed) {
+  const int rows = x.size(0);
+  const int cols = x.size(1);
+  at::Tensor sums;
+  const auto offsets_ptr = packed ? offsets.data_ptr<int64_t>() : nullptr;
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "row_sums", ([&] {
+    using acc_t = at::acc_type<scalar_t, true>;
+    sums = at::zeros({rows}, x.options());
+    const int threads = std::max<int>(32, std::min<int>(1024, cols));
+    row_sums<<<rows, threads>>>(x.data_ptr<scalar_t>(), sums.data_ptr<acc_t>(), offsets_ptr, cols);
+  }));
+  return sums;
+}
+"""
+
+
+def test_template_arguments_deduced_from_tensors_a_tensor_assigned_later_and_an_auto_pointer() -> None:
+    spec = _spec(DEDUCED, "row_sums")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, cols = DEFAULT_SHAPES[2]
+    assert spec.template_args == ("float", "float")
+    assert spec.run.original_geometry.block == (min(1024, cols), 1, 1)
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # `sums` is declared bare and made inside the dispatch; `offsets_ptr` is `offsets` taken as present.
+    assert counts["sums"] == rows
+    assert "offsets" in counts
+    assert any("deduced from the type of the tensor" in n for n in spec.notes)

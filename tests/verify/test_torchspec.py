@@ -60,7 +60,7 @@ def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_to
         "#include <torch/extension.h>\n"
         "__global__ void k(const float* x, float* g, float* h, int n) { g[0] = x[0]; h[0] = x[0]; }\n"
         "void b(at::Tensor x, int part) {\n"
-        "  at::Tensor g = at::empty({part, x.size(1)}, x.options());\n"
+        "  at::Tensor g = at::empty({rows_of(x, part), x.size(1)}, x.options());\n"
         "  at::Tensor h = at::empty_like(g);\n"
         "  int n = x.numel();\n"
         "  k<<<1, 32>>>(x.data_ptr<float>(), g.data_ptr<float>(), h.data_ptr<float>(), n);\n"
