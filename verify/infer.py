@@ -775,10 +775,17 @@ def _from_launch(
         if t.name not in bindings:
             missing.append(f"template argument `{t.name}`")
     if len(launch.args) != len(fn.params):
+        # A templated launch helper (`multi_tensor_apply`) passes its own argument pack: offer the annotation.
+        roles = {p.name: (param_role(fn, p).value, "?") for p in fn.params if p.is_pointer}
         return SpecMissing(
             fn.name,
-            f"the launch at line {line} passes {len(launch.args)} arguments to {len(fn.params)} parameters",
+            f"the launch at line {line} passes {len(launch.args)} arguments to {len(fn.params)} parameters; "
+            "annotate the kernel with its sizes and launch",
             ("arguments",),
+            annotation=format_annotation(
+                fn, {}, {}, roles, "?", "?", None, {t.name: "?" for t in fn.template_params}, indent
+            ),
+            insert_line=kernel_line(model, fn),
         )
     indexers = index_buffers(fn)
     buffers: dict[str, BufferSpec] = {}
