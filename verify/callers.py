@@ -312,10 +312,13 @@ def _through_call(
     args_node = call.child_by_field_name("arguments")
     inner = _text(data, args_node)[1:-1] if args_node is not None else ""
     args = [a.strip() for a in cexpr.split_top(inner)] if inner.strip() else []
-    if len(args) != len(params):
+    if len(args) > len(params):
         return None
     src = model.text
-    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=True))
+    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=False))
+    # Trailing parameters the call leaves to defaults its header declares: declared without a value (what the
+    # launch needs of them is then named as missing, never guessed).
+    decls += "".join(f" {decl};" for decl, _ in params[len(args) :])
     block = "{ " + decls + " " + _text(src, body)[1:-1] + " }"
     stmt = call.parent
     outer_text = (

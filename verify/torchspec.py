@@ -238,8 +238,9 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     )
     for m in re.finditer(size_ref, btext):
         t, i = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        if int(i) >= 0:
-            ranks[root(t)] = max(ranks.get(root(t), 1), int(i) + 1)
+        # `x.size(i)` makes `x` at least rank i + 1; `x.size(-i)` at least rank i.
+        need = int(i) + 1 if int(i) >= 0 else -int(i)
+        ranks[root(t)] = max(ranks.get(root(t), 1), need)
     for t, i in _helper_queries(model, btext, set(tensors)):
         ranks[root(t)] = max(ranks.get(root(t), 1), i + 1)
     for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
@@ -424,7 +425,8 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
 _NULL = r"(?:nullptr|NULL)\b"
 _COND = r"[\w!](?:[\w.<>!&| \t]|->|==|!=|<=|>=|\(\s*\))*?"
 _PRESENT = re.compile(
-    rf"(?<![\w)])({_COND})\s*\?\s*([^:;?]+?)\s*:\s*{_NULL}|(?<![\w)])({_COND})\s*\?\s*{_NULL}\s*:\s*([^,;?)]+)"
+    rf"(?<![\w)])({_COND})\s*\?\s*([^:;?]+?)\s*:\s*{_NULL}"
+    rf"|(?<![\w)])({_COND})\s*\?\s*{_NULL}\s*:\s*((?:[^,;?()]|\([^()]*\))+)"
 )
 
 

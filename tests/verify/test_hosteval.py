@@ -8,6 +8,8 @@ flag (`use_bias ? bias.data_ptr<float>() : nullptr`) and an index buffer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from warpwise.analyzers.build import analyze_text
 from warpwise.verify import hosteval
 from warpwise.verify.spec import ProblemSpec, resolve_spec
@@ -280,3 +282,39 @@ def test_template_arguments_deduced_from_tensors_a_tensor_assigned_later_and_an_
     assert counts["sums"] == rows
     assert "offsets" in counts
     assert any("deduced from the type of the tensor" in n for n in spec.notes)
+
+
+def test_a_call_leaving_trailing_parameters_to_header_defaults_and_negative_size_queries(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "norm.cuh").write_text(
+        "void row_norm_cuda(const float* x, const float* w, float* y, int rows, int dim, void* graph = 0, "
+        "int label = 0);\n"
+    )
+    launcher = (
+        '#include "norm.cuh"\n'
+        "__global__ void row_norm_kernel(const float* x, const float* w, float* y, int dim) {\n"
+        "  int r = blockIdx.x; for (int i = threadIdx.x; i < dim; i += blockDim.x)\n"
+        "    y[r * dim + i] = x[r * dim + i] * (w ? w[i] : 1.f); }\n"
+        "void row_norm_cuda(const float* x, const float* w, float* y, int rows, int dim, void* graph, int label) {\n"
+        "  row_norm_kernel<<<rows, 256>>>(x, w, y, dim);\n"
+        "}\n"
+    )
+    (tmp_path / "norm.cu").write_text(launcher)
+    (tmp_path / "ext_norm.cpp").write_text(
+        "#include <torch/extension.h>\n"
+        '#include "norm.cuh"\n'
+        "void row_norm(torch::Tensor x, torch::Tensor w, torch::Tensor y) {\n"
+        "  int dim = x.size(-1);\n"
+        "  int rows = x.size(-2);\n"
+        "  row_norm_cuda((const float*) x.data_ptr(), w.device().is_meta() ? NULL : (const float*) w.data_ptr(),\n"
+        "                (float*) y.data_ptr(), rows, dim);\n"
+        "}\n"
+    )
+    spec = resolve_spec(str(tmp_path / "norm.cu"), launcher, "row_norm_kernel")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, dim = DEFAULT_SHAPES[2]
+    # `x.size(-2)` makes `x` rank 2; `w` is taken as present (the `NULL` branch is the absent one).
+    assert spec.run.original_geometry.grid == (rows, 1, 1)
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"dim": dim}
+    assert {b.name for b in spec.run.buffers} == {"x", "w", "y"}
+    assert any("taken as present" in n for n in spec.notes)
