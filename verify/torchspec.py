@@ -398,6 +398,24 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         ty = types.get(m.group(1), m.group(1))
         out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
         out.origin[m.group(2)] = m.group(3)
+    # `const float* p = ((const float*) t) + c * cols;` points into `t`: the kernel gets `t` from its start, which
+    # keeps every access in bounds (a representative offset 0, said in the notes).
+    for m in re.finditer(
+        rf"([\w:]+)\s*\*\s*(?:const\s+|__restrict__\s+)*(\w+)\s*=\s*\(*\s*(?:\([^()]*\*\s*\)\s*)?({names})\s*\)*"
+        rf"\s*\+\s*([^;]+);",
+        new_body,
+    ):
+        if m.group(2) in tensors:
+            continue
+        tensors.setdefault(m.group(2), m.group(3))
+        ty = types.get(m.group(1), m.group(1))
+        out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
+        out.origin[m.group(2)] = m.group(3)
+        offset = " ".join(m.group(4).split())
+        out.notes.append(
+            f"`{m.group(2)}` points `{offset}` elements into `{m.group(3)}`: given `{m.group(3)}` from its start "
+            "(a representative offset 0, in bounds)"
+        )
     # `const auto p = t.data_ptr<T>();` (after the rewrite: `const auto p = t;`) is `t`'s buffer too.
     for m in re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?(\w+)\s*=\s*({names})\s*;", new_body):
         if m.group(1) in tensors:

@@ -318,3 +318,18 @@ def test_a_call_leaving_trailing_parameters_to_header_defaults_and_negative_size
     assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"dim": dim}
     assert {b.name for b in spec.run.buffers} == {"x", "w", "y"}
     assert any("taken as present" in n for n in spec.notes)
+
+
+def test_a_pointer_into_a_tensor_gets_the_tensor_from_its_start_said_in_the_notes() -> None:
+    text = """#include <torch/extension.h>
+__global__ void tail_scale(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2.f; }
+void tail_scale_cuda(torch::Tensor y, int start) {
+  const int n = y.numel();
+  float* tail = ((float*) y.data_ptr()) + (uint64_t) start;
+  tail_scale<<<(n + 255) / 256, 256>>>(tail, n - start);
+}
+"""
+    spec = _spec(text, "tail_scale")
+    assert isinstance(spec, ProblemSpec), spec
+    assert [b.count for b in spec.run.buffers] == [DEFAULT_SHAPES[1][0]]
+    assert any("points `(uint64_t) start` elements into `y`" in n and "offset 0" in n for n in spec.notes)
