@@ -89,6 +89,11 @@ H200: dict[str, int] = {
 }
 """The device properties host code reads, as the H200 the gate times on reports them (`cudaGetDeviceProperties`)."""
 
+H200_ARRAYS: dict[str, tuple[int, int, int]] = {
+    "maxGridSize": (2147483647, 65535, 65535),
+    "maxThreadsDim": (1024, 1024, 64),
+}
+
 
 @dataclass(frozen=True)
 class Device:
@@ -96,9 +101,9 @@ class Device:
 
     name: str = "NVIDIA H200"
 
-    def get(self, field_name: str) -> int | None:
+    def get(self, field_name: str) -> int | tuple[int, int, int] | None:
         """Return one property, or None when the evaluator does not model it."""
-        return H200.get(field_name)
+        return H200.get(field_name, H200_ARRAYS.get(field_name))
 
 
 DEVICE = Device()
@@ -247,6 +252,16 @@ class HostEval(ExprWalk[Value]):
         if isinstance(arg, Device) and arg.get(name) is not None:
             self.device_fields.add(name)
             return arg.get(name)
+        return self.unknown(node)
+
+    def on_subscript(self, node: Any, depth: int) -> Value:
+        arg = self.walk(node.child_by_field_name("argument"), depth + 1)
+        index = node.child_by_field_name("index") or node.child_by_field_name("indices")
+        if index is not None and index.type == "subscript_argument_list":
+            index = index.named_children[0] if index.named_children else None
+        i = self.walk(index, depth + 1)
+        if isinstance(arg, tuple) and isinstance(i, int) and 0 <= i < len(arg):
+            return arg[i]
         return self.unknown(node)
 
     def on_cast(self, node: Any, depth: int) -> Value:

@@ -34,7 +34,7 @@ from warpwise.verify.spec import (
     param_role,
     scalar_ctype,
 )
-from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
+from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_CTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
 
 _LOG = logging.getLogger(__name__)
 _ALLOCATORS = frozenset({"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"})
@@ -326,7 +326,7 @@ def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | 
         return None
     for f in sorted(fields):
         facts.evaluated.append(
-            f"`{f}` is {hosteval.H200[f]}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            f"`{f}` is {hosteval.DEVICE.get(f)}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
             "gate runs on may differ)"
         )
     if name:
@@ -724,6 +724,11 @@ def _deduce_templates(fn: Function, launch: Launch, elem_types: dict[str, str]) 
         host = _strip_cast(raw)
         if p.is_pointer and base in names and host in elem_types and base not in out:
             out[base] = elem_types[host]
+        cast = re.match(r"\s*(?:\(\s*([\w:]+)\s*\)|([\w:]+)\s*\()", raw)
+        ty = (cast.group(1) or cast.group(2)) if cast else None
+        if not p.is_pointer and base in names and base not in out and ty is not None and ty in SCALAR_CTYPES:
+            # `k<<<g, b>>>(float(alpha))` for a parameter `A alpha`: the cast's type is `A`.
+            out[base] = ty
     return out
 
 
@@ -794,7 +799,7 @@ def _from_launch(
     offer_buffers: dict[str, tuple[str, str]] = {}
     offer_scalars: dict[str, str] = {}
     notes: list[str] = []
-    for p, raw in zip(fn.params, launch.args, strict=True):
+    for i, (p, raw) in enumerate(zip(fn.params, launch.args, strict=True)):
         if p.is_pointer:
             role = param_role(fn, p)
             et = element_type(p.base_type, bindings)
@@ -843,8 +848,12 @@ def _from_launch(
             try:
                 value = cexpr.evaluate(raw, {"true": 1, "false": 0, **facts.names})
             except cexpr.ExprError:
-                missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
-                continue
+                arg_nodes = _launch_args(model, caller, launch)
+                found = _evaluate(model.text, arg_nodes[i], facts) if len(arg_nodes) == len(fn.params) else None
+                if found is None:
+                    missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
+                    continue
+                value = found
             if ctype not in ("float", "double"):
                 if isinstance(value, float) and not value.is_integer():
                     missing.append(f"an integer value for `{p.name}` (passed `{raw.strip()}`)")
@@ -953,6 +962,16 @@ def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[A
     return []
 
 
+def _launch_args(model: FileModel, caller: Function, launch: Launch) -> list[Any]:
+    """Return the syntax nodes of a launch's arguments, or [] when they cannot be found."""
+    start, end = caller.span(launch.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    args = node.child_by_field_name("arguments") if node is not None else None
+    return [a for a in args.named_children if a.type != "comment"] if args is not None else []
+
+
 def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[int, int, int] | None:
     """Evaluate the `i`-th launch configuration node (a `dim3` or an integer) with the host evaluator."""
     if len(config) <= i:
@@ -961,7 +980,7 @@ def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[
     v = hosteval.value_of(src, facts.functions, config[i], facts.env(), fields)
     for f in sorted(fields):
         facts.evaluated.append(
-            f"`{f}` is {hosteval.H200[f]}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            f"`{f}` is {hosteval.DEVICE.get(f)}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
             "gate runs on may differ)"
         )
     if isinstance(v, hosteval.Dim3):

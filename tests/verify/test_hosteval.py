@@ -333,3 +333,40 @@ void tail_scale_cuda(torch::Tensor y, int start) {
     assert isinstance(spec, ProblemSpec), spec
     assert [b.count for b in spec.run.buffers] == [DEFAULT_SHAPES[1][0]]
     assert any("points `(uint64_t) start` elements into `y`" in n and "offset 0" in n for n in spec.notes)
+
+
+TEMPLATE_LAUNCHER = """#include <torch/extension.h>
+#define MY_DISPATCH(TYPE, NAME, ...) switch (TYPE) { \\\\
+  case at::ScalarType::Float: { using scalar_t_0 = float; __VA_ARGS__; break; } \\\\
+  case at::ScalarType::Double: { using scalar_t_0 = double; __VA_ARGS__; break; } }
+
+template <typename T, typename A>
+__global__ void scale_by(T* y, const T* x, A alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = (T)(alpha * (A)x[i]);
+}
+
+template <typename T, typename A = float>
+void launch_scale(T* y, const T* x, int n, double alpha) {
+  const dim3 block(256);
+  const dim3 grid((n + 255) / 256);
+  scale_by<<<grid, block, block.x * sizeof(A) * 0>>>(y, x, A(alpha), n);
+}
+
+void scale_cuda(at::Tensor y, const at::Tensor& x, double alpha) {
+  const int n = x.numel();
+  MY_DISPATCH(x.scalar_type(), "scale", launch_scale<scalar_t_0>(y.data_ptr<scalar_t_0>(), x.data_ptr<scalar_t_0>(),
+                                                               n, alpha););
+}
+"""
+
+
+def test_a_template_launcher_called_inside_a_dispatch_macro_binds_its_types() -> None:
+    spec = _spec(TEMPLATE_LAUNCHER, "scale_by")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[1][0]
+    # `T` from the call's explicit argument (`scalar_t_0`: float, the macro's first case), `A` from its default.
+    assert spec.template_args == ("float", "float")
+    assert spec.run.original_geometry.grid == ((n + 255) // 256, 1, 1)
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"alpha": 1.0, "n": n}
+    assert "through the call of `launch_scale()` in `scale_cuda()`" in spec.origin
