@@ -498,7 +498,7 @@ def present_pointers(text: str) -> tuple[str, list[str]]:
     def keep(m: re.Match[str]) -> str:
         cond = " ".join((m.group(1) or m.group(3)).split())
         value = (m.group(2) or m.group(4)).strip()
-        notes.append(f"`{cond} ? ... : nullptr` taken as present: `{' '.join(value.split())}`")
+        notes.append(f"`{cond} ? ...` chooses `{' '.join(value.split())}` or a null pointer: taken as present")
         return value
 
     return _PRESENT.sub(keep, text), notes

@@ -129,7 +129,9 @@ def test_a_helper_that_sets_dim3s_through_references_and_a_pointer_chosen_by_a_f
     assert spec.run.original_geometry.block == (128, 1, 1)
     assert spec.run.original_geometry.grid == ((cols + 127) // 128, rows, 1)
     assert {b.name for b in spec.run.buffers} == {"y", "bias"}
-    assert any("`use_bias ? ... : nullptr` taken as present" in n for n in spec.notes)
+    assert any(
+        "`use_bias ? ...` chooses `bias.data_ptr<float>()` or a null pointer: taken as present" in n for n in spec.notes
+    )
     assert any("set by the host helper `configure()`" in n for n in spec.notes)
 
 
