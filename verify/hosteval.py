@@ -347,6 +347,13 @@ class HostEval(ExprWalk[Value]):
             if isinstance(target, Tensor):
                 return _tensor_query(target, method, [self.walk(a, depth + 1) for a in args], node, self)
             return self.unknown(node)
+        cast = re.fullmatch(r"static_cast\s*<\s*([\w\s:]+?)\s*>", _text(self.src, fn))
+        if cast is not None and len(args) == 1:
+            v = self.walk(args[0], depth + 1)
+            conv = _CASTS.get(" ".join(cast.group(1).replace("const ", "").split()).replace("unsigned int", "unsigned"))
+            if conv is None or not isinstance(v, int | float):
+                return self.unknown(node)
+            return conv(v)
         if fn.type == "template_function":
             # `std::max<int>(a, b)`: the explicit argument changes nothing the evaluator models.
             fn = fn.child_by_field_name("name") or fn

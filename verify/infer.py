@@ -909,7 +909,7 @@ def _from_launch(
             insert_line=kernel_line(model, fn),
         )
     assert grid is not None and block is not None and smem is not None
-    beyond = _beyond_limits(grid, block)
+    beyond = _beyond_limits(grid, block) or _too_big(buffers)
     if beyond:
         return SpecMissing(
             fn.name,
@@ -988,6 +988,22 @@ def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[
     if isinstance(v, int):
         return (v, 1, 1)
     return None
+
+
+MAX_SPEC_BYTES = 8 << 30
+"""The most memory a spec inferred from host code may ask the gate for (representative shapes multiply)."""
+
+
+def _too_big(buffers: dict[str, BufferSpec]) -> str:
+    """Say how the buffers exceed `MAX_SPEC_BYTES` (naming the largest), or return ""."""
+    total = sum(b.count * DTYPE_BYTES[b.dtype] for b in buffers.values())
+    if total <= MAX_SPEC_BYTES:
+        return ""
+    big = max(buffers.values(), key=lambda b: b.count * DTYPE_BYTES[b.dtype])
+    return (
+        f"buffers of {total / (1 << 30):.1f} GiB in all (`{big.name}`: {big.count} elements), more than the "
+        f"{MAX_SPEC_BYTES >> 30} GiB a spec from host code may use"
+    )
 
 
 def _beyond_limits(grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:

@@ -263,6 +263,8 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         elif g[8]:
             dims.fix(slot(*left), int(g[8]))
 
+    # Constants torch's headers define for every CUDA build.
+    out.scalars.update(TORCH_CONSTANTS)
     # Scalars a binding can read from: its float parameters (a representative 1.0), and its dispatch type.
     types: dict[str, str] = {}
     choice = _dispatch_choice(model, launch_offset)
@@ -416,6 +418,18 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             f"`{m.group(2)}` points `{offset}` elements into `{m.group(3)}`: given `{m.group(3)}` from its start "
             "(a representative offset 0, in bounds)"
         )
+    # `int64_t* p = nullptr; ... p = t.data_ptr<int64_t>();` (after the rewrite: `p = t;`): the first tensor assigned
+    # to a pointer declared null is its buffer (the branch that assigns it, as a pointer taken as present would).
+    for m in re.finditer(r"([\w:]+)\s*\*\s*(\w+)\s*=\s*(?:nullptr|NULL)\s*;", new_body):
+        if m.group(2) in tensors:
+            continue
+        later = re.search(rf"(?<![\w.>]){re.escape(m.group(2))}\s*=\s*({names})\s*;", new_body[m.end() :])
+        if later is None:
+            continue
+        tensors.setdefault(m.group(2), later.group(1))
+        out.elem_types.setdefault(m.group(2), out.elem_types.get(later.group(1), types.get(m.group(1), m.group(1))))
+        out.origin[m.group(2)] = later.group(1)
+        out.notes.append(f"`{m.group(2)}` is declared null and later set to `{later.group(1)}`: taken as present")
     # `const auto p = t.data_ptr<T>();` (after the rewrite: `const auto p = t;`) is `t`'s buffer too.
     for m in re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?(\w+)\s*=\s*({names})\s*;", new_body):
         if m.group(1) in tensors:
@@ -452,11 +466,11 @@ def _tensor_definitions(body: str, decl: re.Pattern[str]) -> list[tuple[str, str
     """Return (name, value) of each tensor a body defines: `at::Tensor t = v;`, or a bare `at::Tensor t;` then its
     first assignment `t = v;` (the first branch that assigns it, as an optional taken as present would)."""
     out = [(m.group(1), " ".join(m.group(2).split())) for m in decl.finditer(body)]
-    for m in re.finditer(r"(?:(?:at|torch)::)?Tensor\s+(\w+)\s*;", body):
-        name = m.group(1)
-        first = re.search(rf"(?<![\w.>]){re.escape(name)}\s*=(?!=)\s*([^;]+);", body[m.end() :])
-        if first is not None:
-            out.append((name, " ".join(first.group(1).split())))
+    for m in re.finditer(r"(?:(?:at|torch)::)?Tensor\s+(\w+(?:\s*,\s*\w+)*)\s*;", body):
+        for name in (n.strip() for n in m.group(1).split(",")):
+            first = re.search(rf"(?<![\w.>]){re.escape(name)}\s*=(?!=)\s*([^;]+);", body[m.end() :])
+            if first is not None:
+                out.append((name, " ".join(first.group(1).split())))
     return out
 
 
@@ -503,6 +517,9 @@ def present_pointers(text: str) -> tuple[str, list[str]]:
 
     return _PRESENT.sub(keep, text), notes
 
+
+TORCH_CONSTANTS: dict[str, float] = {"C10_WARP_SIZE": 32}
+"""Macros of torch's headers that host code sizes launches with (their value in a CUDA build of torch)."""
 
 BINDING_INT = 1
 """The value given to a binding's integer parameter that nothing in the file gives (the smallest positive size)."""

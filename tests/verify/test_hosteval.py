@@ -372,3 +372,45 @@ def test_a_template_launcher_called_inside_a_dispatch_macro_binds_its_types() ->
     assert spec.run.original_geometry.grid == ((n + 255) // 256, 1, 1)
     assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"alpha": 1.0, "n": n}
     assert "through the call of `launch_scale()` in `scale_cuda()`" in spec.origin
+
+
+JOINT = """#include <torch/extension.h>
+__global__ void joint(const float* f, const int64_t* offsets, float* sum, int rows, int hidden) {
+  int r = blockIdx.x, h = threadIdx.x;
+  if (h < hidden) sum[(offsets ? 0 : r) * hidden + h] = f[r * hidden + h];
+}
+at::Tensor joint_cuda(at::Tensor f, at::Tensor offsets, bool packed) {
+  const auto rows = f.size(0);
+  const auto hidden = f.size(1);
+  int64_t* offsets_ptr = nullptr;
+  torch::Tensor sum, spare;
+  if (packed) {
+    sum = torch::empty({rows, hidden}, f.options());
+    offsets_ptr = offsets.data_ptr<int64_t>();
+  } else {
+    sum = torch::empty({rows, hidden, 2}, f.options());
+  }
+  const int threads = std::min(1024, (static_cast<int>(hidden) + C10_WARP_SIZE - 1) / C10_WARP_SIZE * C10_WARP_SIZE);
+  joint<<<rows, threads>>>(f.data_ptr<float>(), offsets_ptr, sum.data_ptr<float>(), rows, hidden);
+  return sum;
+}
+"""
+
+
+def test_bare_tensors_a_pointer_set_later_static_cast_and_torch_constants() -> None:
+    spec = _spec(JOINT, "joint")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, hidden = DEFAULT_SHAPES[2]
+    assert spec.run.original_geometry.block == (min(1024, (hidden + 31) // 32 * 32), 1, 1)
+    counts = {b.name: b.count for b in spec.run.buffers}
+    assert counts["sum"] == rows * hidden and "offsets" in counts
+    assert any("`offsets_ptr` is declared null and later set to `offsets`" in n for n in spec.notes)
+
+
+def test_representative_shapes_that_ask_for_too_much_memory_are_refused_by_name() -> None:
+    huge = JOINT.replace(
+        "sum = torch::empty({rows, hidden}, f.options());", "sum = torch::empty({rows, hidden, rows, 64}, f.options());"
+    )
+    spec = _spec(huge, "joint")
+    assert not isinstance(spec, ProblemSpec)
+    assert "GiB" in spec.message and "`sum`" in spec.message
