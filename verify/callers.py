@@ -137,18 +137,29 @@ def _param_decls(src: bytes, fn_node: Any) -> list[tuple[str, str]] | None:
     return out
 
 
+def _callee(src: bytes, fn: Any) -> str:
+    """Return the unqualified name a call calls (`ns::f<A, B>` is `f`)."""
+    if fn.type == "template_function":
+        fn = fn.child_by_field_name("name") or fn
+    return _text(src, fn).split("::")[-1].strip()
+
+
 def _calls(src: bytes, root: Any, name: str) -> list[tuple[Any, Any]]:
-    """Return (enclosing function definition, call statement) for each statement `name(args);` in a tree."""
+    """Return (enclosing function definition, call) for each call of `name` in a tree.
+
+    A call counts as a statement `name(args);`, or as an argument of a macro call (a dispatch macro's body:
+    `DISPATCH(t, "op", f<scalar_t>(args);)`), which runs once the macro has chosen its types.
+    """
     out: list[tuple[Any, Any]] = []
     stack = [root]
     while stack:
         node = stack.pop()
         if node.type == "call_expression":
             fn = node.child_by_field_name("function")
-            if fn is not None and _text(src, fn).split("::")[-1].strip() == name:
+            if fn is not None and _callee(src, fn) == name:
                 stmt = node.parent
                 outer = _definition(root, node.start_byte)
-                if stmt is not None and stmt.type == "expression_statement" and outer is not None:
+                if stmt is not None and stmt.type in ("expression_statement", "argument_list") and outer is not None:
                     out.append((outer, node))
                 continue
         stack.extend(reversed(node.children))
@@ -255,7 +266,7 @@ def through_callers(
     """
     from warpwise.analyzers.build import analyze_text
 
-    if launcher.template_params or not model.path:
+    if not model.path:
         return None
     src = model.text
     root = model.tree.root_node
@@ -267,7 +278,7 @@ def through_callers(
     path = Path(model.path)
     funcs, objects = _macros(path, src)
     numeric = _numeric_objects(objects, dict(model.constants))
-    pattern = re.compile(rb"\b" + re.escape(launcher.name.encode()) + rb"\s*\(")
+    pattern = re.compile(rb"\b" + re.escape(launcher.name.encode()) + rb"\s*[(<]")
     tried = 0
     missing: SpecMissing | None = None
     own = path.resolve()
@@ -292,6 +303,47 @@ def through_callers(
     return missing
 
 
+def _template_params(src: bytes, fn_node: Any) -> list[tuple[str, str | None]] | None:
+    """Return a template function's type parameters as (name, default), [] for a plain function, None when a
+    parameter is not a type (a value parameter the call would have to give)."""
+    tpl = fn_node.parent
+    if tpl is None or tpl.type != "template_declaration":
+        return []
+    plist = tpl.child_by_field_name("parameters")
+    out: list[tuple[str, str | None]] = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type == "type_parameter_declaration":
+            name = next((c for c in p.named_children if c.type == "type_identifier"), None)
+            default = None
+        elif p.type == "optional_type_parameter_declaration":
+            name, default = p.child_by_field_name("name"), p.child_by_field_name("default_type")
+        else:
+            return None
+        if name is None:
+            return None
+        out.append((_text(src, name), _text(src, default) if default is not None else None))
+    return out
+
+
+def _template_usings(data: bytes, call: Any, params: list[tuple[str, str | None]]) -> str | None:
+    """Return `using T = A;` for each type parameter of a template launcher (the call's explicit arguments, else
+    the parameter's default), or None when one has neither. A plain launcher needs none."""
+    if not params:
+        return ""
+    fn = call.child_by_field_name("function")
+    args: list[str] = []
+    if fn is not None and fn.type == "template_function":
+        targs = fn.child_by_field_name("arguments")
+        args = [_text(data, a) for a in targs.named_children] if targs is not None else []
+    out = []
+    for i, (name, default) in enumerate(params):
+        value = args[i] if i < len(args) else default
+        if value is None:
+            return None
+        out.append(f"using {name} = {value};")
+    return " ".join(out) + " "
+
+
 def _through_call(
     model: FileModel,
     fn: Function,
@@ -312,12 +364,21 @@ def _through_call(
     args_node = call.child_by_field_name("arguments")
     inner = _text(data, args_node)[1:-1] if args_node is not None else ""
     args = [a.strip() for a in cexpr.split_top(inner)] if inner.strip() else []
-    if len(args) != len(params):
+    if len(args) > len(params):
         return None
     src = model.text
-    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=True))
-    block = "{ " + decls + " " + _text(src, body)[1:-1] + " }"
-    stmt = call.parent
+    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=False))
+    # Trailing parameters the call leaves to defaults its header declares: declared without a value (what the
+    # launch needs of them is then named as missing, never guessed).
+    decls += "".join(f" {decl};" for decl, _ in params[len(args) :])
+    lnode = body.parent
+    tparams = _template_params(src, lnode) if lnode is not None else None
+    usings = _template_usings(data, call, tparams) if tparams is not None else None
+    if usings is None:
+        return None
+    block = "{ " + usings + decls + " " + _text(src, body)[1:-1] + " }"
+    # A statement is replaced whole; a call inside a macro's arguments is replaced where it stands.
+    stmt = call.parent if call.parent is not None and call.parent.type == "expression_statement" else call
     outer_text = (
         data[outer.start_byte : stmt.start_byte].decode("utf-8", "replace")
         + block

@@ -22,7 +22,7 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode, torchspec
+from warpwise.verify import hostcode, hosteval, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -30,10 +30,11 @@ from warpwise.verify.spec import (
     element_type,
     index_buffers,
     kernel_function,
+    normalise_type,
     param_role,
     scalar_ctype,
 )
-from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
+from warpwise.verify.types import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_CTYPES, ArgSpec, BufferSpec, Geometry, Role, RunSpec
 
 _LOG = logging.getLogger(__name__)
 _ALLOCATORS = frozenset({"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"})
@@ -51,6 +52,20 @@ class HostFacts:
     changed: set[str] = field(default_factory=set)
     vectors: dict[str, int] = field(default_factory=dict)
     alloc_origin: dict[str, str] = field(default_factory=dict)
+    tensors: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    functions: dict[str, Any] = field(default_factory=dict)
+    evaluated: list[str] = field(default_factory=list)
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def env(self) -> dict[str, Any]:
+        """Return the names the host evaluator sees: values, dim3s and tensors of representative shapes."""
+        out: dict[str, Any] = {"true": 1, "false": 0, **self.names}
+        out.update({k: hosteval.Dim3(*v) for k, v in self.dims.items()})
+        out.update({k: hosteval.Tensor(v) for k, v in self.tensors.items() if k not in out})
+        # An allocated pointer is not null: a condition on it (`v ? 2 : 1`) takes the path where it is present.
+        out.update({k: hosteval.POINTER for k in self.allocs if k not in out})
+        out.update({k: v for k, v in self.objects.items() if k not in out})
+        return out
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -59,18 +74,24 @@ def _text(src: bytes, node: Any) -> str:
 
 
 def host_facts(
-    model: FileModel, caller: Function, before: int, seed: dict[str, int | float] | None = None
+    model: FileModel,
+    caller: Function,
+    before: int,
+    seed: dict[str, int | float] | None = None,
+    tensors: dict[str, tuple[int, ...]] | None = None,
 ) -> HostFacts:
     """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
 
-    `seed` gives values known before the function's first statement (a binding's representative parameters).
+    `seed` gives values known before the function's first statement (a binding's representative parameters);
+    `tensors` the representative shapes of a torch binding's tensors (which the file's host helpers may query).
     """
     src = model.text
     tree = model.tree
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    facts = HostFacts(names={**model.constants, **(seed or {})})
+    facts = HostFacts(names={**model.constants, **(seed or {})}, tensors=dict(tensors or {}))
+    facts.functions = hosteval.host_functions(src, tree.root_node)
     if node is None:
         return facts
     body = node.child_by_field_name("body")
@@ -84,11 +105,21 @@ def host_facts(
             continue
         ordered.append(n)
         stack.extend(reversed(n.named_children))
+    path = _Path(before)
     for n in ordered:
-        if n.type == "declaration":
+        if any(start <= n.start_byte < end for start, end in path.dead):
+            continue
+        if n.type == "if_statement":
+            _branch(src, n, facts, path)
+        elif n.type in _LOOPS and not n.start_byte < before < n.end_byte and _on_path(n, body, path):
+            _run_loop(src, n, facts, path)
+        elif n.type == "declaration":
             _declaration(src, n, facts)
         elif n.type in ("assignment_expression", "update_expression"):
-            if _straight_line(n, body, src) and _assign(src, n, facts):
+            if _loop_update(n, path):
+                # The update of a loop holding the launch runs after the first iteration's launch: not yet.
+                continue
+            if _straight_line(n, body, src, path) and _assign(src, n, facts):
                 continue
             left = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if left is not None and left.type == "field_expression":
@@ -101,6 +132,8 @@ def host_facts(
                 facts.dims.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
+            if n.parent is not None and n.parent.type == "expression_statement" and _on_path(n.parent, body, path):
+                _helper_call(src, n, facts)
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
@@ -110,11 +143,119 @@ def host_facts(
 _COMPOUND = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "<<=": "<<", ">>=": ">>", "|=": "|", "&=": "&"}
 
 
-def _straight_line(node: Any, body: Any, src: bytes) -> bool:
-    """Return whether an assignment runs on every path to what follows it in its variable's scope.
+@dataclass
+class _Path:
+    """The path through a host function to the launch at byte `before`: branches decided, code that does not run."""
 
-    That is: only blocks lie between it and the function's body, or between it and the block that declares the
-    variable (a local of an inner block, assigned in that block's straight-line code).
+    before: int
+    decided: set[int] = field(default_factory=set)
+    dead: list[tuple[int, int]] = field(default_factory=list)
+
+
+_LOOPS = frozenset({"for_statement", "for_range_loop", "while_statement", "do_statement"})
+
+
+def _branch(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
+    """Decide an `if` on the way to the launch: the branch holding the launch, else the one its condition takes.
+
+    The branch not taken is dead code for what follows (its assignments do not run); an `if` whose condition has
+    no value and that does not hold the launch stays undecided (what it assigns is not trusted).
+    """
+    cons, alt = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
+    cond = node.child_by_field_name("condition")
+    cond_text = " ".join(_text(src, cond).split()) if cond is not None else "?"
+    if node.start_byte < path.before < node.end_byte:
+        taken = cons is not None and cons.start_byte <= path.before < cons.end_byte
+        facts.evaluated.append(
+            f"the launch is in the {'then' if taken else 'else'} branch of `if {cond_text}`: taking that path"
+        )
+    else:
+        inner = hosteval.condition_value(cond)
+        value = _evaluate(src, inner, facts) if inner is not None else None
+        if value is None:
+            return
+        taken = bool(value)
+    path.decided.add(node.start_byte)
+    other = alt if taken else cons
+    if other is not None:
+        path.dead.append((other.start_byte, other.end_byte))
+
+
+def _run_loop(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
+    """Run a loop that ends before the launch on the host values (`while (n / t > 65535) t *= 2;`), if it can.
+
+    When it runs, the names it changes take their values after it and its code is skipped; otherwise what it
+    assigns stays untrusted.
+    """
+    env = facts.env()
+    ev = hosteval.HostEval(src, facts.functions, hosteval.Frame(dict(env)))
+    try:
+        ev.run(node)
+    except Exception:
+        return
+    for name, value in ev.frame.names.items():
+        if env.get(name) is value or env.get(name) == value:
+            continue
+        if isinstance(value, hosteval.Dim3) and name in facts.dims:
+            facts.dims[name] = value.as_tuple()
+        elif isinstance(value, int | float) and name in facts.names:
+            facts.names[name] = value
+        else:
+            continue
+        loop = " ".join(_text(src, node).split())
+        facts.evaluated.append(
+            f"`{name}` = {_fmt(value) if not isinstance(value, hosteval.Dim3) else value.as_tuple()} "
+            f"after the loop `{loop[:60]}` ran on these values"
+        )
+    path.dead.append((node.start_byte, node.end_byte))
+
+
+def _loop_update(node: Any, path: _Path) -> bool:
+    """Return whether a node is (part of) the update clause of a `for` loop that holds the launch."""
+    p = node
+    while p is not None and p.type in ("comma_expression", "parenthesized_expression", *_UPDATES):
+        parent = p.parent
+        if parent is not None and parent.type == "for_statement":
+            update = parent.child_by_field_name("update")
+            return update is not None and update == p and parent.start_byte < path.before < parent.end_byte
+        p = parent
+    return False
+
+
+_UPDATES = ("assignment_expression", "update_expression")
+
+
+def _on_path(stmt: Any, body: Any, path: _Path, until: Any = None) -> bool:
+    """Return whether a statement runs on the way to the launch.
+
+    Only blocks, decided branches and loops holding the launch may lie between it and the function's body (or
+    `until`, a block that declares the variable).
+    """
+    p = stmt.parent
+    while p is not None:
+        if p == body or (until is not None and until(p)):
+            return True
+        if not _passes(p, path):
+            return False
+        p = p.parent
+    return False
+
+
+def _passes(node: Any, path: _Path) -> bool:
+    """Return whether code inside `node` runs whenever `node` is reached on the way to the launch."""
+    if node.type == "compound_statement":
+        return True
+    if node.type == "if_statement":
+        return node.start_byte in path.decided
+    if node.type == "else_clause":
+        return node.parent is not None and node.parent.start_byte in path.decided
+    return node.type in _LOOPS and node.start_byte < path.before < node.end_byte
+
+
+def _straight_line(node: Any, body: Any, src: bytes, path: _Path) -> bool:
+    """Return whether an assignment runs on the way to the launch, in its variable's scope (`_on_path`).
+
+    A local of an inner block counts from the block that declares it (assigned in that block's own code).
     """
     stmt = node.parent
     if stmt is None or stmt.type != "expression_statement":
@@ -123,12 +264,75 @@ def _straight_line(node: Any, body: Any, src: bytes) -> bool:
     while left is not None and left.type == "field_expression":
         left = left.child_by_field_name("argument")
     name = _text(src, left) if left is not None and left.type == "identifier" else None
-    p = stmt.parent
-    while p is not None and p.type == "compound_statement":
-        if p == body or (name is not None and _declares(src, p, name, node.start_byte)):
-            return True
-        p = p.parent
-    return False
+
+    def declares(block: Any) -> bool:
+        return block.type == "compound_statement" and name is not None and _declares(src, block, name, node.start_byte)
+
+    return _on_path(stmt, body, path, declares)
+
+
+_DEVICE_QUERIES = frozenset({"cudaGetDeviceProperties", "cudaGetDeviceProperties_v2"})
+
+
+def _device_query(src: bytes, call: Any, facts: HostFacts) -> bool:
+    """Record `cudaGetDeviceProperties(&props, dev)`: `props` is the representative device's (`hosteval.H200`)."""
+    fn = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    if fn is None or args is None or _text(src, fn).split("::")[-1] not in _DEVICE_QUERIES:
+        return False
+    first = args.named_children[0] if args.named_children else None
+    if first is None or first.type != "pointer_expression":
+        return False
+    target = first.child_by_field_name("argument")
+    if target is None or target.type != "identifier":
+        return False
+    facts.objects[_text(src, target)] = hosteval.DEVICE
+    return True
+
+
+def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
+    """Apply a call of the file's own host helper that sets the caller's dim3s or integers through references."""
+    if _device_query(src, call, facts):
+        return
+    changed = hosteval.call_effects(src, facts.functions, call, facts.env())
+    if not changed:
+        return
+    fn = call.child_by_field_name("function")
+    for name, value in changed.items():
+        if isinstance(value, hosteval.Dim3):
+            facts.dims[name] = value.as_tuple()
+        elif isinstance(value, int | float) and name in facts.names:
+            facts.names[name] = value
+        else:
+            continue
+        facts.evaluated.append(f"`{name}` set by the host helper `{_text(src, fn)}()` of this file")
+
+
+def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | float | None:
+    """Return a host expression's value: C arithmetic first, then the file's host helpers (`hosteval`).
+
+    A value only the host evaluator gives is noted (with `name`, the variable it initialises) for the provenance.
+    """
+    try:
+        return cexpr.evaluate(_text(src, node), facts.names)
+    except cexpr.ExprError:
+        pass
+    fields: set[str] = set()
+    v = hosteval.value_of(src, facts.functions, node, facts.env(), fields)
+    if isinstance(v, hosteval.Device) and name:
+        facts.objects[name] = v
+        return None
+    if not isinstance(v, int | float):
+        return None
+    for f in sorted(fields):
+        facts.evaluated.append(
+            f"`{f}` is {hosteval.DEVICE.get(f)}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            "gate runs on may differ)"
+        )
+    if name:
+        text = " ".join(_text(src, node).split())
+        facts.evaluated.append(f"`{name}` = {_fmt(v)}, evaluated from `{text[:80]}` through the file's host code")
+    return v
 
 
 def _declares(src: bytes, block: Any, name: str, before: int) -> bool:
@@ -177,7 +381,10 @@ def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
         try:
             dims[axis] = cexpr.evaluate_int(expr, facts.names)
         except cexpr.ExprError:
-            return False
+            found = _evaluate(src, right, facts, f"{name}.{'xyz'[axis]}") if op_text == "=" else None
+            if not isinstance(found, int):
+                return False
+            dims[axis] = found
         facts.dims[name] = (dims[0], dims[1], dims[2])
         return True
     if left.type != "identifier":
@@ -190,7 +397,12 @@ def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
     try:
         value = cexpr.evaluate(expr, facts.names)
     except cexpr.ExprError:
-        return False
+        if op_text != "=":
+            return False
+        found = _evaluate(src, right, facts, name)
+        if found is None:
+            return False
+        value = found
     old = facts.names.get(name, value)
     facts.names[name] = float(value) if isinstance(old, float) else int(value) if isinstance(old, int) else value
     facts.changed.discard(name)
@@ -208,6 +420,10 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
         if type_text == "dim3" and d.type == "identifier":
             facts.dims[_text(src, d)] = (1, 1, 1)
             continue
+        if type_text == "dim3" and d.type == "function_declarator":
+            # `dim3 block(bx, by);` with plain names parses as a function declaration: its "parameters" are the sizes.
+            _dim3_declarator(src, d, facts)
+            continue
         if d.type != "init_declarator":
             continue
         name_node = d.child_by_field_name("declarator")
@@ -222,29 +438,47 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
             if args is not None and args.type in ("argument_list", "initializer_list"):
                 vals = []
                 for a in args.named_children:
-                    try:
-                        vals.append(cexpr.evaluate_int(_text(src, a), facts.names))
-                    except cexpr.ExprError:
+                    v = _evaluate(src, a, facts, f"{name} (a dimension)")
+                    if not isinstance(v, int) and not (isinstance(v, float) and v.is_integer()):
                         break
+                    vals.append(int(v))
                 else:
-                    facts.dims[name] = tuple(([*vals, 1, 1, 1])[:3])
+                    x, y, z = [*vals, 1, 1, 1][:3]
+                    facts.dims[name] = (x, y, z)
             elif args is not None:
-                with contextlib.suppress(cexpr.ExprError):
-                    facts.dims[name] = (cexpr.evaluate_int(_text(src, args), facts.names), 1, 1)
+                v = _evaluate(src, args, facts, name)
+                if isinstance(v, int):
+                    facts.dims[name] = (v, 1, 1)
             continue
         if value.type in ("argument_list", "initializer_list"):
             inner = value.named_children
             if len(inner) != 1:
                 continue
             value = inner[0]
-        try:
-            v = cexpr.evaluate(_text(src, value), facts.names)
-        except cexpr.ExprError:
+        v = _evaluate(src, value, facts, name)
+        if v is None:
             continue
         if type_text in ("float", "double"):
             facts.names[name] = float(v)
         elif isinstance(v, int) or float(v).is_integer():
             facts.names[name] = int(v)
+
+
+def _dim3_declarator(src: bytes, d: Any, facts: HostFacts) -> None:
+    """Record `dim3 name(a, b)` that tree-sitter reads as a function declarator (names as parameter types)."""
+    name = d.child_by_field_name("declarator")
+    params = d.child_by_field_name("parameters")
+    if name is None or params is None or name.type != "identifier":
+        return
+    vals = []
+    for p in params.named_children:
+        try:
+            vals.append(cexpr.evaluate_int(_text(src, p), facts.names))
+        except cexpr.ExprError:
+            return
+    if 1 <= len(vals) <= 3:
+        x, y, z = [*vals, 1, 1, 1][:3]
+        facts.dims[_text(src, name)] = (x, y, z)
 
 
 def _vector(src: bytes, d: Any, facts: HostFacts) -> None:
@@ -306,7 +540,15 @@ def _dim(text: str | None, value: tuple[int, ...] | None, facts: HostFacts) -> t
     t = text.strip()
     if t in facts.dims:
         return facts.dims[t]
-    m = re.fullmatch(r"dim3\s*\((.*)\)", t, re.S)
+    m = re.fullmatch(r"dim3\s*\((.*)\)|\{(.*)\}", t, re.S)
+    if m and m.group(2) is not None:
+        parts = cexpr.split_top(m.group(2))
+        try:
+            vals = [cexpr.evaluate_int(p, facts.names) for p in parts]
+        except cexpr.ExprError:
+            return None
+        x, y, z = [*vals, 1, 1, 1][:3]
+        return (x, y, z)
     parts = cexpr.split_top(m.group(1)) if m else [t]
     try:
         vals = [cexpr.evaluate_int(p, facts.names) for p in parts]
@@ -422,7 +664,13 @@ def _through_tensors(
         index = next((i for i, la in enumerate(same) if la is launch), 0)
         caller2, launch2 = pairs[min(index, len(pairs) - 1)]
     offset2 = caller2.span(launch2.span)[0]
-    facts = host_facts(model2, caller2, offset2, {k: v for k, v in bound.scalars.items() if k not in model2.constants})
+    facts = host_facts(
+        model2,
+        caller2,
+        offset2,
+        {k: v for k, v in bound.scalars.items() if k not in model2.constants},
+        tensors=bound.shapes,
+    )
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
         if not p.is_pointer or host not in bound.numel or host in facts.allocs:
@@ -450,7 +698,8 @@ def _through_tensors(
         if var not in facts.names:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes))
+    deduced = _deduce_templates(fn2, launch2, bound.elem_types)
+    result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes), deduced)
     if isinstance(result, ProblemSpec):
         return replace(
             result,
@@ -458,6 +707,29 @@ def _through_tensors(
             f"representative shapes ({result.origin.removeprefix('inferred from ')})",
         )
     return replace(result, message=f"{result.message} (its tensors given representative shapes)")
+
+
+def _deduce_templates(fn: Function, launch: Launch, elem_types: dict[str, str]) -> dict[str, str]:
+    """Return the template arguments a launch without them deduces from its tensors' element types.
+
+    `k<<<g, b>>>(x.data_ptr<float>(), ...)` for `template <typename T> __global__ void k(const T* x, ...)` binds
+    `T` to float, as C++'s deduction from the argument's type does.
+    """
+    if launch.template_values or launch.template_args:
+        return {}
+    names = {t.name for t in fn.template_params}
+    out: dict[str, str] = {}
+    for p, raw in zip(fn.params, launch.args, strict=False):
+        base = normalise_type(p.base_type)
+        host = _strip_cast(raw)
+        if p.is_pointer and base in names and host in elem_types and base not in out:
+            out[base] = elem_types[host]
+        cast = re.match(r"\s*(?:\(\s*([\w:]+)\s*\)|([\w:]+)\s*\()", raw)
+        ty = (cast.group(1) or cast.group(2)) if cast else None
+        if not p.is_pointer and base in names and base not in out and ty is not None and ty in SCALAR_CTYPES:
+            # `k<<<g, b>>>(float(alpha))` for a parameter `A alpha`: the cast's type is `A`.
+            out[base] = ty
+    return out
 
 
 def _through_macros(model: FileModel, fn: Function) -> ProblemSpec | SpecMissing | None:
@@ -489,12 +761,18 @@ def _from_launch(
     indent: str,
     n_launches: int,
     loop_notes: tuple[str, ...] = (),
+    deduced: dict[str, str] | None = None,
 ) -> ProblemSpec | SpecMissing:
-    """Build the spec of one launch site, or list what it does not tell."""
+    """Build the spec of one launch site, or list what it does not tell (`deduced`: template arguments that
+    the launch's argument types give)."""
     line = model.lines.position(caller.span(launch.span)[0]).line + 1
     missing: list[str] = []
     template_values = launch.template_values or launch.template_args
     bindings = dict(zip([t.name for t in fn.template_params], template_values, strict=False))
+    for tname, ttype in (deduced or {}).items():
+        if tname not in bindings:
+            bindings[tname] = ttype
+            loop_notes = (*loop_notes, f"`{tname}` is {ttype}, deduced from the type of the tensor passed for it")
     for t in fn.template_params:
         if t.name not in bindings and t.default is not None:
             bindings[t.name] = t.default
@@ -502,10 +780,17 @@ def _from_launch(
         if t.name not in bindings:
             missing.append(f"template argument `{t.name}`")
     if len(launch.args) != len(fn.params):
+        # A templated launch helper (`multi_tensor_apply`) passes its own argument pack: offer the annotation.
+        roles = {p.name: (param_role(fn, p).value, "?") for p in fn.params if p.is_pointer}
         return SpecMissing(
             fn.name,
-            f"the launch at line {line} passes {len(launch.args)} arguments to {len(fn.params)} parameters",
+            f"the launch at line {line} passes {len(launch.args)} arguments to {len(fn.params)} parameters; "
+            "annotate the kernel with its sizes and launch",
             ("arguments",),
+            annotation=format_annotation(
+                fn, {}, {}, roles, "?", "?", None, {t.name: "?" for t in fn.template_params}, indent
+            ),
+            insert_line=kernel_line(model, fn),
         )
     indexers = index_buffers(fn)
     buffers: dict[str, BufferSpec] = {}
@@ -514,7 +799,7 @@ def _from_launch(
     offer_buffers: dict[str, tuple[str, str]] = {}
     offer_scalars: dict[str, str] = {}
     notes: list[str] = []
-    for p, raw in zip(fn.params, launch.args, strict=True):
+    for i, (p, raw) in enumerate(zip(fn.params, launch.args, strict=True)):
         if p.is_pointer:
             role = param_role(fn, p)
             et = element_type(p.base_type, bindings)
@@ -540,15 +825,20 @@ def _from_launch(
                 nbytes = facts.allocs[host]
                 count = nbytes // DTYPE_BYTES[dtype]
                 count_text = str(nbytes // elem)
+                lo, hi = _default_range(dtype, (-1.0, 1.0))
                 if p.name in indexers and dtype not in FLOAT_DTYPES:
-                    missing.append(f"value range of `{p.name}` (its values index other arrays)")
-                else:
-                    lo, hi = _default_range(dtype, (-1.0, 1.0))
-                    buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
-                    host_to_buffer[host] = p.name
-                    args.append(ArgSpec(p.name, "pointer", buffer=p.name))
-                    where = facts.alloc_origin.get(host) or f"`cudaMalloc({facts.alloc_texts[host]})`"
-                    notes.append(f"`{p.name}`: {count_text} elements from {where}")
+                    # Nothing in the host code bounds an index buffer's values: 0 is in bounds of every
+                    # array it indexes (a representative index, said in the notes; the real range may differ).
+                    lo, hi = 0.0, 0.0
+                    notes.append(
+                        f"`{p.name}` indexes other arrays and the host code does not bound its values: "
+                        "every element is 0 (a representative in-bounds index)"
+                    )
+                buffers[p.name] = BufferSpec(p.name, dtype, count, role, lo, hi)
+                host_to_buffer[host] = p.name
+                args.append(ArgSpec(p.name, "pointer", buffer=p.name))
+                where = facts.alloc_origin.get(host) or f"`cudaMalloc({facts.alloc_texts[host]})`"
+                notes.append(f"`{p.name}`: {count_text} elements from {where}")
             offer_buffers[p.name] = (role.value, count_text)
         else:
             ctype = scalar_ctype(p, bindings)
@@ -556,10 +846,14 @@ def _from_launch(
                 missing.append(f"a value of type `{p.type}` for `{p.name}` (the gate passes only scalars)")
                 continue
             try:
-                value = cexpr.evaluate(raw, facts.names)
+                value = cexpr.evaluate(raw, {"true": 1, "false": 0, **facts.names})
             except cexpr.ExprError:
-                missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
-                continue
+                arg_nodes = _launch_args(model, caller, launch)
+                found = _evaluate(model.text, arg_nodes[i], facts) if len(arg_nodes) == len(fn.params) else None
+                if found is None:
+                    missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
+                    continue
+                value = found
             if ctype not in ("float", "double"):
                 if isinstance(value, float) and not value.is_integer():
                     missing.append(f"an integer value for `{p.name}` (passed `{raw.strip()}`)")
@@ -577,6 +871,14 @@ def _from_launch(
             smem = cexpr.evaluate_int(launch.smem, facts.names)
         except cexpr.ExprError:
             smem = None
+    if grid is None or block is None or (smem is None and launch.smem is not None):
+        # What C arithmetic cannot read (`block.x * sizeof(float)`, `std::min(...)`): the host evaluator.
+        config = _launch_config(model, caller, launch)
+        grid = grid or _dim_node(model.text, config, 0, facts)
+        block = block or _dim_node(model.text, config, 1, facts)
+        if smem is None and len(config) > 2:
+            v = _evaluate(model.text, config[2], facts)
+            smem = int(v) if isinstance(v, int) or (isinstance(v, float) and v.is_integer()) else None
     if grid is None:
         missing.append(f"grid (`{launch.grid}`)")
     if block is None:
@@ -607,7 +909,7 @@ def _from_launch(
             insert_line=kernel_line(model, fn),
         )
     assert grid is not None and block is not None and smem is not None
-    beyond = _beyond_limits(grid, block)
+    beyond = _beyond_limits(grid, block) or _too_big(buffers)
     if beyond:
         return SpecMissing(
             fn.name,
@@ -627,6 +929,7 @@ def _from_launch(
             ),
             insert_line=kernel_line(model, fn),
         )
+    notes.extend(dict.fromkeys(facts.evaluated))
     notes.extend(loop_notes)
     if n_launches > 1:
         notes.append(f"{n_launches} launches of `{fn.name}` in this file; using the one at line {line}")
@@ -642,6 +945,64 @@ def _from_launch(
         run,
         symbols=symbols,
         notes=tuple(notes),
+    )
+
+
+def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[Any]:
+    """Return the syntax nodes of a launch's `<<<grid, block, smem, stream>>>`, or [] when they cannot be found."""
+    start, end = caller.span(launch.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    if node is None:
+        return []
+    for child in node.named_children:
+        if child.type == "kernel_call_syntax":
+            return [c for c in child.named_children if c.type != "comment"]
+    return []
+
+
+def _launch_args(model: FileModel, caller: Function, launch: Launch) -> list[Any]:
+    """Return the syntax nodes of a launch's arguments, or [] when they cannot be found."""
+    start, end = caller.span(launch.span)
+    node = model.tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    args = node.child_by_field_name("arguments") if node is not None else None
+    return [a for a in args.named_children if a.type != "comment"] if args is not None else []
+
+
+def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[int, int, int] | None:
+    """Evaluate the `i`-th launch configuration node (a `dim3` or an integer) with the host evaluator."""
+    if len(config) <= i:
+        return None
+    fields: set[str] = set()
+    v = hosteval.value_of(src, facts.functions, config[i], facts.env(), fields)
+    for f in sorted(fields):
+        facts.evaluated.append(
+            f"`{f}` is {hosteval.DEVICE.get(f)}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "
+            "gate runs on may differ)"
+        )
+    if isinstance(v, hosteval.Dim3):
+        return v.as_tuple()
+    if isinstance(v, int):
+        return (v, 1, 1)
+    return None
+
+
+MAX_SPEC_BYTES = 8 << 30
+"""The most memory a spec inferred from host code may ask the gate for (representative shapes multiply)."""
+
+
+def _too_big(buffers: dict[str, BufferSpec]) -> str:
+    """Say how the buffers exceed `MAX_SPEC_BYTES` (naming the largest), or return ""."""
+    total = sum(b.count * DTYPE_BYTES[b.dtype] for b in buffers.values())
+    if total <= MAX_SPEC_BYTES:
+        return ""
+    big = max(buffers.values(), key=lambda b: b.count * DTYPE_BYTES[b.dtype])
+    return (
+        f"buffers of {total / (1 << 30):.1f} GiB in all (`{big.name}`: {big.count} elements), more than the "
+        f"{MAX_SPEC_BYTES >> 30} GiB a spec from host code may use"
     )
 
 

@@ -45,6 +45,7 @@ _DTYPES: dict[str, tuple[str, int]] = {
     "unsigned": ("u32", 1),
     "unsigned int": ("u32", 1),
     "uint32_t": ("u32", 1),
+    "uint": ("u32", 1),
     "char": ("i8", 1),
     "signed char": ("i8", 1),
     "int8_t": ("i8", 1),
@@ -97,6 +98,8 @@ def scalar_ctype(param: Param, bindings: dict[str, str] | None = None) -> str | 
         name = normalise_type(bindings[name])
     if name == "signed":
         name = "int"
+    if name == "uint":
+        name = "unsigned int"
     return name if name in SCALAR_CTYPES else None
 
 

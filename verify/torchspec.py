@@ -61,6 +61,7 @@ class TorchBinding:
     origin: dict[str, str] = field(default_factory=dict)
     scalars: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -181,6 +182,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     btext = _text(src, body)
     params = _params(src, node)
     btext, present = _optional_present(btext, params)
+    btext, present_notes = present_pointers(btext)
     tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
@@ -190,13 +192,13 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         f"`{name}` is an optional tensor of `{caller.name}()`: taken as present (a tensor like the others)"
         for name in present
     )
+    out.notes.extend(present_notes)
     decl = re.compile(
         r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
     )
     dims = _Dims()
     made: dict[str, list[str]] = {}
-    for m in decl.finditer(btext):
-        name, value = m.group(1), " ".join(m.group(2).split())
+    for name, value in _tensor_definitions(btext, decl):
         if name in tensors:
             continue
         same = re.fullmatch(r"(\w+)" + _QUERY + r"(\w+)\s*\(.*\)", value)
@@ -236,8 +238,11 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     )
     for m in re.finditer(size_ref, btext):
         t, i = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        if int(i) >= 0:
-            ranks[root(t)] = max(ranks.get(root(t), 1), int(i) + 1)
+        # `x.size(i)` makes `x` at least rank i + 1; `x.size(-i)` at least rank i.
+        need = int(i) + 1 if int(i) >= 0 else -int(i)
+        ranks[root(t)] = max(ranks.get(root(t), 1), need)
+    for t, i in _helper_queries(model, btext, set(tensors)):
+        ranks[root(t)] = max(ranks.get(root(t), 1), i + 1)
     for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
         ranks[root(m.group(1))] = int(m.group(2))
     for t in made:
@@ -258,6 +263,8 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         elif g[8]:
             dims.fix(slot(*left), int(g[8]))
 
+    # Constants torch's headers define for every CUDA build.
+    out.scalars.update(TORCH_CONSTANTS)
     # Scalars a binding can read from: its float parameters (a representative 1.0), and its dispatch type.
     types: dict[str, str] = {}
     choice = _dispatch_choice(model, launch_offset)
@@ -285,12 +292,17 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
-        elif int_value is not None and re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
-            out.scalars[name] = int_value
+        elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
+            rep = int_value if int_value is not None else BINDING_INT
+            where = "project" if int_value is not None else "file"
+            out.scalars[name] = rep
             out.notes.append(
-                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {int_value} "
-                "(nothing in the project gives it)"
+                f"`{name}` is an integer parameter of `{caller.name}()`; using the representative value {rep} "
+                f"(nothing in the {where} gives it)"
             )
+        elif re.sub(r"\bconst\b", "", ty).strip() == "bool":
+            out.scalars[name] = 1
+            out.notes.append(f"`{name}` is a flag of `{caller.name}()`; taking the path where it is true")
 
     def shape(t: str) -> tuple[int, ...]:
         r = root(t)
@@ -343,14 +355,16 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext
     ):
         try:
-            values[m.group(1)] = cexpr.evaluate_int(substitute(m.group(2)), {**model.constants, **values})
+            values[m.group(1)] = cexpr.evaluate_int(
+                substitute(m.group(2)), {**model.constants, **out.scalars, **values}
+            )
         except cexpr.ExprError:
             values.pop(m.group(1), None)
     for t, parts in list(made.items()):
         sizes = []
         for p in parts:
             try:
-                sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **values}))
+                sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **out.scalars, **values}))
             except cexpr.ExprError:
                 # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
                 out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
@@ -360,6 +374,9 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         else:
             for i, v in enumerate(sizes):
                 dims.fix((t, i), v)
+            if not sizes:
+                # `at::zeros({}, ...)`: a tensor of no dimensions holds one element.
+                dims.fix((t, 0), 1)
 
     new_body = substitute(btext)
     pointer = (
@@ -383,12 +400,51 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         ty = types.get(m.group(1), m.group(1))
         out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
         out.origin[m.group(2)] = m.group(3)
+    # `const float* p = ((const float*) t) + c * cols;` points into `t`: the kernel gets `t` from its start, which
+    # keeps every access in bounds (a representative offset 0, said in the notes).
+    for m in re.finditer(
+        rf"([\w:]+)\s*\*\s*(?:const\s+|__restrict__\s+)*(\w+)\s*=\s*\(*\s*(?:\([^()]*\*\s*\)\s*)?({names})\s*\)*"
+        rf"\s*\+\s*([^;]+);",
+        new_body,
+    ):
+        if m.group(2) in tensors:
+            continue
+        tensors.setdefault(m.group(2), m.group(3))
+        ty = types.get(m.group(1), m.group(1))
+        out.elem_types.setdefault(m.group(2), out.elem_types.get(m.group(3), ty))
+        out.origin[m.group(2)] = m.group(3)
+        offset = " ".join(m.group(4).split())
+        out.notes.append(
+            f"`{m.group(2)}` points `{offset}` elements into `{m.group(3)}`: given `{m.group(3)}` from its start "
+            "(a representative offset 0, in bounds)"
+        )
+    # `int64_t* p = nullptr; ... p = t.data_ptr<int64_t>();` (after the rewrite: `p = t;`): the first tensor assigned
+    # to a pointer declared null is its buffer (the branch that assigns it, as a pointer taken as present would).
+    for m in re.finditer(r"([\w:]+)\s*\*\s*(\w+)\s*=\s*(?:nullptr|NULL)\s*;", new_body):
+        if m.group(2) in tensors:
+            continue
+        later = re.search(rf"(?<![\w.>]){re.escape(m.group(2))}\s*=\s*({names})\s*;", new_body[m.end() :])
+        if later is None:
+            continue
+        tensors.setdefault(m.group(2), later.group(1))
+        out.elem_types.setdefault(m.group(2), out.elem_types.get(later.group(1), types.get(m.group(1), m.group(1))))
+        out.origin[m.group(2)] = later.group(1)
+        out.notes.append(f"`{m.group(2)}` is declared null and later set to `{later.group(1)}`: taken as present")
+    # `const auto p = t.data_ptr<T>();` (after the rewrite: `const auto p = t;`) is `t`'s buffer too.
+    for m in re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?(\w+)\s*=\s*({names})\s*;", new_body):
+        if m.group(1) in tensors:
+            continue
+        tensors.setdefault(m.group(1), m.group(2))
+        if m.group(2) in out.elem_types:
+            out.elem_types.setdefault(m.group(1), out.elem_types[m.group(2)])
+        out.origin[m.group(1)] = m.group(2)
     for name in list(types):
         new_body = re.sub(rf"\b{re.escape(name)}\b(?!\s*=)", types[name], new_body)
     for t in tensors:
         base = out.origin.get(t, t)
         s = shape(base)
         out.numel[t] = _prod(s)
+        out.shapes[t] = s
         r = root(base)
         how = "its shape is that of " + f"`{r}`" if r != base else ""
         chosen = "from the sizes it is made with" if r in made else _why_shape(r, ranks, dims, s)
@@ -397,6 +453,76 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
     return out
 
+
+_NULL = r"(?:nullptr|NULL)\b"
+_COND = r"[\w!](?:[\w.<>!&| \t]|->|==|!=|<=|>=|\(\s*\))*?"
+_PRESENT = re.compile(
+    rf"(?<![\w)])({_COND})\s*\?\s*([^:;?]+?)\s*:\s*{_NULL}"
+    rf"|(?<![\w)])({_COND})\s*\?\s*{_NULL}\s*:\s*((?:[^,;?()]|\([^()]*\))+)"
+)
+
+
+def _tensor_definitions(body: str, decl: re.Pattern[str]) -> list[tuple[str, str]]:
+    """Return (name, value) of each tensor a body defines: `at::Tensor t = v;`, or a bare `at::Tensor t;` then its
+    first assignment `t = v;` (the first branch that assigns it, as an optional taken as present would)."""
+    out = [(m.group(1), " ".join(m.group(2).split())) for m in decl.finditer(body)]
+    for m in re.finditer(r"(?:(?:at|torch)::)?Tensor\s+(\w+(?:\s*,\s*\w+)*)\s*;", body):
+        for name in (n.strip() for n in m.group(1).split(",")):
+            first = re.search(rf"(?<![\w.>]){re.escape(name)}\s*=(?!=)\s*([^;]+);", body[m.end() :])
+            if first is not None:
+                out.append((name, " ".join(first.group(1).split())))
+    return out
+
+
+def _helper_queries(model: FileModel, body: str, tensors: set[str]) -> list[tuple[str, int]]:
+    """Return (tensor, dimension) for each `p.size(i)` a host helper of the file reads of a tensor passed to it.
+
+    `get_tensor_spatial_size(input)` reading `input.size(2)` makes `input` at least rank 3, as the binding's own
+    `input.size(2)` would.
+    """
+    from warpwise.verify.hosteval import host_functions
+
+    src = model.text
+    functions = host_functions(src, model.tree.root_node)
+    out: list[tuple[str, int]] = []
+    for m in re.finditer(r"\b(\w+)\s*\(([^;{}]*)\)", body):
+        fn = functions.get(m.group(1))
+        if fn is None:
+            continue
+        args = [a.strip() for a in cexpr.split_top(m.group(2))] if m.group(2).strip() else []
+        params = [name for _, name in _params(src, fn)]
+        fn_body = fn.child_by_field_name("body")
+        text = _text(src, fn_body) if fn_body is not None else ""
+        for arg, param in zip(args, params, strict=False):
+            if arg not in tensors:
+                continue
+            for q in re.finditer(rf"\b{re.escape(param)}{_QUERY}(?:size|stride)\s*\(\s*(\d+)\s*\)", text):
+                out.append((arg, int(q.group(1))))
+    return out
+
+
+def present_pointers(text: str) -> tuple[str, list[str]]:
+    """Return host text with each pointer chosen by a condition (`c ? p : nullptr`) taken as present, and notes.
+
+    A launch that passes `per_tensor ? out.data_ptr<float>() : nullptr` runs with `out`: the kernel's path that
+    reads or writes the buffer is the one worth verifying, and a null pointer cannot be given a buffer.
+    """
+    notes: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        cond = " ".join((m.group(1) or m.group(3)).split())
+        value = (m.group(2) or m.group(4)).strip()
+        notes.append(f"`{cond} ? ...` chooses `{' '.join(value.split())}` or a null pointer: taken as present")
+        return value
+
+    return _PRESENT.sub(keep, text), notes
+
+
+TORCH_CONSTANTS: dict[str, float] = {"C10_WARP_SIZE": 32}
+"""Macros of torch's headers that host code sizes launches with (their value in a CUDA build of torch)."""
+
+BINDING_INT = 1
+"""The value given to a binding's integer parameter that nothing in the file gives (the smallest positive size)."""
 
 _OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
 

@@ -137,8 +137,9 @@ def main() -> int:
     parser.add_argument("--optimize-budget-s", type=float, default=10.0, help="each optimize run's GPU budget")
     parser.add_argument("--optimize-candidates", type=int, default=4)
     parser.add_argument("--no-optimize", action="store_true")
+    parser.add_argument("--kernels", type=Path, default=KERNELS, help="the kernels to run (a listing)")
     args = parser.parse_args()
-    listing = json.loads(KERNELS.read_text())
+    listing = json.loads(args.kernels.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     records = aa(args.mirrors, listing["aa"], args.backend, args.aa_budget_s)
@@ -151,6 +152,7 @@ def main() -> int:
         "date": dt.date.today().isoformat(),
         "command": "python3 bench/gpu/realworld_aa.py " + " ".join(sys.argv[1:]),
         "backend": args.backend,
+        "kernels": args.kernels.name,
         "commits": listing["commits"],
         "env": {k: os.environ.get(k, "") for k in ("CUDA_VISIBLE_DEVICES",)},
         "warpwise_module": _module_file(),

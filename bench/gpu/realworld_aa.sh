@@ -4,7 +4,7 @@
 # listed ones; results and logs under $OUT. The public files travel in the carry folder, never in the history.
 #   run from the checkout's root:  CARRY=.carry-wt17 bash $CARRY/bench/gpu/realworld_aa.sh
 # Budgets: AA_BUDGET (s, default 80: no A/A job starts after it), OPT_BUDGET (each optimize's GPU seconds, 8),
-# OPT_CANDIDATES (4), TOTAL_TIMEOUT (s, 135: the whole python run).
+# OPT_CANDIDATES (4), TOTAL_TIMEOUT (s, 135: the whole python run), KERNELS (the listing beside this script).
 set -uo pipefail
 CARRY=${CARRY:-.carry-wt17}
 OUT=${OUT:-/tmp/out}
@@ -20,5 +20,5 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-
   date -u +%FT%TZ
 } > "$OUT/env.txt" 2>&1
 timeout "${TOTAL_TIMEOUT:-135}" python3 "$CARRY/bench/gpu/realworld_aa.py" --mirrors "$CARRY/mirrors" --out "$OUT" \
-  --aa-budget-s "${AA_BUDGET:-80}" --optimize-budget-s "${OPT_BUDGET:-8}" --optimize-candidates "${OPT_CANDIDATES:-4}" \
+  --kernels "$CARRY/bench/gpu/${KERNELS:-realworld_aa_kernels.json}" --aa-budget-s "${AA_BUDGET:-80}" --optimize-budget-s "${OPT_BUDGET:-8}" --optimize-candidates "${OPT_CANDIDATES:-4}" \
   2>&1 | tee "$OUT/aa.log"

@@ -129,7 +129,7 @@ def test_inferred_annotation_round_trips_once_filled_in() -> None:
     assert spec.run.original_geometry.grid == (4096, 1, 1)
 
 
-def test_index_buffers_need_a_range() -> None:
+def test_index_buffers_take_a_representative_in_bounds_range_said_in_the_notes() -> None:
     text = (
         "__global__ void gather(const int* idx, const float* src, float* dst, int n) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) dst[i] = src[idx[i]]; }\n"
@@ -138,8 +138,10 @@ def test_index_buffers_need_a_range() -> None:
         "  gather<<<n / 256, 256>>>(idx, src, dst, n); }\n"
     )
     spec = spec_of(text, "gather")
-    assert isinstance(spec, SpecMissing)
-    assert any("value range of `idx`" in m for m in spec.missing)
+    assert isinstance(spec, ProblemSpec), spec
+    idx = next(b for b in spec.run.buffers if b.name == "idx")
+    assert (idx.low, idx.high) == (0.0, 0.0)
+    assert any("`idx` indexes other arrays" in n and "every element is 0" in n for n in spec.notes)
 
 
 def test_reassigned_sizes_take_their_value_at_the_launch() -> None:

@@ -44,12 +44,15 @@ def test_checks_in_the_binding_fix_rank_shared_and_fixed_dimensions() -> None:
     assert any("dimension 1 fixed by a check" in note for note in spec.notes)
 
 
-def test_an_integer_parameter_of_the_binding_stays_missing_and_is_named() -> None:
+def test_an_integer_parameter_of_the_binding_takes_a_representative_value_said_in_the_notes() -> None:
     spec = _spec("row_scale.cu", "copy_int")
-    assert isinstance(spec, SpecMissing)
-    assert spec.missing == ("value of `k` (passed `k`)",)
-    assert "representative shapes" in spec.message
-    assert "@warpwise" in spec.annotation or "k=" in spec.annotation
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args["k"] == 1
+    assert any(
+        "`k` is an integer parameter of `copy_int_cuda()`; using the representative value 1 (nothing in the file" in n
+        for n in spec.notes
+    )
 
 
 def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_too() -> None:
@@ -57,7 +60,7 @@ def test_a_tensor_made_from_sizes_that_do_not_evaluate_leaves_its_aliases_out_to
         "#include <torch/extension.h>\n"
         "__global__ void k(const float* x, float* g, float* h, int n) { g[0] = x[0]; h[0] = x[0]; }\n"
         "void b(at::Tensor x, int part) {\n"
-        "  at::Tensor g = at::empty({part, x.size(1)}, x.options());\n"
+        "  at::Tensor g = at::empty({rows_of(x, part), x.size(1)}, x.options());\n"
         "  at::Tensor h = at::empty_like(g);\n"
         "  int n = x.numel();\n"
         "  k<<<1, 32>>>(x.data_ptr<float>(), g.data_ptr<float>(), h.data_ptr<float>(), n);\n"
