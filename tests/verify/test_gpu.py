@@ -202,3 +202,15 @@ def test_a_candidate_that_changes_after_timing_is_incorrect(backend: LocalBacken
     assert res.status is Status.INCORRECT, res.message
     assert "matched before timing but not after it" in res.message
     assert res.seeds_checked == (0, 1, 2)
+
+
+def test_a_byte_written_with_the_poisons_value_is_not_unwritten(backend: LocalBackend) -> None:
+    fill = V / "bytes_fill.cu"
+    res = verify(backend, fill, original=fill, kernel="quantize")
+    assert res.status is Status.NOT_FASTER, res.message
+
+
+def test_bytes_left_unwritten_are_caught_when_the_poison_equals_the_value(backend: LocalBackend) -> None:
+    res = verify(backend, V / "cheat_bytes_unwritten.cu", original=V / "bytes_fill.cu", kernel="quantize")
+    assert res.status is Status.INCORRECT, res.message
+    assert "left unwritten" in res.message

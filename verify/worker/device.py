@@ -71,22 +71,30 @@ _BITS_DTYPES: dict[int, torch.dtype] = {1: torch.uint8, 2: torch.int16, 4: torch
 
 # Poison bit patterns: NaNs with distinctive payloads for floats, byte patterns for integers. Index 0 poisons
 # the original's outputs, index 1 the candidate's, so "both left it unwritten" can be told from "the candidate did".
-_POISON_FLOAT: dict[str, tuple[int, int]] = {
-    "f16": (0x7E5A, 0x7E3C),
-    "bf16": (0x7FDA, 0x7FBC),
-    "f32": (0x7FC0DEAD, 0x7FA0BEEF),
-    "f64": (0x7FF8DEADDEADDEAD, 0x7FF4BEEFBEEFBEEF),
+# Index 2 is the candidate's second poison: a kernel may legitimately write a value equal to its poison (one byte
+# in 256 of a uint8 output does), so an element that holds the poison *and* the expected value is run again
+# under the second poison before it is called unwritten (`poison_lookalikes`).
+_POISON_FLOAT: dict[str, tuple[int, int, int]] = {
+    "f16": (0x7E5A, 0x7E3C, 0x7E1E),
+    "bf16": (0x7FDA, 0x7FBC, 0x7F9E),
+    "f32": (0x7FC0DEAD, 0x7FA0BEEF, 0x7F90F00D),
+    "f64": (0x7FF8DEADDEADDEAD, 0x7FF4BEEFBEEFBEEF, 0x7FF2F00DF00DF00D),
 }
-_POISON_INT: dict[int, tuple[int, int]] = {
-    1: (0xA5, 0x5A),
-    2: (0xA5A5, 0x5A5A),
-    4: (0xA5A5A5A5, 0x5A5A5A5A),
-    8: (0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A),
+_POISON_INT: dict[int, tuple[int, int, int]] = {
+    1: (0xA5, 0x5A, 0xC3),
+    2: (0xA5A5, 0x5A5A, 0xC3C3),
+    4: (0xA5A5A5A5, 0x5A5A5A5A, 0xC3C3C3C3),
+    8: (0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A, 0xC3C3C3C3C3C3C3C3),
 }
+# Which poison a side's run uses.
+ORIGINAL_POISON = 0
+CANDIDATE_POISON = 1
+SECOND_CANDIDATE_POISON = 2
 
 
 def poison_bits(dtype: str, which: int) -> int:
-    """Return the poison of one dtype as a signed integer of the element width (0: original, 1: candidate)."""
+    """Return the poison of one dtype as a signed integer of the element width (0: original, 1: candidate,
+    2: the candidate's second poison)."""
     width = DTYPE_BYTES[dtype]
     pattern = _POISON_FLOAT[dtype][which] if dtype in _POISON_FLOAT else _POISON_INT[width][which]
     # One-byte elements are compared as uint8, wider ones as signed integers of their width.
@@ -310,7 +318,7 @@ class Buffer:
         return bool((head == CANARY_BYTE).all().item()) and bool((tail == CANARY_BYTE).all().item())
 
     def poison(self, which: int) -> None:
-        """Fill the payload with the poison pattern (0: original, 1: candidate)."""
+        """Fill the payload with the poison pattern (0: original, 1: candidate, 2: the candidate's second)."""
         self.bits.fill_(poison_bits(self.spec.dtype, which))
 
 
@@ -380,9 +388,12 @@ def run_once(
     pristine: dict[str, torch.Tensor],
     scalars: dict[str, Any],
     side: Side,
+    poison: int | None = None,
 ) -> Outcome:
-    """Reset inputs, poison outputs, launch, and collect outputs, canary and input-mutation problems."""
-    which = 0 if side is Side.ORIGINAL else 1
+    """Reset inputs, poison outputs, launch, and collect outputs, canary and input-mutation problems.
+
+    Outputs are poisoned with the side's own poison unless `poison` names another one."""
+    which = poison if poison is not None else (ORIGINAL_POISON if side is Side.ORIGINAL else CANDIDATE_POISON)
     for name, buf in buffers.items():
         if buf.spec.role is Role.OUT:
             buf.poison(which)
@@ -409,17 +420,24 @@ def compare(
     seed: int,
     tolerances: dict[str, tuple[float, float]],
     expected_poisoned: bool,
+    got_poison: int = CANDIDATE_POISON,
+    written: torch.Tensor | None = None,
 ) -> Mismatch | None:
-    """Compare one output (raw payload bytes); return the worst disagreement, or None when they match."""
+    """Compare one output (raw payload bytes); return the worst disagreement, or None when they match.
+
+    `got_poison` is the poison the compared run started from; `written` marks elements a second run under
+    another poison showed to be written (they hold the poison's value because the kernel wrote it)."""
     width = DTYPE_BYTES[spec.dtype]
     if expected.numel() != got.numel():
         return Mismatch(spec.name, seed, math.inf, math.inf, -1, got.numel() // width, -1, 0.0, 0.0, "shape differs")
     eb = expected.view(_BITS_DTYPES[width])
     gb = got.view(_BITS_DTYPES[width])
     total = gb.numel()
-    p_orig = poison_bits(spec.dtype, 0)
-    p_cand = poison_bits(spec.dtype, 1)
+    p_orig = poison_bits(spec.dtype, ORIGINAL_POISON)
+    p_cand = poison_bits(spec.dtype, got_poison)
     cand_unwritten = gb == p_cand
+    if written is not None:
+        cand_unwritten &= ~written.reshape(cand_unwritten.shape)
     if expected_poisoned:
         ref_unwritten = eb == p_orig
         both_unwritten = ref_unwritten & cand_unwritten
@@ -459,6 +477,22 @@ def compare(
     exp_v = float(e[first].item())
     got_v = float(g[first].item())
     return Mismatch(spec.name, seed, max_abs, max_rel, nbad, total, first, exp_v, got_v, reason)
+
+
+def poison_lookalikes(spec: BufferSpec, expected: torch.Tensor, got: torch.Tensor, got_poison: int) -> int:
+    """Return how many elements hold the run's poison and also the expected value (written, or left unwritten?)."""
+    width = DTYPE_BYTES[spec.dtype]
+    if expected.numel() != got.numel():
+        return 0
+    gb = got.view(_BITS_DTYPES[width])
+    eb = expected.view(_BITS_DTYPES[width])
+    return int(((gb == poison_bits(spec.dtype, got_poison)) & (eb == gb)).sum().item())
+
+
+def written_under(spec: BufferSpec, got: torch.Tensor, poison: int) -> torch.Tensor:
+    """Return the mask of elements that do not hold `poison` after a run that started from it (they were written)."""
+    width = DTYPE_BYTES[spec.dtype]
+    return got.view(_BITS_DTYPES[width]) != poison_bits(spec.dtype, poison)
 
 
 def _quantiles(ms: list[float]) -> Timing:
