@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         strat = strategy(args.strategy)
-    except (ValueError, ImportError, AttributeError) as exc:
+    except ValueError as exc:
         print(f"quality: error: {exc}", file=sys.stderr)
         return 2
     peaks = load_peaks(Path(args.peaks) if args.peaks else None)

@@ -114,7 +114,10 @@ def strategy(name: str) -> Strategy:
     if not sep:
         known = ", ".join(sorted(STRATEGIES))
         raise ValueError(f"unknown strategy `{name}` (registered: {known}; or give module:function)")
-    factory = getattr(importlib.import_module(module), attr)
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"strategy `{name}`: {exc}") from exc
     made = factory()
     if not hasattr(made, "run"):
         raise ValueError(f"`{name}` did not make a strategy (an object with run(kernel, ctx))")

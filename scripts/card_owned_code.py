@@ -79,6 +79,8 @@ def main() -> int:
         return seen
 
     users: dict[tuple[str, str], set[str]] = {k: set() for k in defs}
+    starts: dict[str, set[tuple[str, str]]] = {}
+    borrows: dict[str, set[str]] = {}
     for card in sorted(SKILLS.glob("*/card.md")):
         cid = card.parent.name
         start: set[tuple[str, str]] = set()
@@ -96,12 +98,27 @@ def main() -> int:
             for node in ast.walk(ast.parse(rules.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.module in mods:
                     start.update((node.module, a.name) for a in node.names)
+                # A card that runs another card's rules module (`rules_module_name("other-card")`) uses its code.
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "rules_module_name"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    borrows.setdefault(cid, set()).add(str(node.args[0].value))
+        starts[cid] = start
+    for cid, start in starts.items():
+        for other in borrows.get(cid, set()):
+            start = start | starts.get(other, set())
         for key in reach(start):
             users[key].add(cid)
     outside = set(roots)
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith((".venv/", "build/")) or path in mods.values() or path.parent.parent == SKILLS:
+        # Build outputs hold copies of the engine (the VS Code extension bundles it), which would count as users.
+        skipped = (".venv/", "build/", "dist/", "vscode-extension/", ".e2e/")
+        if rel.startswith(skipped) or path in mods.values() or path.parent.parent == SKILLS:
             continue
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -204,10 +204,13 @@ def _resolve_rewrite(ref: str, rules: ModuleType | None) -> Callable[..., Any]:
     module, sep, name = ref.rpartition(":")
     if not sep or module == "rules":
         if rules is None:
-            raise ImportError(f"the card has no rules module to hold {name!r}; write 'package.module:function'")
+            raise LookupError(f"the card has no rules module to hold {name!r}; write 'package.module:function'")
         mod = rules
     else:
-        mod = importlib.import_module(module)
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:  # The module is named by the card file: a wrong name is a load problem.
+            raise LookupError(str(exc)) from exc
     fn = getattr(mod, name)
     if not callable(fn):
         raise TypeError(f"{ref} is not callable")
@@ -281,7 +284,7 @@ def load_card(path: Path) -> tuple[SkillCard | None, list[LoadProblem]]:
     if header.rewrite is not None:
         try:
             rewrite_fn = _resolve_rewrite(header.rewrite, rules)
-        except (ImportError, AttributeError, TypeError) as exc:
+        except (LookupError, AttributeError, TypeError) as exc:
             problems.append(LoadProblem(where, "rewrite", f"{header.rewrite!r} does not import: {exc}"))
     elif header.applicability is not Applicability.DISPLAY_ONLY:
         problems.append(LoadProblem(where, "applicability", "a card without a rewrite must be 'display-only'"))

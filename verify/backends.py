@@ -239,7 +239,10 @@ class ClusterBackend:
     name = "cluster"
 
     def __init__(self, address: str | Any, *, require_gpu: bool = True, slots: int | None = None) -> None:
-        from distributed import Client
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            raise ValueError("the cluster backend needs Dask: pip install 'warpwise[cluster]'") from exc
 
         self.client: Any = address if hasattr(address, "submit") else Client(address, timeout="30s")
         self.require_gpu = require_gpu

@@ -32,7 +32,7 @@ def _schema() -> dict[str, Any]:
 
     try:
         return json.loads(resources.files("warpwise.server").joinpath("settings.schema.json").read_text())
-    except (FileNotFoundError, ModuleNotFoundError):
+    except FileNotFoundError:  # A source tree that was never installed.
         return json.loads(SCHEMA.read_text())
 
 

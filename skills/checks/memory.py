@@ -308,29 +308,6 @@ def launches_shrink(ctx: CheckContext, factor: int | None = None) -> Verdict:
     return holds(f"the rewrite divides the grid of every launch in this file by {k}")
 
 
-# The launch block that a tile is sized for.
-
-
-@check("square_launch_block")
-def square_launch_block(ctx: CheckContext) -> Verdict:
-    """Hold when every launch in the file uses the same square T x T block, so a T x T tile matches it."""
-    fn = ctx.function
-    launches = launches_of(ctx.model, fn.name)
-    if not launches:
-        return unknown(f"no launch of `{fn.name}` in this file shows the block shape the tile must match")
-    shapes = {launch.block_value for _, launch in launches}
-    if None in shapes:
-        host, launch = next((h, lc) for h, lc in launches if lc.block_value is None)
-        return unknown(f"the block `{launch.block}` in `{host.name}` is not a constant")
-    if len(shapes) > 1:
-        return unknown(f"`{fn.name}` is launched with several block shapes ({', '.join(map(str, sorted(shapes)))})")
-    (dims,) = shapes
-    assert dims is not None
-    if len(dims) < 2 or dims[0] != dims[1] or any(d != 1 for d in dims[2:]):
-        return unknown(f"the block is {'x'.join(map(str, dims))}, not square; a square tile would not match it")
-    return holds(f"every launch uses {dims[0]}x{dims[1]} blocks")
-
-
 # Cards whose exact rewrite covers one canonical shape and shows the others without a fix.
 
 

@@ -1,9 +1,10 @@
 """Rules of the `repeated-global-tile-reads` card (Stage the re-read tile in shared memory): what only this card
 uses.
 
-Registered here: matcher `reused_global_reads_in_loop`. The card's rewrite and the recognisers only it needs live
-here too; what several cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`,
-`.facts*`). The library imports this file by path as `warpwise.skills.cards.repeated_global_tile_reads`.
+Registered here: matcher `reused_global_reads_in_loop` and check `square_launch_block`. The card's rewrite and the
+recognisers only it needs live here too; what several cards share stays in the engine modules
+(`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
+`warpwise.skills.cards.repeated_global_tile_reads`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from warpwise.analyzers.facts import loop_label
-from warpwise.analyzers.facts_memory import binary_parts, kernel_syntax, squash, unparen
+from warpwise.analyzers.facts_memory import binary_parts, kernel_syntax, launches_of, squash, unparen
 from warpwise.analyzers.findings import Related
 from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, MemorySpace
 from warpwise.skills.matchers.memory import index_form
 from warpwise.skills.model import AnchorKind
-from warpwise.skills.regions import MatchContext, Region, matcher
+from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
 from warpwise.skills.rewrite import Edit, RewriteContext
-from warpwise.skills.rewrites.memory import _fresh, _ks, _only_statement, _substitute, _template_typed, _tile_size
+from warpwise.skills.rewrites.memory import _fresh, _ks, _substitute, _template_typed
 
 
 @matcher("reused_global_reads_in_loop")
@@ -305,3 +306,46 @@ def tile_matmul(ctx: RewriteContext) -> list[Edit] | None:
 
 def _span(node: Any) -> tuple[int, int]:
     return (node.start_byte, node.end_byte)
+
+
+# The launch block that a tile is sized for.
+
+
+@check("square_launch_block")
+def square_launch_block(ctx: CheckContext) -> Verdict:
+    """Hold when every launch in the file uses the same square T x T block, so a T x T tile matches it."""
+    fn = ctx.function
+    launches = launches_of(ctx.model, fn.name)
+    if not launches:
+        return unknown(f"no launch of `{fn.name}` in this file shows the block shape the tile must match")
+    shapes = {launch.block_value for _, launch in launches}
+    if None in shapes:
+        host, launch = next((h, lc) for h, lc in launches if lc.block_value is None)
+        return unknown(f"the block `{launch.block}` in `{host.name}` is not a constant")
+    if len(shapes) > 1:
+        return unknown(f"`{fn.name}` is launched with several block shapes ({', '.join(map(str, sorted(shapes)))})")
+    (dims,) = shapes
+    assert dims is not None
+    if len(dims) < 2 or dims[0] != dims[1] or any(d != 1 for d in dims[2:]):
+        return unknown(f"the block is {'x'.join(map(str, dims))}, not square; a square tile would not match it")
+    return holds(f"every launch uses {dims[0]}x{dims[1]} blocks")
+
+
+def _only_statement(node: Any) -> Any:
+    if node.type == "compound_statement":
+        kids = [c for c in node.named_children if c.type != "comment"]
+        return kids[0] if len(kids) == 1 else None
+    return node
+
+
+def _tile_size(ctx: RewriteContext, scale: str, scale_value: int | None) -> tuple[str, int] | None:
+    """Return the tile size (text, value): the constant of the index, or the square block of every launch."""
+    shapes = {launch.block_value for _, launch in launches_of(ctx.model, ctx.function.name)}
+    if len(shapes) != 1:
+        return None
+    (dims,) = shapes
+    if dims is None or len(dims) < 2 or dims[0] != dims[1] or any(d != 1 for d in dims[2:]):
+        return None
+    if scale_value is not None:
+        return (scale, scale_value) if scale_value == dims[0] else None
+    return str(dims[0]), dims[0]

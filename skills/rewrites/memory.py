@@ -102,24 +102,4 @@ def _bound_text(ctx: RewriteContext, shape: Elementwise) -> str:
     return text if node.type in ("identifier", "number_literal", "field_expression") else f"({text})"
 
 
-def _only_statement(node: Any) -> Any:
-    if node.type == "compound_statement":
-        kids = [c for c in node.named_children if c.type != "comment"]
-        return kids[0] if len(kids) == 1 else None
-    return node
-
-
-def _tile_size(ctx: RewriteContext, scale: str, scale_value: int | None) -> tuple[str, int] | None:
-    """Return the tile size (text, value): the constant of the index, or the square block of every launch."""
-    shapes = {launch.block_value for _, launch in launches_of(ctx.model, ctx.function.name)}
-    if len(shapes) != 1:
-        return None
-    (dims,) = shapes
-    if dims is None or len(dims) < 2 or dims[0] != dims[1] or any(d != 1 for d in dims[2:]):
-        return None
-    if scale_value is not None:
-        return (scale, scale_value) if scale_value == dims[0] else None
-    return str(dims[0]), dims[0]
-
-
 # 10. synchronous-global-to-shared-copy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,12 @@ def test_train_writes_the_user_model(capsys: pytest.CaptureFixture[str], tmp_pat
     assert f"trained on {len(shipped.labelled)} labelled examples" in out
     assert store.user_model_path().is_file()
     assert json.loads((tmp_path / "ts.json").read_text())["sources"]["shipped training set"] == len(shipped.examples)
+
+
+@pytest.mark.parametrize("sub", ["train", "evaluate"])
+def test_without_scikit_learn_train_and_evaluate_say_which_extra(
+    sub: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # `import sklearn` raises; find_spec answers None
+    assert main(["ranking", sub, "--root", str(tmp_path), "--no-cache"]) == 2
+    assert "scikit-learn" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from warpwise.skills.engine import compute_fix, match_file
 from warpwise.skills.library import builtin_library
 from warpwise.verify import resources
 from warpwise.verify.resources import KernelResources, Unconfirmed
+from warpwise.verify.worker.nvbuild import nvrtc_version
 
 FIXTURES = Path(__file__).resolve().parents[2] / "skills" / "dynamic-local-array-index" / "fixtures"
 CARD = "dynamic-local-array-index"
@@ -26,15 +27,7 @@ TAPS = (
 )
 
 
-def _nvrtc() -> bool:
-    try:
-        from warpwise.verify.worker.nvbuild import nvrtc_version
-    except ImportError:
-        return False
-    return nvrtc_version() is not None
-
-
-needs_nvrtc = pytest.mark.skipif(not _nvrtc(), reason="NVRTC (the compile extra) is not installed")
+needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC (the compile extra) is not installed")
 
 
 def _matches(source: bytes, card: str = CARD) -> list:

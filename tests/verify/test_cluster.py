@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from tests.verify.cluster_workers import start_logged, wait_for_workers  # noqa: E402
 from tests.verify.helpers import candidate, variant  # noqa: E402
 from warpwise.verify.backends import ClusterBackend  # noqa: E402
 from warpwise.verify.gate import PreparedJob, prepare  # noqa: E402
@@ -20,6 +21,7 @@ from warpwise.verify.types import Options, Status  # noqa: E402
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, subprocess.Popen[bytes]]]:
     cache = tmp_path_factory.mktemp("cache")
+    log = cache / "gpu-box.log"
     lc = distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, resources={"warpwise-build": 1}, dashboard_address=None
     )
@@ -27,7 +29,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, 
     import os
 
     env = {**os.environ, **env}
-    gpu_worker = subprocess.Popen(
+    gpu_worker = start_logged(
         [
             sys.executable,
             "-m",
@@ -40,14 +42,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, 
             "--name",
             "gpu-box",
         ],
+        log,
         env=env,
-        stderr=subprocess.PIPE,
     )
     client = distributed.Client(lc)
-    deadline = time.time() + 60
-    while len(client.scheduler_info()["workers"]) < 2 and time.time() < deadline:
-        time.sleep(0.2)
-    assert len(client.scheduler_info()["workers"]) == 2
+    wait_for_workers(client, 2, [(gpu_worker, log)])
     yield client, gpu_worker
     client.close()
     gpu_worker.terminate()
@@ -78,3 +77,23 @@ def test_compile_only_jobs_run_on_any_worker(cluster: tuple[object, object]) -> 
     assert backend.capacity() == 2
     futures = [backend.run(_job(100 + k).job) for k in range(3)]
     assert all(r.status is Status.NO_GPU and r.device is not None and r.device.compile_only for r in futures)
+
+
+def test_waiting_for_workers_fails_clearly(tmp_path: Path) -> None:
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as lc,
+        distributed.Client(lc) as client,
+    ):
+        log = tmp_path / "dead.log"
+        dead = start_logged([sys.executable, "-c", "import sys; sys.stderr.write('no scheduler'); sys.exit(3)"], log)
+        dead.wait(60)
+        with pytest.raises(pytest.fail.Exception, match=r"exited with status 3 .*no scheduler"):
+            wait_for_workers(client, 1, [(dead, log)])
+        with pytest.raises(pytest.fail.Exception, match="has not 1 running workers after 1 s"):
+            wait_for_workers(client, 1, [], timeout_s=1)
+
+
+def test_the_cluster_backend_without_dask_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ValueError, match=r"warpwise\[cluster\]"):
+        ClusterBackend("tcp://127.0.0.1:1")

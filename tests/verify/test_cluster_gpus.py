@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from tests.verify.cluster_workers import start_logged, wait_for_workers  # noqa: E402
 from tests.verify.helpers import candidate, variant  # noqa: E402
 from tests.verify.test_cluster_kill import long_source  # noqa: E402
 from warpwise.verify.backends import ClusterBackend  # noqa: E402
@@ -32,17 +32,14 @@ from warpwise.verify.types import Options, Status  # noqa: E402
 def two_gpu_worker(tmp_path: Path) -> Iterator[Any]:
     lc = distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None)
     client = distributed.Client(lc)
-    proc = subprocess.Popen(
+    proc = start_logged(
         [sys.executable, "-P", "-m", "warpwise", "worker", "--scheduler", lc.scheduler_address, "--gpus", "2"],
+        tmp_path / "worker.log",
         env={**os.environ, "WARPWISE_CACHE_DIR": str(tmp_path / "worker")},
         cwd=str(tmp_path),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 60
-    while not client.scheduler_info()["workers"] and time.time() < deadline:
-        time.sleep(0.1)
-    assert client.scheduler_info()["workers"]
+    wait_for_workers(client, 1, [(proc, tmp_path / "worker.log")])
     yield client
     client.close()
     proc.terminate()

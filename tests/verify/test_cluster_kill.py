@@ -27,6 +27,7 @@ psutil = pytest.importorskip("psutil")
 import cloudpickle  # noqa: E402
 from distributed.diagnostics.plugin import WorkerPlugin  # noqa: E402
 
+from tests.verify.cluster_workers import start_logged, wait_for_workers  # noqa: E402
 from tests.verify.helpers import candidate  # noqa: E402
 from warpwise.verify.backends import ClusterBackend  # noqa: E402
 from warpwise.verify.cache import ResultCache  # noqa: E402
@@ -96,12 +97,12 @@ def _alive(pid: int) -> bool:
 def _start_worker(address: str, name: str, tmp: Path) -> subprocess.Popen[bytes]:
     cache = tmp / name
     cache.mkdir()
-    return subprocess.Popen(
+    return start_logged(
         [sys.executable, "-P", "-m", "warpwise", "worker", "--scheduler", address, "--gpus", "1", "--name", name],
+        tmp / f"{name}.log",
         env={**os.environ, "WARPWISE_CACHE_DIR": str(cache)},
         cwd=str(cache),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
 
 
@@ -112,10 +113,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[Any, dict[str, subprocess.Pope
     joblog = tmp_path / "joblog.jsonl"
     client.register_plugin(JobLog(str(joblog)), name=JobLog.name)
     procs = {name: _start_worker(lc.scheduler_address, name, tmp_path) for name in ("w0", "w1")}
-    deadline = time.time() + 60
-    while len(client.scheduler_info()["workers"]) < 2 and time.time() < deadline:
-        time.sleep(0.1)
-    assert len(client.scheduler_info()["workers"]) == 2
+    wait_for_workers(client, 2, [(p, tmp_path / f"{name}.log") for name, p in procs.items()])
     yield client, procs, joblog
     client.close()
     for p in procs.values():

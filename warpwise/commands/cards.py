@@ -208,7 +208,7 @@ def _admit(args: argparse.Namespace) -> int:
     cache = ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
-    except (ValueError, ImportError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         print(f"warpwise cards admit: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:

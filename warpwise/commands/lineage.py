@@ -102,7 +102,7 @@ def _build(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
-    except (ValueError, ImportError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         print(f"warpwise lineage: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     builder = LineageBuilder(Gate(backend, cache), options, Budget(args.budget_s), _log)
@@ -166,7 +166,7 @@ def _profile_steps(args: argparse.Namespace) -> int:
     cache = ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
-    except (ValueError, ImportError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         print(f"warpwise lineage profile: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     options = Options(time_limit_s=args.time_limit, profile=True)

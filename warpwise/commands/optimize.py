@@ -135,7 +135,7 @@ def _run_optimize(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         cancel.set()
         raise
-    except (OptimizeError, ValueError, ImportError, OSError) as exc:
+    except (OptimizeError, ValueError, OSError) as exc:
         print(f"warpwise optimize: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if report.stop_reason.startswith("there is no kernel"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -103,14 +104,14 @@ def _train(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     from warpwise.ranking.model import train
 
+    if importlib.util.find_spec("sklearn") is None:
+        print(f"warpwise ranking train: error: {_NEEDS_SKLEARN}", file=sys.stderr)
+        return EXIT_ERROR
     ts = training_set(root, not args.no_cache, committed_only=args.default)
     for prob in ts.problems:
         print(f"warning: {prob}", file=sys.stderr)
     try:
         model = train(ts.examples, ts.gpus, sources=ts.sources)
-    except (ImportError, ModuleNotFoundError):
-        print(f"warpwise ranking train: error: {_NEEDS_SKLEARN}", file=sys.stderr)
-        return EXIT_ERROR
     except ValueError as exc:
         print(f"warpwise ranking train: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

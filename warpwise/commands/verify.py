@@ -202,7 +202,7 @@ def _run_verify(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else ResultCache()
     try:
         backend = make_backend(backend_name, scheduler=args.scheduler, cache=cache)
-    except (ValueError, ImportError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         print(f"warpwise verify: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     t0 = time.perf_counter()
