@@ -4,20 +4,21 @@ Runs on the GPU machine with warpwise installed, from a folder holding the repos
 status, time and speedup comes from the gate (build, check against the problem's reference, interleaved timing
 with the L2 flushed, A/A control); Nsight Compute runs through the gate's own profiling pass (`ncu --clock-control
 none`, each side launched once) with this script's metric list (tensor pipe, throughputs, stall reasons), filtered
-to the metrics the installed ncu knows. cuBLAS is timed last as in mma_h200.py. Steps, each bounded by the time
-left (`--steps` picks them, in this order):
+to the metrics the installed ncu knows. Steps, each bounded by the
+time left (`--steps` picks them; cuBLAS and the peak first, then in this order):
 
 - `perf`: every half/bfloat16 shape of `MMA_CHOICES` on the OOD suite's `hgemm_nn` at 4096^3, then the fastest
   two on `hgemm_tn_ab` (TN, alpha/beta), the fastest on `bgemm_nt` (NT, bfloat16) and the TF32 shapes on our
   `matmul_naive` at 4096^3;
 - `odd`: every shape at 1025 x 1023 x 259 and 65 x 70 x 61 on each kernel (one seed, short timing:
-  correctness), then the fastest shape at 4095 x 4097 x 1023, 16384 x 64 x 1024 and 64 x 16384 x 1024 with full timing;
+  correctness), then the fastest shape at 4095 x 4097 x 1023, 16384 x 64 x 1024 and 64 x 16384 x 1024 with
+  full timing;
 - `lineage`: `hgemm_nn` at 4096^3 through the SIMT register tiles (4x4 and 8x8 per thread, 16-byte loads, padded
   shared tiles), tensor cores with double buffering and the fastest multi-stage shape, each profiled;
-- `peak`: the H200's `mma.sync` m16n8k16 f32 rate from registers (independent chains, no memory), the ceiling of
-  any kernel built on it;
-- `search`: `warpwise optimize` from `hgemm_nn` at its problem size (lineage plans off, screening on);
-- `cublas`: torch.mm in float16, bfloat16 and TF32 at the sizes above.
+- `cublas` (first): torch.mm in float16, bfloat16 and TF32 at the sizes below;
+- `peak` (second): the H200's `mma.sync` m16n8k16 f32 rate from registers (independent chains, no memory), the
+  ceiling of any kernel built on it;
+- `search`: `warpwise optimize` from `hgemm_nn` at its problem size (lineage plans off, screening on).
 
 Usage: python3 src/bench/contraction/mma2_h200.py --root . --out $OUT [--deadline-s 230] [--steps ...]
 """
@@ -212,6 +213,25 @@ def main() -> None:
     best = mma
     best_tf32 = tf32
     try:
+        if "cublas" in steps and args.backend == "local":
+            import torch
+
+            out["gpu"] = torch.cuda.get_device_name(0)
+            out["torch"] = torch.__version__
+            rows = []
+            for m, n, k in (full, (4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
+                for dt in ("f16", "bf16", "tf32"):
+                    rows.append(cublas_ms(m, n, k, dt))
+                    log("cuBLAS", dt, m, n, k, f"{rows[-1]['median_ms']:.4f} ms")
+            out["steps"]["cublas"] = rows
+            save()
+        if "peak" in steps and args.backend == "local":
+            try:
+                out["steps"]["peak"] = mma_peak()
+            except Exception as exc:
+                out["steps"]["peak"] = {"error": repr(exc)}
+            log("peak", out["steps"]["peak"])
+            save()
         for step in steps:
             if step == "perf":
                 rows = [job("perf", hn, t, full) for t in mma]
@@ -241,13 +261,6 @@ def main() -> None:
                 ]
                 for t in steps_:
                     job("lineage", hn, t, full, need=20, profile=True)
-            elif step == "peak" and left() > 10:
-                try:
-                    out["steps"]["peak"] = mma_peak()
-                except Exception as exc:
-                    out["steps"]["peak"] = {"error": repr(exc)}
-                log("peak", out["steps"]["peak"])
-                save()
             elif step == "search" and left() > 40:
                 runner.gate.backend.close()
                 from warpwise.search.optimize import OptimizeOptions, optimize
@@ -268,18 +281,6 @@ def main() -> None:
                 save()
                 runner = Runner(args.root, args.backend)
         runner.gate.backend.close()
-        if "cublas" in steps and args.backend == "local":
-            import torch
-
-            out["gpu"] = torch.cuda.get_device_name(0)
-            out["torch"] = torch.__version__
-            rows = []
-            for m, n, k in (full, (4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
-                for dt in ("f16", "bf16", "tf32"):
-                    rows.append(cublas_ms(m, n, k, dt))
-                    log("cuBLAS", dt, m, n, k, f"{rows[-1]['median_ms']:.4f} ms")
-            out["steps"]["cublas"] = rows
-            save()
     finally:
         runner.gate.backend.close()
         save()
