@@ -12,9 +12,10 @@ time left (`--steps` picks them; cuBLAS and the peak first, then in this order):
   `matmul_naive` at 4096^3;
 - `odd`: every shape at 1025 x 1023 x 259 and 65 x 70 x 61 on each kernel (one seed, short timing:
   correctness), then the fastest shape at 4095 x 4097 x 1023, 16384 x 64 x 1024 and 64 x 16384 x 1024 with
-  full timing;
-- `lineage`: `hgemm_nn` at 4096^3 through the SIMT register tiles (4x4 and 8x8 per thread, 16-byte loads, padded
-  shared tiles), tensor cores with double buffering and the fastest multi-stage shape, each profiled;
+  full timing, and the SIMT steps (coalesced mapping, shared tiles) at 1025 x 1023 x 259;
+- `lineage`: `hgemm_nn` at 4096^3 through shared tiles (16 x 16, one output per thread), the SIMT register
+  tiles (4x4 and 8x8 per thread, 16-byte loads, padded shared tiles), tensor cores with double buffering and the
+  fastest multi-stage shape, each profiled;
 - `cublas` (first): torch.mm in float16, bfloat16 and TF32 at the sizes below;
 - `peak` (second): the H200's `mma.sync` m16n8k16 f32 rate from registers (independent chains, no memory), the
   ceiling of any kernel built on it;
@@ -252,8 +253,12 @@ def main() -> None:
                     for target in (hn, htn, bnt):
                         job("odd", target, best[0], sizes)
                     job("odd", ours, best_tf32[0], sizes)
+                for target in (hn, htn, bnt, ours):
+                    for t in rules.SIMT_STEPS[:2]:
+                        job("odd", target, t, (1025, 1023, 259), need=5, **quick)
             elif step == "lineage":
                 steps_ = [
+                    rules.SimtStep("shared", 16),
                     rules.Tiles(64, 64, 16, 4, 4, 0),
                     rules.Tiles(128, 128, 8, 8, 8, 2),
                     rules.MmaTiles(128, 128, 32, 2, 4, 2, 2),
