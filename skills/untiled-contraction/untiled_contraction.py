@@ -985,6 +985,24 @@ class SimtStep:
         return out
 
 
+def lanes_walk_rows(model: FileModel, fn: Function, c: Contraction) -> bool:
+    """Return whether adjacent lanes of the kernel take adjacent rows `i` (unit stride along `threadIdx.x`) and
+    not adjacent columns `j`: the mapping under which the naive loop's loads of A and stores to C are strided."""
+    node = function_node(model, fn)
+    if node is None:
+        return False
+    k = _Kernel(model, fn, node)
+
+    def lane_step(name: str) -> Poly | None:
+        init = k.single_def(name)
+        p = k.poly(init, frozenset()) if init is not None else None
+        split = p.linear_in("threadIdx.x") if p is not None else None
+        return split[0] if split is not None else None
+
+    di, dj = lane_step(c.i), lane_step(c.j)
+    return di is not None and dj is not None and poly_is_one(di) and not dj
+
+
 SIMT_STEPS = (SimtStep("coalesced", 16), SimtStep("shared", 16), SimtStep("shared", 32))
 """The SIMT steps before register tiles, in lineage order (each exact: the same sums in the same order)."""
 
@@ -1473,6 +1491,7 @@ __all__ = [
     "contraction_launches_rewritable",
     "generate_body",
     "generate_step_body",
+    "lanes_walk_rows",
     "launch_changes",
     "problem_launch_changes",
     "recognise",
