@@ -23,6 +23,8 @@ process is another process on the GPU to the gate, which then withholds "verifie
 - `search`: `warpwise optimize` from `hgemm_nn` at its problem size (lineage plans off, screening on).
 
 Usage: python3 src/bench/contraction/mma2_h200.py --root . --out $OUT [--deadline-s 230] [--steps ...]
+The carried `src/` needs bench/contraction, bench/suite_ood/hgemm, bench/suite/matmul and lineages/corpus/sgemm
+(which bench/suite/matmul/naive.problem.py extends; without it the TF32 rows have no problem spec).
 """
 
 from __future__ import annotations
