@@ -3,7 +3,8 @@
 The matcher is the untiled-contraction card's recogniser (the same kernel model reading: any layout, any
 spelling, float accumulation of products converted to float), restricted to half and bfloat16 operands; the
 rewrite is the tensor-core kernel of `warpwise.skills.rewrites.contraction_mma` with the card's default shape
-(the fastest measured on the H200: 128 x 128 x 32 tiles, 3 `cp.async` stages, 2 x 4 warps, two blocks per SM),
+(the fastest timed on the H200: 128 x 128 x 32 tiles, 3 `cp.async` stages, 2 x 2 warps of 64 x 64 outputs, two
+blocks per SM; bench/results/contraction_mma2-2026-12-02.md),
 the launches in the file and a problem file's launch changed to the grid of output tiles exactly as the
 untiled-contraction card changes them. Unlike that card's rewrite, this one is not bit-identical: the tensor cores
 sum the (exact) products in their own order.

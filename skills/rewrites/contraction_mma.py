@@ -115,9 +115,11 @@ class MmaTiles:
         t = self.threads
         if t > 1024:
             out.append(f"{t} threads per block is more than 1024")
-        for rows in (self.bm, self.bn):
+        for rows, layout in ((self.bm, a_layout), (self.bn, b_layout)):
             if (rows * self.bk // ce) % t or rows * self.bk // ce < t:
                 out.append("each thread must copy whole 16-byte vectors of each tile")
+            elif t % max(1, (self.bk if layout == "k" else rows) // ce):
+                out.append("each thread must copy one 16-byte column of each tile")
         if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
             out.append("an operand is contiguous along neither k nor its output coordinate")
         if self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT:
@@ -126,18 +128,22 @@ class MmaTiles:
 
 
 MMA_CHOICES = (
+    MmaTiles(128, 128, 32, 2, 2, 3, 2),
+    MmaTiles(64, 128, 32, 2, 2, 4, 3),
     MmaTiles(128, 128, 32, 2, 4, 3, 2),
-    MmaTiles(256, 128, 32, 4, 2, 2),
-    MmaTiles(128, 256, 32, 2, 4, 2),
-    MmaTiles(128, 64, 32, 2, 2, 4),
-    MmaTiles(128, 128, 32, 2, 4, 3),
-    MmaTiles(128, 128, 32, 2, 4, 2),
-    MmaTiles(128, 128, 16, 2, 4, 6),
+    MmaTiles(128, 128, 16, 2, 4, 6, 2),
+    MmaTiles(128, 128, 32, 2, 4, 3, 1),
+    MmaTiles(128, 128, 32, 2, 4, 2, 2),
+    MmaTiles(128, 256, 32, 2, 4, 2, 1),
+    MmaTiles(256, 128, 32, 4, 2, 2, 1),
 )
-"""Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them: fastest first as measured
-on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma-2026-12-02.md: 0.609 ms down to 0.902 ms)."""
+"""Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
+as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
+64 x 64 outputs at two blocks per SM 0.380 ms, then 0.446, 0.448, 0.477, 0.514, 0.557, 0.558 and 0.559 ms)."""
 TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
+    MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
+    MmaTiles(128, 128, 16, 2, 2, 2, 2, tf32=True),
     MmaTiles(128, 64, 16, 2, 2, 3, tf32=True),
 )
 """TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`)."""
@@ -186,65 +192,90 @@ def _ind(text: str, extra: str = "  ") -> str:
     return "".join(extra + ln if ln.strip() else ln for ln in text.splitlines(keepends=True))
 
 
-def _copy(op: Any, which: str, t: MmaTiles, lay: _Layout) -> tuple[str, str, str, str]:
-    """Return (declarations, direct copy, register fetch, register store) of one operand's next stage.
+def _copy(op: Any, which: str, t: MmaTiles, lay: _Layout) -> tuple[str, str]:
+    """Return (declarations, copy of the next stage) of one operand's tile.
 
-    Each thread copies `per` 16-byte chunks per stage. Its global pointers and bounds are set up once and the
-    pointers advance by one tile per copy (stages are filled in tile order). The 16-byte path is `cp.async` with
-    the in-range byte count (the rest is zero-filled); the scalar path loads each element (0 outside) into
-    registers, which the direct copy (prologue) stores at once and the main loop stores after the arithmetic.
+    A thread copies `per` 16-byte chunks per stage: one chunk column (`ww_cX`) of rows `ww_rX + v * rstep`. Its
+    state is one global pointer (advanced by a tile per copy), a bit mask of the chunk rows in range and one
+    bound, so the copy costs few registers. The 16-byte path is `cp.async` with the in-range byte count (the rest
+    is zero-filled; a chunk outside the tile's range reads 0 bytes from its address, which is not dereferenced);
+    the scalar path loads each element (0 outside) and stores the chunk to shared memory at once, so nothing is
+    held in registers across the arithmetic.
     """
     w = which.lower()
     ce, eb = lay.ce, t.elem_bytes
-    per = lay.rows * lay.cols // ce // t.threads
+    rstep = t.threads // lay.cpr
+    per = lay.rows // rstep
     o0, ob = ("ww_m0", "ww_M") if which == "A" else ("ww_n0", "ww_N")
     so, sk = f"ww_{w}_o", f"ww_{w}_k"
-    ptr, reg, vec, sbase = f"ww_p{which}", f"ww_r{w}", f"ww_vec_{which}", f"ww_s{which}"
+    ptr, vec, sbase = f"ww_p{which}", f"ww_vec_{which}", f"ww_s{which}"
+    g, c, r, rows, msk, lft, dst = (f"ww_{x}{which}" for x in ("g", "c", "r", "rows", "m", "l", "d"))
     u = "unsigned int" if t.tf32 else "unsigned short"
-    decl = [f"  {u} {reg}[{per}][{ce}];\n", f"  const long long ww_step{which} = {t.bk} * {sk};\n"]
-    direct, fetch, store = [], [], []
+    decl = [
+        f"  const int {c} = ww_tid % {lay.cpr}, {r} = ww_tid / {lay.cpr};\n",
+        f"  const long long ww_step{which} = {t.bk} * {sk};\n",
+    ]
+    if op.layout == "k":  # rows are outputs, the contiguous side is k
+        decl.append(
+            f"  const {u} *{g} = {ptr} + ({o0} + {r}) * {so} + {c} * {ce};\n"
+            f"  const long long {rows} = {rstep} * {so};\n"
+            f"  const long long {lft} = ww_K - {c} * {ce};\n"
+            f"  unsigned {msk} = 0;\n"
+            f"#pragma unroll\n  for (int ww_v = 0; ww_v < {per}; ++ww_v) {{\n"
+            f"    if ({o0} + {r} + ww_v * {rstep} < {ob}) {msk} |= 1u << ww_v;\n  }}\n"
+        )
+        head = (
+            f"      {{\n        const long long ww_left = {lft} - ww_kt;\n"
+            f"        const int ww_n = ww_left <= 0 ? 0 : (ww_left >= {ce} ? {ce} : (int)ww_left);\n"
+        )
+
+        def count(v: int) -> str:
+            return f"(({msk} >> {v}) & 1u) ? ww_n : 0"
+
+    else:  # rows are k, the contiguous side is the output coordinate
+        decl.append(
+            f"  const {u} *{g} = {ptr} + (long long){r} * {sk} + {o0} + {c} * {ce};\n"
+            f"  const long long {rows} = {rstep} * {sk};\n"
+            f"  const long long {lft} = ww_K - {r};\n"
+            f"  const long long ww_f{which} = {ob} - ({o0} + {c} * {ce});\n"
+            f"  const int ww_n{which} = ww_f{which} <= 0 ? 0 : (ww_f{which} >= {ce} ? {ce} : (int)ww_f{which});\n"
+        )
+        head = f"      {{\n        const long long ww_left = {lft} - ww_kt;\n"
+
+        def count(v: int) -> str:
+            return f"{v * rstep} < ww_left ? ww_n{which} : 0"
+
+    invariant = not lay.swizzle or rstep % 8 == 0 or lay.cpr == 1
+    if invariant:
+        decl.append(f"  const unsigned {dst} = (unsigned)(({lay.off(r, c)}) * {eb});\n")
+    else:
+        for v in range(per):
+            decl.append(f"  const unsigned {dst}{v} = (unsigned)(({lay.off(f'{r} + {v * rstep}', c)}) * {eb});\n")
     stage = f"ww_st * {lay.elems * eb}"
+    asyncs, loads = [], []
     for v in range(per):
-        q = f"(ww_tid + {v * t.threads})"
-        r, ch = f"({q} / {lay.cpr})", f"({q} % {lay.cpr})"
-        g, lft, fix, dst = f"ww_g{which}{v}", f"ww_l{which}{v}", f"ww_f{which}{v}", f"ww_d{which}{v}"
-        if op.layout == "k":  # rows are outputs, the contiguous side is k
-            decl.append(
-                f"  const long long ww_o{which}{v} = {o0} + {r};\n"
-                f"  const {u} *{g} = {ptr} + ww_o{which}{v} * {so} + {ch} * {ce};\n"
-                f"  const long long {lft} = ww_o{which}{v} < {ob} ? ww_K - {ch} * {ce} : -(1LL << 62);\n"
-            )
-            left = f"{lft} - ww_kt"
-        else:  # rows are k, the contiguous side is the output coordinate
-            decl.append(
-                f"  const {u} *{g} = {ptr} + (long long){r} * {sk} + {o0} + {ch} * {ce};\n"
-                f"  const long long {lft} = ww_K - {r}, {fix} = {ob} - ({o0} + {ch} * {ce});\n"
-            )
-            left = f"ww_kt < {lft} ? {fix} : 0"
-        decl.append(f"  const unsigned {dst} = (unsigned)(({lay.off(r, ch)}) * {eb});\n")
-        head = f"      {{\n        const long long ww_left = {left};\n"
-        asyncp = (
-            f"          const int ww_n = ww_left <= 0 ? 0 : (ww_left >= {ce} ? {ce} : (int)ww_left);\n"
-            f'          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
-            f'"r"({sbase} + {stage} + {dst}), "l"(ww_n > 0 ? {g} : {ptr}), "r"(ww_n * {eb}));\n'
+        d = f"{dst} + {v * rstep * lay.pcols * eb}" if invariant else f"{dst}{v}"
+        src = f"{g} + {v} * {rows}" if v else g
+        asyncs.append(
+            f"          {{\n            const int ww_b = {count(v)};\n"
+            f'            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
+            f'"r"({sbase} + {stage} + {d}), "l"({src}), "r"(ww_b * {eb}));\n          }}\n'
         )
-        loads = "".join(f"          {reg}[{v}][{e}] = ww_left > {e} ? {g}[{e}] : 0;\n" for e in range(ce))
+        elems = "".join(f"            ww_e[{e}] = ww_b > {e} ? ({src})[{e}] : 0;\n" for e in range(ce))
         if t.tf32:
-            words = [f"{reg}[{v}][{e}]" for e in range(4)]
+            words = [f"ww_e[{e}]" for e in range(4)]
         else:
-            words = [f"((unsigned){reg}[{v}][{2 * e}] | ((unsigned){reg}[{v}][{2 * e + 1}] << 16))" for e in range(4)]
-        put = (
-            f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};\\n" :: "r"({sbase} + {stage} + {dst}), '
-            + ", ".join(f'"r"({x})' for x in words)
-            + ");\n"
+            words = [f"((unsigned)ww_e[{2 * e}] | ((unsigned)ww_e[{2 * e + 1}] << 16))" for e in range(4)]
+        loads.append(
+            f"          {{\n            const int ww_b = {count(v)};\n            {u} ww_e[{ce}];\n{elems}"
+            f'            asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};\\n" :: '
+            f'"r"({sbase} + {stage} + {d}), ' + ", ".join(f'"r"({x})' for x in words) + ");\n          }\n"
         )
-        tail = f"        {g} += ww_step{which};\n      }}\n"
-        direct.append(
-            f"{head}        if ({vec}) {{\n{asyncp}        }} else {{\n{loads}          {put}        }}\n{tail}"
-        )
-        fetch.append(f"{head}        if ({vec}) {{\n{asyncp}        }} else {{\n{loads}        }}\n{tail}")
-        store.append(f"      {put}")
-    return "".join(decl), "".join(direct), "".join(fetch), "".join(store)
+    body = (
+        f"{head}        if ({vec}) {{\n{''.join(asyncs)}        }} else {{\n{''.join(loads)}        }}\n"
+        f"        {g} += ww_step{which};\n      }}\n"
+    )
+    return "".join(decl), body
 
 
 _LDM = (
@@ -253,33 +284,36 @@ _LDM = (
 )
 
 
-def _fragments_half(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int) -> str:
-    """Return the `ldmatrix` loads and `mma.sync`s of one k16 step (half or bfloat16 operands)."""
+def _fragments_half(
+    c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int, ks: int, b: int
+) -> tuple[str, str]:
+    """Return the `ldmatrix` loads (of k offset `ks` into fragment buffer `b`) and the `mma.sync`s of buffer `b`."""
     kind = "bf16" if "bfloat16" in c.convert else "f16"
     out = []
     sa, sb = f"ww_sA + ww_rs * {la.elems * 2}", f"ww_sB + ww_rs * {lb.elems * 2}"
     for mi in range(mi_n):
         if c.a.layout == "k":  # [m][k]: rows m, chunks along k
-            off = la.off(f"ww_wm * {wtm} + {mi * 16} + (ww_lane & 15)", "(ww_ks >> 3) + (ww_lane >> 4)")
+            off = la.off(f"ww_wm * {wtm} + {mi * 16} + (ww_lane & 15)", f"{ks >> 3} + (ww_lane >> 4)")
             tr = ""
         else:  # [k][m], transposed on load
             off = la.off(
-                "ww_ks + (ww_lane & 7) + (ww_lane >> 4) * 8", f"ww_wm * {wtm // 8} + {mi * 2} + ((ww_lane >> 3) & 1)"
+                f"{ks} + (ww_lane & 7) + (ww_lane >> 4) * 8", f"ww_wm * {wtm // 8} + {mi * 2} + ((ww_lane >> 3) & 1)"
             )
             tr = ".trans"
-        out.append("        " + _LDM.format(tr=tr, r=f"ww_fa[{mi}]", addr=f"{sa} + ({off}) * 2"))
+        out.append("        " + _LDM.format(tr=tr, r=f"ww_fa{b}[{mi}]", addr=f"{sa} + ({off}) * 2"))
     for p in range(ni_n // 2):
         if c.b.layout == "k":  # [n][k]
             off = lb.off(
-                f"ww_wn * {wtn} + {p * 16} + (ww_lane & 7) + (ww_lane >> 4) * 8", "(ww_ks >> 3) + ((ww_lane >> 3) & 1)"
+                f"ww_wn * {wtn} + {p * 16} + (ww_lane & 7) + (ww_lane >> 4) * 8", f"{ks >> 3} + ((ww_lane >> 3) & 1)"
             )
             tr = ""
         else:  # [k][n], transposed on load
             off = lb.off(
-                "ww_ks + (ww_lane & 7) + ((ww_lane >> 3) & 1) * 8", f"ww_wn * {wtn // 8} + {p * 2} + (ww_lane >> 4)"
+                f"{ks} + (ww_lane & 7) + ((ww_lane >> 3) & 1) * 8", f"ww_wn * {wtn // 8} + {p * 2} + (ww_lane >> 4)"
             )
             tr = ".trans"
-        out.append("        " + _LDM.format(tr=tr, r=f"ww_fb[{p}]", addr=f"{sb} + ({off}) * 2"))
+        out.append("        " + _LDM.format(tr=tr, r=f"ww_fb{b}[{p}]", addr=f"{sb} + ({off}) * 2"))
+    loads, out = "".join(out), []
     for mi in range(mi_n):
         for ni in range(ni_n):
             p, q = ni // 2, (ni % 2) * 2
@@ -288,14 +322,16 @@ def _fragments_half(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni
                 '{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n" : '
                 + ", ".join(f'"+f"(ww_acc[{mi}][{ni}][{e}])' for e in range(4))
                 + " : "
-                + ", ".join(f'"r"(ww_fa[{mi}][{e}])' for e in range(4))
-                + f', "r"(ww_fb[{p}][{q}]), "r"(ww_fb[{p}][{q + 1}]));\n'
+                + ", ".join(f'"r"(ww_fa{b}[{mi}][{e}])' for e in range(4))
+                + f', "r"(ww_fb{b}[{p}][{q}]), "r"(ww_fb{b}[{p}][{q + 1}]));\n'
             )
-    return "".join(out)
+    return loads, "".join(out)
 
 
-def _fragments_tf32(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int) -> str:
-    """Return the 32-bit fragment reads, TF32 conversions and `mma.sync`s of one k8 step (float operands)."""
+def _fragments_tf32(
+    c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni_n: int, wtm: int, wtn: int, ks: int, b: int
+) -> tuple[str, str]:
+    """Return the 32-bit fragment reads with TF32 conversions (k offset `ks`, buffer `b`) and buffer `b`'s mmas."""
     out = []
 
     def at(lay: _Layout, arr: str, o: str, k: str, k_major: bool) -> str:
@@ -305,12 +341,13 @@ def _fragments_tf32(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni
     cvt = 'asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"({d}) : "f"(__uint_as_float({s})));\n'
     for mi in range(mi_n):
         for e, (dr, dk) in enumerate(((0, 0), (8, 0), (0, 4), (8, 4))):
-            src = at(la, "ww_As", f"ww_wm * {wtm} + {mi * 16 + dr} + ww_g", f"ww_ks + {dk} + ww_t4", c.a.layout == "k")
-            out.append("        " + cvt.format(d=f"ww_fa[{mi}][{e}]", s=src))
+            src = at(la, "ww_As", f"ww_wm * {wtm} + {mi * 16 + dr} + ww_g", f"{ks + dk} + ww_t4", c.a.layout == "k")
+            out.append("        " + cvt.format(d=f"ww_fa{b}[{mi}][{e}]", s=src))
     for ni in range(ni_n):
         for e, dk in enumerate((0, 4)):
-            src = at(lb, "ww_Bs", f"ww_wn * {wtn} + {ni * 8} + ww_g", f"ww_ks + {dk} + ww_t4", c.b.layout == "k")
-            out.append("        " + cvt.format(d=f"ww_fb[{ni}][{e}]", s=src))
+            src = at(lb, "ww_Bs", f"ww_wn * {wtn} + {ni * 8} + ww_g", f"{ks + dk} + ww_t4", c.b.layout == "k")
+            out.append("        " + cvt.format(d=f"ww_fb{b}[{ni}][{e}]", s=src))
+    loads, out = "".join(out), []
     for mi in range(mi_n):
         for ni in range(ni_n):
             out.append(
@@ -318,10 +355,10 @@ def _fragments_tf32(c: Any, t: MmaTiles, la: _Layout, lb: _Layout, mi_n: int, ni
                 '{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n" : '
                 + ", ".join(f'"+f"(ww_acc[{mi}][{ni}][{e}])' for e in range(4))
                 + " : "
-                + ", ".join(f'"r"(ww_fa[{mi}][{e}])' for e in range(4))
-                + f', "r"(ww_fb[{ni}][0]), "r"(ww_fb[{ni}][1]));\n'
+                + ", ".join(f'"r"(ww_fa{b}[{mi}][{e}])' for e in range(4))
+                + f', "r"(ww_fb{b}[{ni}][0]), "r"(ww_fb{b}[{ni}][1]));\n'
             )
-    return "".join(out)
+    return loads, "".join(out)
 
 
 def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> str | None:
@@ -337,21 +374,57 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
     ce = 16 // t.elem_bytes
     u = "unsigned int" if t.tf32 else "unsigned short"
     la, lb = _layout(t, t.bm, c.a.layout), _layout(t, t.bn, c.b.layout)
-    a_decl, a_direct, a_fetch, a_store = _copy(c.a, "A", t, la)
-    b_decl, b_direct, b_fetch, b_store = _copy(c.b, "B", t, lb)
+    a_decl, a_copy = _copy(c.a, "A", t, la)
+    b_decl, b_copy = _copy(c.b, "B", t, lb)
 
     def vec_test(op: Any, which: str) -> str:
         lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
         return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
 
+    frag_fn = _fragments_tf32 if t.tf32 else _fragments_half
     if t.tf32:
-        frags = _fragments_tf32(c, t, la, lb, mi_n, ni_n, wtm, wtn)
-        frag_decl = f"unsigned ww_fa[{mi_n}][4], ww_fb[{ni_n}][2];"
+        frag_decl = f"unsigned ww_fa0[{mi_n}][4], ww_fb0[{ni_n}][2], ww_fa1[{mi_n}][4], ww_fb1[{ni_n}][2];"
         what = "TF32 mma.sync m16n8k8 (operands rounded to TF32, float accumulation), padded shared tiles"
     else:
-        frags = _fragments_half(c, t, la, lb, mi_n, ni_n, wtm, wtn)
-        frag_decl = f"unsigned ww_fa[{mi_n}][4], ww_fb[{ni_n // 2}][4];"
+        frag_decl = f"unsigned ww_fa0[{mi_n}][4], ww_fb0[{ni_n // 2}][4], ww_fa1[{mi_n}][4], ww_fb1[{ni_n // 2}][4];"
         what = "mma.sync m16n8k16 with float accumulation, ldmatrix from XOR-swizzled shared tiles"
+    steps = t.bk // t.kstep
+    first_loads, _ = frag_fn(c, t, la, lb, mi_n, ni_n, wtm, wtn, 0, 0)
+    # One tile's steps: fragments of the next k step are read (into the other buffer) before this step's mmas;
+    # before the last step the next tile's stage is awaited, so its first fragments overlap the last mmas.
+    tile = []
+    for s_ in range(steps):
+        b, nb = s_ % 2, (s_ + 1) % 2
+        nxt = (s_ + 1) * t.kstep if s_ + 1 < steps else 0
+        loads, _ = frag_fn(c, t, la, lb, mi_n, ni_n, wtm, wtn, nxt, nb)
+        _, mmas = frag_fn(c, t, la, lb, mi_n, ni_n, wtm, wtn, s_ * t.kstep, b)
+        part = []
+        if s_ == 0:
+            # The copy of the tile `stages - 1` ahead goes to the stage every thread finished reading before
+            # the last barrier; with one step per tile it comes before this tile's barrier for the same reason.
+            part.append(
+                f"      if (ww_t + {t.stages - 1} < ww_T) {{\n"
+                f"        const long long ww_kt = (long long)(ww_t + {t.stages - 1}) * {t.bk};\n"
+                f"{_ind(a_copy + b_copy, '')}      }}\n"
+                '      asm volatile("cp.async.commit_group;\\n" ::);\n'
+                f"      ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
+            )
+        if s_ == steps - 1:
+            part.append(
+                f'      asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");\n'
+                "      __syncthreads();\n"
+                f"      ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;\n"
+            )
+        part.append(loads)
+        part.append(mmas)
+        tile.append("".join(part))
+    if steps % 2:
+        # An odd number of steps leaves the next tile's first fragments in buffer 1: move them to buffer 0.
+        fb_n, fb_w = (ni_n, 2) if t.tf32 else (ni_n // 2, 4)
+        moves = [f"ww_fa0[{i}][{e}] = ww_fa1[{i}][{e}];" for i in range(mi_n) for e in range(4)]
+        moves += [f"ww_fb0[{i}][{e}] = ww_fb1[{i}][{e}];" for i in range(fb_n) for e in range(fb_w)]
+        tile.append("".join(f"      {m}\n" for m in moves))
+    main_loop = "".join(tile)
     epi_guard = c.guard or "true"
     lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
     linear = f"\n        {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
@@ -389,36 +462,21 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
       }}
     }}
   }}
-{a_decl}{b_decl}  const long long ww_T = (ww_K + {t.bk - 1}) / {t.bk};
+{a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
+  int ww_st = 0, ww_rs = 0;
 #pragma unroll
   for (int ww_s = 0; ww_s < {t.stages - 1}; ++ww_s) {{
     if (ww_s < ww_T) {{
       const long long ww_kt = (long long)ww_s * {t.bk};
-      const int ww_st = ww_s;
-{_ind(a_direct + b_direct, "")}    }}
+{_ind(a_copy + b_copy, "")}    }}
     asm volatile("cp.async.commit_group;\\n" ::);
+    ww_st = ww_st + 1;
   }}
-  for (long long ww_t = 0; ww_t < ww_T; ++ww_t) {{
-    asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");
-    __syncthreads();
-    const long long ww_nt = ww_t + {t.stages - 1};
-    const int ww_st = (int)(ww_nt % {t.stages});
-    const int ww_rs = (int)(ww_t % {t.stages});
-    if (ww_nt < ww_T) {{
-      const long long ww_kt = ww_nt * {t.bk};
-{_ind(a_fetch + b_fetch, "")}    }}
-    asm volatile("cp.async.commit_group;\\n" ::);
-#pragma unroll
-    for (int ww_ks = 0; ww_ks < {t.bk}; ww_ks += {t.kstep}) {{
-      {frag_decl}
-{frags}    }}
-    if (ww_nt < ww_T) {{
-      if (!ww_vec_A) {{
-{_ind(a_store, "  ")}      }}
-      if (!ww_vec_B) {{
-{_ind(b_store, "  ")}      }}
-    }}
-  }}
+  asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");
+  __syncthreads();
+  {frag_decl}
+{first_loads}  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
+{main_loop}  }}
   asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
 #pragma unroll
   for (int ww_i = 0; ww_i < {mi_n}; ++ww_i) {{

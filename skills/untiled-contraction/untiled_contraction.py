@@ -943,6 +943,137 @@ class Tiles:
         return out
 
 
+@dataclass(frozen=True)
+class SimtStep:
+    """One of the exact SIMT steps before register tiles, one output per thread on BS x BS blocks of threads.
+
+    `coalesced`: the naive loop with adjacent lanes on adjacent outputs along j (the contiguous side of C);
+    `shared`: the same mapping with BS x BS tiles of A and B staged in shared memory (BS-deep along k).
+    """
+
+    kind: str = "shared"
+    bs: int = 16
+    min_blocks: int = 0
+
+    @property
+    def key(self) -> str:
+        """Return the step as `coalesced16` or `shared16`."""
+        return f"{self.kind}{self.bs}"
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return self.bs * self.bs
+
+    @property
+    def bm(self) -> int:
+        """Outputs per block along i."""
+        return self.bs
+
+    @property
+    def bn(self) -> int:
+        """Outputs per block along j."""
+        return self.bs
+
+    def problems(self) -> list[str]:
+        """Return why this step cannot be generated (empty when it can)."""
+        out = []
+        if self.kind not in ("coalesced", "shared"):
+            out.append(f"unknown step {self.kind!r} (coalesced or shared)")
+        if self.bs not in (8, 16, 32):
+            out.append("BS must be 8, 16 or 32")
+        return out
+
+
+def lanes_walk_rows(model: FileModel, fn: Function, c: Contraction) -> bool:
+    """Return whether adjacent lanes of the kernel take adjacent rows `i` (unit stride along `threadIdx.x`) and
+    not adjacent columns `j`: the mapping under which the naive loop's loads of A and stores to C are strided."""
+    node = function_node(model, fn)
+    if node is None:
+        return False
+    k = _Kernel(model, fn, node)
+
+    def lane_step(name: str) -> Poly | None:
+        init = k.single_def(name)
+        p = k.poly(init, frozenset()) if init is not None else None
+        split = p.linear_in("threadIdx.x") if p is not None else None
+        return split[0] if split is not None else None
+
+    di, dj = lane_step(c.i), lane_step(c.j)
+    return di is not None and dj is not None and poly_is_one(di) and not dj
+
+
+SIMT_STEPS = (SimtStep("coalesced", 16), SimtStep("shared", 16), SimtStep("shared", 32))
+"""The SIMT steps before register tiles, in lineage order (each exact: the same sums in the same order)."""
+
+
+def generate_step_body(c: Contraction, t: SimtStep) -> str:
+    """Return the kernel body (with braces) of a coalesced or shared-tile SIMT step: same sums, same order."""
+    bs, conv = t.bs, c.convert
+
+    def a_at(o: str, k: str) -> str:
+        return _conv(conv, f"{c.a.name}[{o} * ww_a_o + {k} * ww_a_k]")
+
+    def b_at(k: str, o: str) -> str:
+        return _conv(conv, f"{c.b.name}[{k} * ww_b_k + {o} * ww_b_o]")
+
+    tiles = f", {bs}-deep shared tiles of A and B" if t.kind == "shared" else ""
+    head = f"""{{
+  // warpwise untiled-contraction ({t.kind} step): one output per thread on {bs}x{bs} blocks, adjacent lanes on
+  // adjacent {c.j}{tiles}; launched as <<<dim3(ceil(N / {bs}), ceil(M / {bs})), {t.threads}>>>.
+  // Each output sums its products for {c.k} = 0, 1, ... in order, as the loop it replaces did.
+  const long long ww_M = {poly_text(c.m_bound)};
+  const long long ww_N = {poly_text(c.n_bound)};
+  const long long ww_K = {poly_text(c.k_bound)};
+  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
+  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
+  const int ww_tx = threadIdx.x % {bs}, ww_ty = threadIdx.x / {bs};
+  const long long ww_m0 = (long long)blockIdx.y * {bs}, ww_n0 = (long long)blockIdx.x * {bs};
+  const long long ww_mi = ww_m0 + ww_ty, ww_nj = ww_n0 + ww_tx;
+  float ww_acc = 0.0f;
+"""
+    if t.kind == "coalesced":
+        loop = (
+            "  if (ww_mi < ww_M && ww_nj < ww_N) {\n"
+            "    for (long long ww_k = 0; ww_k < ww_K; ++ww_k) {\n"
+            f"      ww_acc += {a_at('ww_mi', 'ww_k')} * {b_at('ww_k', 'ww_nj')};\n"
+            "    }\n  }\n"
+        )
+    else:
+        # Each tile is loaded with adjacent lanes on the operand's contiguous side (transposed into the tile
+        # when that side is the output coordinate of A or k of B); the padding keeps those stores conflict-free.
+        if c.a.layout == "o":
+            o, k, cell = "(ww_m0 + ww_tx)", "(ww_k0 + ww_ty)", "ww_As[ww_tx][ww_ty]"
+        else:
+            o, k, cell = "(ww_m0 + ww_ty)", "(ww_k0 + ww_tx)", "ww_As[ww_ty][ww_tx]"
+        a_load = f"{cell} = ({o} < ww_M && {k} < ww_K) ? {a_at(o, k)} : 0.0f;"
+        if c.b.layout == "k":
+            o, k, cell = "(ww_n0 + ww_ty)", "(ww_k0 + ww_tx)", "ww_Bs[ww_tx][ww_ty]"
+        else:
+            o, k, cell = "(ww_n0 + ww_tx)", "(ww_k0 + ww_ty)", "ww_Bs[ww_ty][ww_tx]"
+        b_load = f"{cell} = ({k} < ww_K && {o} < ww_N) ? {b_at(k, o)} : 0.0f;"
+        loop = f"""  __shared__ {c.tile_type} ww_As[{bs}][{bs + 1}];
+  __shared__ {c.tile_type} ww_Bs[{bs}][{bs + 1}];
+  for (long long ww_k0 = 0; ww_k0 < ww_K; ww_k0 += {bs}) {{
+    {a_load}
+    {b_load}
+    __syncthreads();
+#pragma unroll
+    for (int ww_kk = 0; ww_kk < {bs}; ++ww_kk) ww_acc += ww_As[ww_ty][ww_kk] * ww_Bs[ww_kk][ww_tx];
+    __syncthreads();
+  }}
+"""
+    tail = f"""  if (ww_mi >= ww_M || ww_nj >= ww_N) return;
+  {c.i_type} {c.i} = ({c.i_type})ww_mi;
+  {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear_decl(c, "  ")}
+  {c.acc_type} {c.acc} = ww_acc;
+  if ({c.guard or "true"}) {{
+    {c.store}
+  }}
+}}"""
+    return head + loop + tail
+
+
 _TILE_ARGS = ("bm", "bn", "bk", "tm", "tn", "min_blocks")
 _MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32")
 # Tile sizes a search may choose from (each generated, compiled and measured on the H200: see card.md).
@@ -1146,7 +1277,9 @@ def _indent(text: str, extra: str) -> str:
 # Launches.
 
 
-def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles | MmaTiles) -> tuple[str, str] | None:
+def _launch_text(
+    c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles | MmaTiles | SimtStep
+) -> tuple[str, str] | None:
     """Return the grid and block texts of a launch with these arguments, or None when a bound is not expressible."""
     names = [p.name for p in fn.params]
     if len(args) != len(names):
@@ -1163,7 +1296,7 @@ def _launch_text(c: Contraction, fn: Function, args: tuple[str, ...], t: Tiles |
     return f"dim3(({n} + {t.bn - 1}) / {t.bn}, ({m} + {t.bm - 1}) / {t.bm})", f"dim3({t.threads})"
 
 
-def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles) -> tuple[LaunchChange, ...] | None:
+def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles | SimtStep) -> tuple[LaunchChange, ...] | None:
     """Return the launch change for a problem file that launches the kernel: a grid of tiles, one block of threads.
 
     None when a bound is not a polynomial of parameters and integer constants (a macro is not known to Python).
@@ -1267,6 +1400,10 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         body = generate_mma_body(c, t, poly_text)
         if body is None:
             return None
+    elif isinstance(t, SimtStep):
+        if t.problems():
+            return None
+        body = generate_step_body(c, t)
     elif t.problems():
         return None
     else:
@@ -1285,16 +1422,21 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     return sorted(edits)
 
 
-def tiles_of(args: dict[str, Any]) -> Tiles | MmaTiles:
-    """Return the tile sizes a rewrite's arguments name: `MmaTiles` when they give warps (`wm`), else `Tiles`."""
+def tiles_of(args: dict[str, Any]) -> Tiles | MmaTiles | SimtStep:
+    """Return the tile sizes a rewrite's arguments name: `MmaTiles` when they give warps (`wm`), `SimtStep` when
+    they name a step (`step`), else `Tiles`."""
+    if "step" in args:
+        return SimtStep(str(args["step"]), int(args.get("bs", 16)))
     if "wm" in args:
         kw: dict[str, Any] = {k: int(v) for k, v in args.items() if k in _MMA_ARGS and k != "tf32"}
         return MmaTiles(**kw, tf32=bool(args.get("tf32", False)))
     return Tiles(**{k: int(v) for k, v in args.items() if k in _TILE_ARGS})
 
 
-def tile_args(t: Tiles | MmaTiles) -> dict[str, Any]:
+def tile_args(t: Tiles | MmaTiles | SimtStep) -> dict[str, Any]:
     """Return the rewrite's arguments for tile sizes (the inverse of `tiles_of`)."""
+    if isinstance(t, SimtStep):
+        return {"step": t.kind, "bs": t.bs}
     names = _MMA_ARGS if isinstance(t, MmaTiles) else _TILE_ARGS
     return {k: getattr(t, k) for k in names}
 
@@ -1314,7 +1456,7 @@ def choices_for(c: Contraction, tolerance: tuple[float, float] | None = None) ->
     return tuple(out)
 
 
-def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | MmaTiles | None = None) -> bytes | None:
+def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | MmaTiles | SimtStep | None = None) -> bytes | None:
     """Return the file's text with one kernel rewritten (None when it is not a recognised contraction)."""
     from warpwise.skills.rewrite import apply_edits
 
@@ -1336,16 +1478,20 @@ def rewrite_source(model: FileModel, kernel: str, tiles: Tiles | MmaTiles | None
 __all__ = [
     "MMA_CHOICES",
     "MMA_TOLERANCE",
+    "SIMT_STEPS",
     "TF32_CHOICES",
     "TF32_TOLERANCE",
     "TILE_CHOICES",
     "Contraction",
     "MmaTiles",
     "Operand",
+    "SimtStep",
     "Tiles",
     "choices_for",
     "contraction_launches_rewritable",
     "generate_body",
+    "generate_step_body",
+    "lanes_walk_rows",
     "launch_changes",
     "problem_launch_changes",
     "recognise",

@@ -117,7 +117,7 @@ def test_rewrite_keeps_signature_guard_and_epilogue() -> None:
     assert "cp.async.cg.shared.global" in text and "cp.async.wait_group 1" in text  # three stages
     # 16-byte copies only behind the runtime test of the pointer and the leading dimension.
     assert "(reinterpret_cast<unsigned long long>(A) % 16 == 0) && (ww_a_k % 8 == 0)" in text
-    assert re.search(r"if \(ww_vec_A\) \{\s+const int ww_n", text)
+    assert re.search(r"if \(ww_vec_A\) \{\s+\{\s+const int ww_b = [^;]*;\s+asm volatile\(\"cp\.async", text)
 
 
 def test_bfloat16_uses_bf16_mma() -> None:
