@@ -159,6 +159,8 @@ class AnalysisLane:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._interrupted: list[str] = []
+        self._running: dict[str, Snapshot] = {}
+        """The snapshot each interrupted (or running) analysis is of, by document."""
         self.analyses = 0
         self.skipped_superseded = 0
         self.resyncs = 0
@@ -224,9 +226,18 @@ class AnalysisLane:
             return snap
 
     def _superseded(self, uri: str) -> bool:
-        """Return whether a newer snapshot of the document waits, or the document was closed."""
+        """Return whether a newer snapshot of the document waits, or the document was closed.
+
+        A snapshot of the very version being analysed (same text, version and settings generation: a re-analysis
+        asked for because a background build answered) supersedes nothing: the running analysis is finished and
+        delivered, and the waiting one runs after it. Abandoning it instead would hold a document's first
+        diagnostics back for as long as builds keep answering.
+        """
         with self._lock:
-            return uri in self._inbox
+            if uri not in self._inbox:
+                return False
+            waiting, running = self._inbox[uri], self._running.get(uri)
+            return not (isinstance(waiting, Snapshot) and running is not None and _same_version(waiting, running))
 
     def _run(self) -> None:
         try:
@@ -250,6 +261,7 @@ class AnalysisLane:
     def _handle(self, snap: Snapshot) -> None:
         """Analyse one snapshot and deliver its result, offering checkpoints to other documents meanwhile."""
         self._interrupted.append(snap.uri)
+        self._running[snap.uri] = snap
         hook = self._checkpoint if len(self._interrupted) <= MAX_INTERRUPTIONS else None
         try:
             with checkpoints(hook):
@@ -263,6 +275,7 @@ class AnalysisLane:
             result = AnalysisFailure(snap.uri, snap.version, f"{type(exc).__name__}: {exc}")
         finally:
             self._interrupted.pop()
+            self._running.pop(snap.uri, None)
         if result is not None:
             self._deliver(result)
 
@@ -292,6 +305,9 @@ class AnalysisLane:
         doc: CudaDocument | None = None
         if state is not None:
             doc, version = state
+            if version == snap.version and doc.data == snap.text:
+                # A re-analysis of the version already parsed: nothing to parse again.
+                return doc
             if snap.edits is not None and version == snap.base_version and len(snap.edits) <= MAX_REPLAYED_EDITS:
                 doc.apply(list(snap.edits))
             else:
@@ -338,3 +354,8 @@ class AnalysisLane:
             generation=snap.generation,
             elapsed_ms=(time.perf_counter() - t0) * 1000,
         )
+
+
+def _same_version(a: Snapshot, b: Snapshot) -> bool:
+    """Return whether two snapshots are of one version of a document (text, version and settings generation)."""
+    return a.version == b.version and a.generation == b.generation and a.text == b.text
