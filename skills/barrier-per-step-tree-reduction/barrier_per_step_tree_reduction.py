@@ -164,17 +164,24 @@ class _Eval:
         if t == "binary_expression":
             op = self.text(node.child_by_field_name("operator"))
             left = self._compile(node.child_by_field_name("left"), depth + 1)
-            right = self._later(node.child_by_field_name("right"), depth + 1)  # `&&` and `||` may not need it
+            if op in ("&&", "||"):
+                right = self._later(node.child_by_field_name("right"), depth + 1)  # it may not be needed
 
-            def binary(env: dict[str, int]) -> int:
-                a = left(env)
-                if op == "&&" and not a:
-                    return 0
-                if op == "||" and a:
-                    return 1
-                return _binary(op, a, right(env))
+                def logical(env: dict[str, int]) -> int:
+                    a = left(env)
+                    if op == "&&" and not a:
+                        return 0
+                    if op == "||" and a:
+                        return 1
+                    return _binary(op, a, right(env))
 
-            return binary
+                return logical
+            # Both operands are always evaluated, the left first; the operator is looked up once.
+            other = self._compile(node.child_by_field_name("right"), depth + 1)
+            f = _BINARY.get(op)
+            if f is None or op in ("/", "%"):
+                return lambda env: _binary(op, left(env), other(env))
+            return lambda env: int(f(left(env), other(env)))
         return _raise_unknown
 
 
