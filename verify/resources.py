@@ -95,6 +95,8 @@ _pending: set[tuple[str, str, str]] = set()
 _pending_uses = 0
 _listeners: list[Callable[[], None]] = []
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
+_nvrtc: list[str | None] = []
+"""The build process's NVRTC version, once it answered (None: it has no NVRTC)."""
 
 
 class WorkerDied(Exception):
@@ -188,12 +190,10 @@ def warm_up() -> None:
         return
 
     def run() -> None:
-        from warpwise.verify.worker import nvbuild
-
-        if nvbuild.nvrtc_version() is None:
-            return
         t0 = time.perf_counter()
         try:
+            if _nvrtc_version() is None:
+                return
             _worker.request({})
         except WorkerDied as exc:
             log.warning("the resource build warm-up failed: %s", exc)
@@ -261,14 +261,30 @@ def _build_in_background(model: FileModel, kernel: str, arch: str, key: tuple[st
             log.exception("a resource build listener failed")
 
 
+def _nvrtc_version() -> str | None:
+    """Return the build process's NVRTC version (None when it has none), asked once; raise `WorkerDied`.
+
+    NVRTC is loaded only in the build process: loading the library takes about 40 MiB of a process's memory, which
+    the language server would otherwise hold for nothing but this question."""
+    with _lock:
+        if _nvrtc:
+            return _nvrtc[0]
+    reply = _worker.request({"query": "nvrtc"})
+    version = reply.get("nvrtc")
+    answer = str(version) if version else None
+    with _lock:
+        _nvrtc[:] = [answer]
+    return answer
+
+
 def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconfirmed:
     if os.environ.get(ENV_DISABLE) == "1":
         return Unconfirmed(f"resource builds are off ({ENV_DISABLE}=1)")
-    from warpwise.verify.worker import nvbuild
-
-    if nvbuild.nvrtc_version() is None:
-        return Unconfirmed("no CUDA compiler: NVRTC (the nvidia-cuda-nvrtc wheel with cuda-bindings) is not installed")
     try:
+        if _nvrtc_version() is None:
+            return Unconfirmed(
+                "no CUDA compiler: NVRTC (the nvidia-cuda-nvrtc wheel with cuda-bindings) is not installed"
+            )
         source = _source(model, kernel)
         if isinstance(source, Unconfirmed):
             return source

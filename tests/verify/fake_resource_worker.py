@@ -1,8 +1,9 @@
 """A stand-in for `warpwise.verify.resource_worker` in tests: it answers like the real one, after a delay.
 
 `fake_resource_worker.py DELAY_S [crash]`: every request waits DELAY_S seconds (NVRTC's first compilation in a
-process takes seconds), then gets a successful build report with a 96-byte stack frame; with `crash` the process
-aborts on its first request instead, as a compiler crash would.
+process takes seconds), then gets a successful build report with a 96-byte stack frame (a question for the NVRTC
+version is answered at once); with `crash` the process aborts on its first request instead, as a compiler crash
+would.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ def main() -> int:
     for line in sys.stdin:
         if crash:
             os.abort()
-        time.sleep(delay)
         request = json.loads(line)
+        if request.get("query") == "nvrtc":  # Answered at once: asking for the version compiles nothing.
+            sys.stdout.write(json.dumps({"nvrtc": "NVRTC (test stand-in)"}) + "\n")
+            sys.stdout.flush()
+            continue
+        time.sleep(delay)
         if not request:
             reply: dict[str, object] = {"warm": True}
         else:
