@@ -5,9 +5,11 @@ language server does it on didOpen: after the server's warm-up file (queries com
 resource builds answered on a background thread and never waited for. It times the parse and model build,
 `check_model`, then every card over every function in the library's order, each card's matcher and precondition
 checks together, by this thread's CPU clock (`time.thread_time`, which the background builds and other processes
-do not inflate). Cards share work through `model.memo`, so a card that computes a shared fact first is charged
-for it, as in the server. `--runs N` repeats the measurement in N fresh processes (nothing answered or cached in
-memory from an earlier run) and reports each cost's median.
+do not inflate). A column of its own times every card over the function that the latency benchmarks' standard
+one-character edit changes (on a fresh model of the edited text): what the server matches again after that edit.
+Cards share work through `model.memo`, so a card that computes a shared fact first is charged for it, as in the
+server. `--runs N` repeats the measurement in N fresh processes (nothing answered or cached in memory from an
+earlier run) and reports each cost's median.
 
     python bench/card_latency.py --label LABEL            # writes bench/results/card_latency-LABEL-<date>.*
     python bench/card_latency.py --profile /tmp/p.prof    # also a cProfile of one analysis of the anchor file
@@ -71,7 +73,31 @@ def _measure(paths: list[Path]) -> dict[str, dict[str, float]]:
                 match_function(model, fn, [card])
                 row["card:" + card.skill_id] += time.thread_time() - t
         costs[str(path)] = dict(row)
+    anchor = anchor_path()
+    positions = Path(str(anchor) + ".positions.json")
+    if anchor in paths and positions.is_file():
+        # The standard one-character edit of the latency benchmarks: the server matches the edited function again
+        # with every card (the match cache keeps the others), so each card's cost on that function is its share.
+        edit = json.loads(positions.read_text())["edit_char"]
+        lines = anchor.read_bytes().split(b"\n")
+        line = lines[edit["line"]]
+        at = edit["character"]
+        lines[edit["line"]] = line[:at] + edit["alt"].encode() + line[at + 1 :]
+        offset = sum(len(x) + 1 for x in lines[: edit["line"]]) + at
+        model = parsed_model(b"\n".join(lines), str(anchor))
+        row = defaultdict(float)
+        for fn in model.functions:
+            if fn.base <= offset < fn.base + fn.length:
+                for card in cards:
+                    t = time.thread_time()
+                    match_function(model, fn, [card])
+                    row["card:" + card.skill_id] += time.thread_time() - t
+                row["edited function: " + fn.name] = 0.0
+        costs[EDIT] = dict(row)
     return costs
+
+
+EDIT = "<the anchor file's standard edit>"
 
 
 def _run_once(sets: list[str]) -> dict[str, dict[str, float]]:
@@ -83,6 +109,8 @@ def _run_once(sets: list[str]) -> dict[str, dict[str, float]]:
 
 
 def _group(path: str, anchor: Path) -> str:
+    if path == EDIT:
+        return "anchor, edited function"
     if Path(path) == anchor:
         return "anchor"
     rel = Path(path).resolve().relative_to(ROOT)
