@@ -1,7 +1,7 @@
 """Where the first analysis of a file spends its time: the model build, the model rules, and each card.
 
 For each file (by default the shared anchor file, `bench/suite/` and `examples/`), one fresh analysis as the
-language server does it on didOpen: after the server's warm-up file (queries compiled, caches filled), with
+language server does it on didOpen: after the server's warm-up (`server.analysis.warm_up`), with
 resource builds answered on a background thread and never waited for. It times the parse and model build,
 `check_model`, then every card over every function in the library's order, each card's matcher and precondition
 checks together, by this thread's CPU clock (`time.thread_time`, which the background builds and other processes
@@ -49,14 +49,17 @@ def _files(sets: list[str]) -> list[Path]:
 def _measure(paths: list[Path]) -> dict[str, dict[str, float]]:
     """Return CPU seconds per cost ("build", "rules", "card:<id>") per file set, for one fresh analysis each."""
     from warpwise.analyzers.findings import check_model
-    from warpwise.engine import analyze_model, parsed_model
-    from warpwise.server.analysis import WARM_UP_SOURCE
+    from warpwise.engine import parsed_model
+    from warpwise.server.analysis import warm_up
+    from warpwise.server.providers import CardProvider, RuleProvider
+    from warpwise.server.settings import DEFAULTS
     from warpwise.skills.engine import match_function
     from warpwise.skills.library import builtin_library
 
     cards = [c for c in builtin_library() if c.header.status.value != "deprecated"]
-    # The server analyses a small file at start (queries compiled, caches filled) before the first document.
-    analyze_model(parsed_model(WARM_UP_SOURCE, "<warm-up>.cu"))
+    # The server's own warm-up at start (a small file analysed: queries compiled, caches filled, the modules the
+    # first publication needs imported) comes before the first document.
+    warm_up([RuleProvider(), CardProvider()], DEFAULTS)
     costs: dict[str, dict[str, float]] = {}
     for path in paths:
         data = path.read_bytes()
