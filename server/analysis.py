@@ -8,15 +8,16 @@ comes has its edits applied but is not analysed: only the newest version is wort
 an immutable value tagged with the snapshot's version; the loop publishes it only if the document is still at
 that version.
 
-One document's analysis never holds up another's: the analysers call `warpwise.analyzers.checkpoint.checkpoint()`
-at cheap places (while tree-sitter parses, between functions, between the cards tried on one function, between
-rules), every few milliseconds. At each one the lane runs, to completion, any snapshot of another document that
-is waiting (newly opened ones first), then lets the interrupted analysis resume where it stopped; and it abandons
-the interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version
-costs at most the time to the next checkpoint. The work run at a checkpoint offers checkpoints too (for documents
-not already interrupted further down), so a third document opened meanwhile does not wait for the second. One
-thread does it all: under Python's GIL a second analysis thread would only take turns with the first, a switch
-interval at a time, rather than run beside it.
+One document's analysis never holds up another's: the analysers call `warpwise.analyzers.checkpoint.checkpoint()` at
+cheap places (while tree-sitter parses, between functions, between the cards tried on one function, between rules),
+every few milliseconds. At each one the lane runs, to completion, any snapshot of another document that is waiting
+(newly opened ones first), then lets the interrupted analysis resume where it stopped; and it abandons the
+interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version costs
+at most the time to the next checkpoint. A waiting snapshot of the same version (a re-analysis asked for when a
+background build answered) supersedes nothing: it runs after the analysis in progress is delivered. The work run at
+a checkpoint offers checkpoints too (for documents not already interrupted further down), so a third document opened
+meanwhile does not wait for the second. One thread does it all: under Python's GIL a second analysis thread would
+only take turns with the first, a switch interval at a time, rather than run beside it.
 
 The thread never dies of one bad input: a failure while analysing one snapshot is logged and delivered as an
 `AnalysisFailure`. If the thread itself stops unexpectedly, `on_crash` is called, and the server restarts it and
