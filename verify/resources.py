@@ -274,6 +274,8 @@ def _nvrtc_version() -> str | None:
     answer = str(version) if version else None
     with _lock:
         _nvrtc[:] = [answer]
+    if answer is None:
+        _worker.close()  # Without NVRTC nothing will be built: the process is not kept waiting.
     return answer
 
 

@@ -94,3 +94,10 @@ print(json.dumps([type(got).__name__, getattr(got, "compiler", ""), "cuda.bindin
     kind, compiler, loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert (kind, compiler) == ("KernelResources", "NVRTC (test stand-in)"), done.stdout
     assert loaded is False
+
+
+def test_without_nvrtc_in_the_build_process_claims_are_unconfirmed_and_it_is_not_kept(fake_worker) -> None:  # type: ignore[no-untyped-def]
+    fake_worker("0", "no-nvrtc")
+    got = resources.kernel_resources(analyze_text(SOURCE, "acc.cu"), "accumulate")
+    assert isinstance(got, Unconfirmed) and "no CUDA compiler" in got.reason, got
+    assert resources._worker._proc is None
