@@ -10,13 +10,13 @@ When no compiler is available, or the kernel does not build on its own (missing 
 arguments), the answer is a `Unconfirmed` value with the reason: callers then say that their claim is unconfirmed.
 Only NVRTC is used here (nvcc would take seconds per file, too slow for matching as the user types).
 
-NVRTC runs in a separate process (`warpwise.verify.resource_worker`, one per caller process, restarted when it
-dies): a source that crashes the compiler costs that build an `Unconfirmed` answer, never the language server or
-`warpwise check`. The language server also never waits for a build (`set_background(True)`): a build that is not
-memoised yet runs on a background thread, the caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first
-compilation in a process, seconds long, does not hold up the first diagnostics of a file), and the listeners
-(`add_listener`) are called when the answer is in, to analyse again and publish the confirmed claim. Matches
-computed with a pending answer are not cached (`pending_uses`).
+NVRTC runs in a separate process (`warpwise.verify.resource_worker`, one per caller process, restarted when it dies;
+the caller asks it for NVRTC's version rather than load the library itself): a source that crashes the compiler
+costs that build an `Unconfirmed` answer, never the language server or `warpwise check`. The language server also
+never waits for a build (`set_background(True)`): a build that is not memoised yet runs on a background thread, the
+caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first compilation in a process, seconds long, does not hold
+up the first diagnostics of a file), and the listeners (`add_listener`) are called when the answer is in, to analyse
+again and publish the confirmed claim. Matches computed with a pending answer are not cached (`pending_uses`).
 """
 
 from __future__ import annotations
