@@ -241,6 +241,16 @@ def element_type(fn: Function, name: str) -> str | None:
 
 def definitions(model: FileModel, fn: Function, name: str) -> tuple[list[Node], int]:
     """Return the initializers of `name`'s declarations and how many other writes (assignments, `++`) it has."""
+    memo: dict[tuple[int, int, str], tuple[tuple[Node, ...], int]] = model.memo.setdefault(f"{__name__}.defs", {})
+    key = (fn.base, fn.length, name)
+    if key not in memo:
+        found, count = _definitions(model, fn, name)
+        memo[key] = (tuple(found), count)
+    kept, writes = memo[key]
+    return list(kept), writes
+
+
+def _definitions(model: FileModel, fn: Function, name: str) -> tuple[list[Node], int]:
     values: list[Node] = []
     others = 0
     for node in identifier_nodes(model, fn, name):
@@ -1109,12 +1119,20 @@ def binary_nodes(model: FileModel, fn: Function, pattern: re.Pattern[bytes], wit
 
 
 def identifier_nodes(model: FileModel, fn: Function, name: str) -> list[Node]:
-    """Return the identifier nodes spelling `name` in a function (not field names, comments or strings)."""
-    root = tree_of(model).root_node
-    out = []
-    pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
-    for m in pattern.finditer(model.text, fn.base, fn.base + fn.length):
-        node = root.descendant_for_byte_range(m.start(), m.end())
-        if node is not None and node.type == "identifier" and node.start_byte == m.start():
-            out.append(node)
-    return out
+    """Return the identifier nodes spelling `name` in a function (not field names, comments or strings).
+
+    Several cards ask for the same names of one kernel (a pass's bound, a local's definition), so each answer is
+    kept on the model."""
+    memo: dict[tuple[int, int, str], tuple[Node, ...]] = model.memo.setdefault(f"{__name__}.identifier_nodes", {})
+    key = (fn.base, fn.length, name)
+    found = memo.get(key)
+    if found is None:
+        root = tree_of(model).root_node
+        out = []
+        pattern = re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\b")
+        for m in pattern.finditer(model.text, fn.base, fn.base + fn.length):
+            node = root.descendant_for_byte_range(m.start(), m.end())
+            if node is not None and node.type == "identifier" and node.start_byte == m.start():
+                out.append(node)
+        found = memo[key] = tuple(out)
+    return list(found)

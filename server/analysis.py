@@ -8,15 +8,16 @@ comes has its edits applied but is not analysed: only the newest version is wort
 an immutable value tagged with the snapshot's version; the loop publishes it only if the document is still at
 that version.
 
-One document's analysis never holds up another's: the analysers call `warpwise.analyzers.checkpoint.checkpoint()`
-at cheap places (while tree-sitter parses, between functions, between the cards tried on one function, between
-rules), every few milliseconds. At each one the lane runs, to completion, any snapshot of another document that
-is waiting (newly opened ones first), then lets the interrupted analysis resume where it stopped; and it abandons
-the interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version
-costs at most the time to the next checkpoint. The work run at a checkpoint offers checkpoints too (for documents
-not already interrupted further down), so a third document opened meanwhile does not wait for the second. One
-thread does it all: under Python's GIL a second analysis thread would only take turns with the first, a switch
-interval at a time, rather than run beside it.
+One document's analysis never holds up another's: the analysers call `warpwise.analyzers.checkpoint.checkpoint()` at
+cheap places (while tree-sitter parses, between functions, between the cards tried on one function, between rules),
+every few milliseconds. At each one the lane runs, to completion, any snapshot of another document that is waiting
+(newly opened ones first), then lets the interrupted analysis resume where it stopped; and it abandons the
+interrupted analysis if its own document has a newer snapshot waiting (`Superseded`), so a superseded version costs
+at most the time to the next checkpoint. A waiting snapshot of the same version (a re-analysis asked for when a
+background build answered) supersedes nothing: it runs after the analysis in progress is delivered. The work run at
+a checkpoint offers checkpoints too (for documents not already interrupted further down), so a third document opened
+meanwhile does not wait for the second. One thread does it all: under Python's GIL a second analysis thread would
+only take turns with the first, a switch interval at a time, rather than run beside it.
 
 The thread never dies of one bad input: a failure while analysing one snapshot is logged and delivered as an
 `AnalysisFailure`. If the thread itself stops unexpectedly, `on_crash` is called, and the server restarts it and
@@ -98,13 +99,18 @@ __global__ void warm_scale(const float* x, float* y, int n, float s) {
     y[i] = v;
   }
 }
+__global__ void warm_half(const __half* x, __half* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __float2half(__half2float(x[i]) * 2.0f);
+}
 void warm_launch(const float* a, float* b, int n) {
   warm_tile<16><<<(n + 255) / 256, dim3(16, 16)>>>(a, b, n, 2.0f);
   warm_scale<<<(n + 255) / 256, 256>>>(a, b, n, 2.0f);
 }
 """
 """A small file that takes most paths of the analyzers and matchers (templates, shared memory, loops, launches,
-an element-wise body), so that the queries they compile on first use are compiled before the first document."""
+an element-wise body, a half-precision one whose element type is not a keyword), so that the queries they compile
+on first use are compiled before the first document."""
 
 
 def warm_up(providers: list[Provider], settings: Settings) -> float:
@@ -159,6 +165,8 @@ class AnalysisLane:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._interrupted: list[str] = []
+        self._running: dict[str, Snapshot] = {}
+        """The snapshot each interrupted (or running) analysis is of, by document."""
         self.analyses = 0
         self.skipped_superseded = 0
         self.resyncs = 0
@@ -224,9 +232,18 @@ class AnalysisLane:
             return snap
 
     def _superseded(self, uri: str) -> bool:
-        """Return whether a newer snapshot of the document waits, or the document was closed."""
+        """Return whether a newer snapshot of the document waits, or the document was closed.
+
+        A snapshot of the very version being analysed (same text, version and settings generation: a re-analysis
+        asked for because a background build answered) supersedes nothing: the running analysis is finished and
+        delivered, and the waiting one runs after it. Abandoning it instead would hold a document's first
+        diagnostics back for as long as builds keep answering.
+        """
         with self._lock:
-            return uri in self._inbox
+            if uri not in self._inbox:
+                return False
+            waiting, running = self._inbox[uri], self._running.get(uri)
+            return not (isinstance(waiting, Snapshot) and running is not None and _same_version(waiting, running))
 
     def _run(self) -> None:
         try:
@@ -250,6 +267,7 @@ class AnalysisLane:
     def _handle(self, snap: Snapshot) -> None:
         """Analyse one snapshot and deliver its result, offering checkpoints to other documents meanwhile."""
         self._interrupted.append(snap.uri)
+        self._running[snap.uri] = snap
         hook = self._checkpoint if len(self._interrupted) <= MAX_INTERRUPTIONS else None
         try:
             with checkpoints(hook):
@@ -263,6 +281,7 @@ class AnalysisLane:
             result = AnalysisFailure(snap.uri, snap.version, f"{type(exc).__name__}: {exc}")
         finally:
             self._interrupted.pop()
+            self._running.pop(snap.uri, None)
         if result is not None:
             self._deliver(result)
 
@@ -292,6 +311,9 @@ class AnalysisLane:
         doc: CudaDocument | None = None
         if state is not None:
             doc, version = state
+            if version == snap.version and doc.data == snap.text:
+                # A re-analysis of the version already parsed: nothing to parse again.
+                return doc
             if snap.edits is not None and version == snap.base_version and len(snap.edits) <= MAX_REPLAYED_EDITS:
                 doc.apply(list(snap.edits))
             else:
@@ -338,3 +360,8 @@ class AnalysisLane:
             generation=snap.generation,
             elapsed_ms=(time.perf_counter() - t0) * 1000,
         )
+
+
+def _same_version(a: Snapshot, b: Snapshot) -> bool:
+    """Return whether two snapshots are of one version of a document (text, version and settings generation)."""
+    return a.version == b.version and a.generation == b.generation and a.text == b.text

@@ -8,7 +8,8 @@ stdin and stdout, one JSON line per build each way, and survives when it dies.
     request:  {"source": Source.to_dict(), "arch": "sm_90", "cache_dir": "/path" | null}
     reply:    {"info": BuildInfo.to_dict(), "code": sha256 of the cubin}   (or {"error": "why"} when it raised)
 
-An empty request (`{}`) warms the compiler up with a one-line kernel and replies `{"warm": true}`.
+An empty request (`{}`) warms the compiler up with a one-line kernel and replies `{"warm": true}`;
+`{"query": "nvrtc"}` replies `{"nvrtc": "NVRTC 13.0"}` (null without NVRTC), so the caller never loads NVRTC itself.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     from warpwise.verify.types import Source
     from warpwise.verify.worker import nvbuild
 
+    if request.get("query") == "nvrtc":
+        return {"nvrtc": nvbuild.nvrtc_version()}
     if not request:
         nvbuild.build(Source(_WARM, "warpwise_warm", "warm.cu"), "sm_90", None)
         return {"warm": True}

@@ -10,13 +10,13 @@ When no compiler is available, or the kernel does not build on its own (missing 
 arguments), the answer is a `Unconfirmed` value with the reason: callers then say that their claim is unconfirmed.
 Only NVRTC is used here (nvcc would take seconds per file, too slow for matching as the user types).
 
-NVRTC runs in a separate process (`warpwise.verify.resource_worker`, one per caller process, restarted when it
-dies): a source that crashes the compiler costs that build an `Unconfirmed` answer, never the language server or
-`warpwise check`. The language server also never waits for a build (`set_background(True)`): a build that is not
-memoised yet runs on a background thread, the caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first
-compilation in a process, seconds long, does not hold up the first diagnostics of a file), and the listeners
-(`add_listener`) are called when the answer is in, to analyse again and publish the confirmed claim. Matches
-computed with a pending answer are not cached (`pending_uses`).
+NVRTC runs in a separate process (`warpwise.verify.resource_worker`, one per caller process, restarted when it dies;
+the caller asks it for NVRTC's version rather than load the library itself): a source that crashes the compiler
+costs that build an `Unconfirmed` answer, never the language server or `warpwise check`. The language server also
+never waits for a build (`set_background(True)`): a build that is not memoised yet runs on a background thread, the
+caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first compilation in a process, seconds long, does not hold
+up the first diagnostics of a file), and the listeners (`add_listener`) are called when the answer is in, to analyse
+again and publish the confirmed claim. Matches computed with a pending answer are not cached (`pending_uses`).
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ _pending: set[tuple[str, str, str]] = set()
 _pending_uses = 0
 _listeners: list[Callable[[], None]] = []
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
+_nvrtc: list[str | None] = []
+"""The build process's NVRTC version, once it answered (None: it has no NVRTC)."""
 
 
 class WorkerDied(Exception):
@@ -188,12 +190,10 @@ def warm_up() -> None:
         return
 
     def run() -> None:
-        from warpwise.verify.worker import nvbuild
-
-        if nvbuild.nvrtc_version() is None:
-            return
         t0 = time.perf_counter()
         try:
+            if _nvrtc_version() is None:
+                return
             _worker.request({})
         except WorkerDied as exc:
             log.warning("the resource build warm-up failed: %s", exc)
@@ -261,14 +261,32 @@ def _build_in_background(model: FileModel, kernel: str, arch: str, key: tuple[st
             log.exception("a resource build listener failed")
 
 
+def _nvrtc_version() -> str | None:
+    """Return the build process's NVRTC version (None when it has none), asked once; raise `WorkerDied`.
+
+    NVRTC is loaded only in the build process: loading the library takes about 40 MiB of a process's memory, which
+    the language server would otherwise hold for nothing but this question."""
+    with _lock:
+        if _nvrtc:
+            return _nvrtc[0]
+    reply = _worker.request({"query": "nvrtc"})
+    version = reply.get("nvrtc")
+    answer = str(version) if version else None
+    with _lock:
+        _nvrtc[:] = [answer]
+    if answer is None:
+        _worker.close()  # Without NVRTC nothing will be built: the process is not kept waiting.
+    return answer
+
+
 def _build(model: FileModel, kernel: str, arch: str) -> KernelResources | Unconfirmed:
     if os.environ.get(ENV_DISABLE) == "1":
         return Unconfirmed(f"resource builds are off ({ENV_DISABLE}=1)")
-    from warpwise.verify.worker import nvbuild
-
-    if nvbuild.nvrtc_version() is None:
-        return Unconfirmed("no CUDA compiler: NVRTC (the nvidia-cuda-nvrtc wheel with cuda-bindings) is not installed")
     try:
+        if _nvrtc_version() is None:
+            return Unconfirmed(
+                "no CUDA compiler: NVRTC (the nvidia-cuda-nvrtc wheel with cuda-bindings) is not installed"
+            )
         source = _source(model, kernel)
         if isinstance(source, Unconfirmed):
             return source

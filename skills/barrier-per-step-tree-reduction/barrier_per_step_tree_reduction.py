@@ -27,7 +27,8 @@ warps for the shuffles) and a power of two in the forms whose tree needs it; the
 from __future__ import annotations
 
 import re
-from collections import Counter
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -163,17 +164,24 @@ class _Eval:
         if t == "binary_expression":
             op = self.text(node.child_by_field_name("operator"))
             left = self._compile(node.child_by_field_name("left"), depth + 1)
-            right = self._later(node.child_by_field_name("right"), depth + 1)  # `&&` and `||` may not need it
+            if op in ("&&", "||"):
+                right = self._later(node.child_by_field_name("right"), depth + 1)  # it may not be needed
 
-            def binary(env: dict[str, int]) -> int:
-                a = left(env)
-                if op == "&&" and not a:
-                    return 0
-                if op == "||" and a:
-                    return 1
-                return _binary(op, a, right(env))
+                def logical(env: dict[str, int]) -> int:
+                    a = left(env)
+                    if op == "&&" and not a:
+                        return 0
+                    if op == "||" and a:
+                        return 1
+                    return _binary(op, a, right(env))
 
-            return binary
+                return logical
+            # Both operands are always evaluated, the left first; the operator is looked up once.
+            other = self._compile(node.child_by_field_name("right"), depth + 1)
+            f = _BINARY.get(op)
+            if f is None or op in ("/", "%"):
+                return lambda env: _binary(op, left(env), other(env))
+            return lambda env: int(f(left(env), other(env)))
         return _raise_unknown
 
 
@@ -322,24 +330,22 @@ def _index(ev: _Eval, node: Node | None, array: str) -> Node | None:
     return items[0] if len(items) == 1 else None
 
 
-def _guard(ev: _Eval, guard: Any, env: dict[str, int]) -> bool:
-    if guard is None:
-        return True
-    if isinstance(guard, _Conj):
-        return all(ev.value(p, env) for p in guard.parts)
-    return bool(ev.value(guard, env))
-
-
 def _simulate(
     ev: _Eval, loop: dict[str, Any], B: int, tid_names: set[str], size: int | None, first: list[tuple[int, int, int]]
 ) -> bool:
     """Run the tree for block size B; return whether a[0] ends up holding each of a[0..B) exactly once.
 
     `first` receives the (thread, written slot, read slot) triples of the first step (the tree's addressing).
+    A slot's content is the set of inputs it holds (a bit mask) and whether it holds any of them twice: combining
+    two slots that share an input, or one that already holds an input twice, holds it twice forever after.
     """
-    slots = {i: Counter({i: 1}) for i in range(B)}
+    held = {i: 1 << i for i in range(B)}
+    twice: set[int] = set()
     base = {"blockDim.x": B, "blockDim.y": 1, "blockDim.z": 1}
     var = loop["var"]
+    guard = _guard_fn(ev, loop["guard"])
+    index_i, index_j = ev._compile(loop["i"], 0), ev._compile(loop["j"], 0)
+    names = tuple(tid_names)
     s = ev.value(loop["init"], base)
     steps = 0
     while ev.value(loop["cond"], {**base, var: s}):
@@ -348,24 +354,132 @@ def _simulate(
             return False
         writes: dict[int, int] = {}
         reads: set[int] = set()
-        step = {**base, var: s}
+        # One environment per step, its thread index set per thread (the closures only read it).
+        env = {**base, var: s, "threadIdx.x": 0, **dict.fromkeys(names, 0)}
         for t in range(B):
-            env = {**step, "threadIdx.x": t, **dict.fromkeys(tid_names, t)}
-            if not _guard(ev, loop["guard"], env):
+            env["threadIdx.x"] = t
+            for n in names:
+                env[n] = t
+            if guard is not None and not guard(env):
                 continue
-            i, j = ev.value(loop["i"], env), ev.value(loop["j"], env)
+            i, j = index_i(env), index_j(env)
             if i < 0 or j < 0 or (size is not None and (i >= size or j >= size)) or i == j or i in writes:
                 return False
             writes[i] = j
             reads.add(j)
             if steps == 1:
                 first.append((t, i, j))
-        if reads & set(writes):
+        if not reads.isdisjoint(writes):
             return False
         for i, j in writes.items():
-            slots[i] = slots.get(i, Counter()) + slots.get(j, Counter())
+            a, b = held.get(i, 0), held.get(j, 0)
+            if a & b or j in twice:
+                twice.add(i)
+            held[i] = a | b
         s = _eval_update(ev, loop["update"], {**base, var: s})
-    return slots.get(0) == Counter(range(B))
+    return 0 not in twice and held.get(0) == (1 << B) - 1
+
+
+def _guard_fn(ev: _Eval, guard: Any) -> Callable[[dict[str, int]], Any] | None:
+    """Return the guard as one closure (None when there is none); a conjunction stops at its first false part."""
+    if guard is None:
+        return None
+    if isinstance(guard, _Conj):
+        parts = [ev._compile(p, 0) for p in guard.parts]
+        return lambda env: all(p(env) for p in parts)
+    return ev._compile(guard, 0)
+
+
+def _run_sizes(
+    ev: _Eval, loop: dict[str, Any], tid_names: set[str], size: int | None
+) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...], bool]:
+    """Run the tree for every block size; return those it is a full tree for, the first step's addressing at the
+    last size run, and whether an index or guard could not be evaluated (then no size is returned).
+
+    The answer depends only on what the simulation reads (`_loop_key`), so it is kept per loop shape: copies of
+    one reduction in a file, or a kernel edited outside its loop, are not run again.
+    """
+    key = _loop_key(ev, loop, tid_names, size)
+    with _RUNS_LOCK:
+        hit = _RUNS.get(key)
+        if hit is not None:
+            _RUNS.move_to_end(key)
+            return hit
+    ok: list[int] = []
+    first: list[tuple[int, int, int]] = []
+    unknown = False
+    for B in BLOCK_SIZES:
+        if size is not None and size < B:
+            continue
+        first.clear()
+        try:
+            if _simulate(ev, loop, B, tid_names, size, first):
+                ok.append(B)
+        except (_Unknown, KeyError):
+            ok, unknown = [], True
+            break
+    result = (tuple(ok), tuple(first), unknown)
+    with _RUNS_LOCK:
+        _RUNS[key] = result
+        while len(_RUNS) > _RUNS_KEPT:
+            _RUNS.popitem(last=False)
+    return result
+
+
+_RUNS: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, int, int], ...], bool]] = OrderedDict()
+_RUNS_KEPT = 256
+"""Loop shapes whose runs are kept (each a few strings and integers; no tree or model is held)."""
+_RUNS_LOCK = threading.Lock()
+
+
+def _loop_key(ev: _Eval, loop: dict[str, Any], tid_names: set[str], size: int | None) -> tuple[Any, ...]:
+    """Return everything the simulation of a loop reads, as plain values: two loops with one key run alike.
+
+    Each expression the closures are read from is keyed by its text and the layout of its named nodes; each name
+    they use by whether it is the step or a thread index, its definitions in the kernel (keyed alike, followed in
+    turn) and its file-level constant.
+    """
+    names: list[str] = []
+
+    def expr(node: Node | None) -> tuple[Any, ...] | None:
+        if node is None:
+            return None
+        at = node.start_byte
+        layout = []
+        for n in _walk(node):
+            layout.append((n.type, n.start_byte - at, n.end_byte - at))
+            if n.type == "identifier":
+                names.append(ev.text(n))
+        return ev.text(node), tuple(layout)
+
+    def part(value: Any) -> Any:
+        if isinstance(value, _Conj):
+            return "and", tuple(expr(p) for p in value.parts)
+        if isinstance(value, _Update):
+            return "update", value.op, value.var, expr(value.operand)
+        return expr(value)
+
+    var = loop["var"]
+    key: list[Any] = [var, tuple(sorted(tid_names)), size, BLOCK_SIZES, _MAX_STEPS]
+    key.extend(part(loop[k]) for k in ("init", "cond", "update", "guard", "i", "j"))
+    seen: set[str] = set()
+    while names:
+        name = names.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        defs = ev.defs.get(name)
+        constants = ev.model.constants
+        key.append(
+            (
+                name,
+                name == var,
+                name in tid_names,
+                None if defs is None else tuple(expr(d) for d in defs),
+                repr(constants[name]) if name in constants else None,
+            )
+        )
+    return tuple(key)
 
 
 def _loop_parts(ev: _Eval, st: Node, prev: Node | None) -> dict[str, Any] | None:
@@ -516,19 +630,10 @@ def _recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]
                 fixed = None
                 if not uses_bd:
                     fixed = next((b for b in BLOCK_SIZES if size is None or b <= size), None)
-                ok: list[int] = []
-                first: list[tuple[int, int, int]] = []
-                for B in BLOCK_SIZES:
-                    if size is not None and size < B:
-                        continue
-                    first.clear()
-                    try:
-                        if _simulate(ev, loop, B, tid_names, size, first):
-                            ok.append(B)
-                    except (_Unknown, KeyError):
-                        ok = []
-                        why = f"an index or guard of the loop over `{name}` cannot be evaluated"
-                        break
+                runs, addressing, unknown = _run_sizes(ev, loop, tid_names, size)
+                ok, first = list(runs), list(addressing)
+                if unknown:
+                    why = f"an index or guard of the loop over `{name}` cannot be evaluated"
                 if not ok:
                     if not why.startswith("an index"):
                         why = f"the loop over `{name}` does not combine every element exactly once"

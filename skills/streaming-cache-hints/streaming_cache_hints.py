@@ -142,6 +142,18 @@ def resolve_type(model: FileModel, type_text: str) -> tuple[str, frozenset[str]]
     return name, records
 
 
+_KEYWORD_TYPES = frozenset({"char", "short", "int", "long", "float", "double", "signed", "unsigned", "bool", "void"})
+
+
+def _library_spelling(name: str) -> str:
+    """Return a type spelled in keywords as `resolve_type` resolves it (no alias of a file can have such a name)."""
+    for _ in range(8):
+        if name not in _LIBRARY_ALIASES:
+            break
+        name = _LIBRARY_ALIASES[name]
+    return name
+
+
 def _index_vars(ks: KernelSyntax) -> set[str]:
     """Return the locals that hold the thread's global element index (declared or grid-stride loop counters)."""
     return set(ks.index_vars) | {shape.var for shape in ks.elementwise}
@@ -210,7 +222,13 @@ def streaming_element_type(ctx: CheckContext) -> Verdict:
     params = [t.name for t in ctx.function.template_params]
     if written in params:
         return _template_element_type(ctx, name, written, params.index(written))
-    resolved, records = resolve_type(ctx.model, written)
+    bare = _bare_type(written)
+    if bare and all(w in _KEYWORD_TYPES for w in bare.split()):
+        # Typedef, alias and record names are identifiers, never keywords: the file's own names cannot change a
+        # type spelled in keywords, so the whole file's tree need not be read for them.
+        resolved, records = _library_spelling(bare), frozenset[str]()
+    else:
+        resolved, records = resolve_type(ctx.model, written)
     shown = f"`{written}`" + (f" (`{resolved}`)" if resolved != written else "")
     if resolved in STREAMING_TYPES:
         return holds(f"`{name}` points to {shown}, which `__ldcs` and `__stcs` take")

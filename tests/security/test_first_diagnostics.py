@@ -150,6 +150,27 @@ def test_a_superseded_version_is_abandoned_at_the_next_checkpoint() -> None:
     assert lane.lane.abandoned == 1 and not lane.crashes
 
 
+def test_a_reanalysis_of_the_same_version_lets_the_running_analysis_finish() -> None:
+    # A background build that answers asks for the open documents again, at the same version: the analysis in
+    # progress is delivered (the first diagnostics do not wait for the builds), and the re-analysis follows it.
+    lane = _Lane()
+    gate = _Gate()
+    lane.lane = AnalysisLane([gate, *lane.providers], lane._deliver, lane.crashes.append)
+    lane.lane.start()
+    text = many_kernels(10)
+    lane.lane.submit(_snap("file:///long.cu", text, 1))
+    assert gate.entered.wait(30)
+    lane.lane.submit(_snap("file:///long.cu", text, 1))
+    gate.release.set()
+    lane.wait(2)
+    lane.lane.stop()
+    assert lane.uris() == [("file:///long.cu", 1), ("file:///long.cu", 1)]
+    assert lane.lane.abandoned == 0 and not lane.crashes
+    first, second = (r for _, r in lane.results)
+    assert isinstance(first, Analysis) and isinstance(second, Analysis)
+    assert [(i.id, i.span) for i in first.items] == [(i.id, i.span) for i in second.items]
+
+
 def test_a_closed_documents_analysis_is_abandoned() -> None:
     lane = _Lane()
     gate = _Gate()

@@ -4,6 +4,7 @@ server's builds run in the background, so the first one (NVRTC's start, seconds)
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -16,13 +17,14 @@ from warpwise.verify import resources
 from warpwise.verify.resources import KernelResources, Unconfirmed
 
 FAKE = Path(__file__).resolve().parent / "fake_resource_worker.py"
-SOURCE = (
+SOURCE_PATH = (
     Path(__file__).resolve().parents[2]
     / "skills"
     / "dynamic-local-array-index"
     / "fixtures"
     / "pos_heavy_accumulators.cu"
-).read_bytes()
+)
+SOURCE = SOURCE_PATH.read_bytes()
 
 
 @pytest.fixture
@@ -36,6 +38,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def
     monkeypatch.setattr(resources, "_pending", set())
     monkeypatch.setattr(resources, "_listeners", [])
     monkeypatch.setattr(resources, "_cache_dir", lambda: None)
+    monkeypatch.setattr(resources, "_nvrtc", [])
     worker = resources._Worker()
     monkeypatch.setattr(resources, "_worker", worker)
 
@@ -73,3 +76,28 @@ def test_background_builds_answer_at_once_and_tell_the_listeners(fake_worker, mo
     assert done.wait(60), "no listener was called once the build answered"
     after = resources.kernel_resources(model, "accumulate")
     assert isinstance(after, KernelResources) and after.stack_bytes == 96
+
+
+def test_the_caller_asks_the_build_process_for_nvrtc_and_never_loads_it() -> None:
+    """NVRTC is loaded only in the build process (the library takes about 40 MiB of the process that loads it):
+    a caller that builds asks that process for its version instead, and holds no NVRTC binding itself."""
+    script = f"""
+import json, os, sys
+os.environ.pop({resources.ENV_DISABLE!r}, None)
+os.environ[{resources.ENV_WORKER!r}] = json.dumps([sys.executable, {str(FAKE)!r}, "0"])
+from warpwise.analyzers.build import analyze_text
+from warpwise.verify import resources
+got = resources.kernel_resources(analyze_text(open({str(SOURCE_PATH)!r}, "rb").read(), "acc.cu"), "accumulate")
+print(json.dumps([type(got).__name__, getattr(got, "compiler", ""), "cuda.bindings.nvrtc" in sys.modules]))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    kind, compiler, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (kind, compiler) == ("KernelResources", "NVRTC (test stand-in)"), done.stdout
+    assert loaded is False
+
+
+def test_without_nvrtc_in_the_build_process_claims_are_unconfirmed_and_it_is_not_kept(fake_worker) -> None:  # type: ignore[no-untyped-def]
+    fake_worker("0", "no-nvrtc")
+    got = resources.kernel_resources(analyze_text(SOURCE, "acc.cu"), "accumulate")
+    assert isinstance(got, Unconfirmed) and "no CUDA compiler" in got.reason, got
+    assert resources._worker._proc is None
