@@ -52,6 +52,7 @@ from typing import Any
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import node_text, unparen
 from warpwise.analyzers.facts_reduce import definitions, reduce_canon
+from warpwise.analyzers.function_nodes import of_type
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -67,6 +68,7 @@ MARK = "ww_fit"
 _FORBIDDEN_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence", "cooperative_groups")
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _JUMPS = ("break_statement", "continue_statement", "return_statement", "goto_statement")
+_NO_PASS = "no pass over a row (`for (c = L; c < N; c += S)` or its `while` form)"
 _WIDE = ("double", "long long", "unsigned long long", "int64_t", "uint64_t", "size_t", "long")
 
 
@@ -324,15 +326,13 @@ def _pointer_local(model: FileModel, fn: Function, name: str) -> Node | None:
         return None
     if values:
         return values[0]
-    fnode = function_node(model, fn)
     found = []
-    for n in _walk(fnode):
-        if n.type == "init_declarator":
-            d = n.child_by_field_name("declarator")
-            while d is not None and d.type in ("pointer_declarator", "type_qualifier"):
-                d = d.child_by_field_name("declarator")
-            if d is not None and d.type == "identifier" and _text(model, d) == name:
-                found.append(n.child_by_field_name("value"))
+    for n in of_type(model, fn, "init_declarator"):
+        d = n.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "type_qualifier"):
+            d = d.child_by_field_name("declarator")
+        if d is not None and d.type == "identifier" and _text(model, d) == name:
+            found.append(n.child_by_field_name("value"))
     return found[0] if len(found) == 1 else None
 
 
@@ -379,7 +379,10 @@ def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node
     """Return, per pointer parameter, the subscripts (or dereferences) that write through it."""
     out: dict[str, list[Node]] = {}
     shared = {a.name for a in fn.shared}
-    for n in _walk(fnode):
+    # Every write is recorded, in whatever order: the answer is only asked which bases are written, and whether
+    # every write through one base is to one element.
+    nodes = (*of_type(model, fn, "subscript_expression"), *of_type(model, fn, "pointer_expression"))
+    for n in (*nodes, *of_type(model, fn, "call_expression")):
         if n.type == "subscript_expression" and _lvalue(n):
             arr = unparen(n.child_by_field_name("argument"))
             if arr is not None and arr.type == "identifier" and _text(model, arr) in shared:
@@ -399,6 +402,35 @@ def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node
     return out
 
 
+def _may_hold_a_pass(model: FileModel, fn: Function, fnode: Node) -> bool:
+    """Whether some loop of the kernel (the model's loops) could be a pass: a `while`, or a `for` whose header has
+    the shape `_loop_parts` needs (a declared index with a value, a comparison, an assignment as its step).
+
+    A necessary condition only, read from each loop's own node: a kernel without such a loop is rejected before
+    its body is walked, for the same reason the walk would give."""
+    for lp in fn.loops:
+        if lp.kind == "while":
+            return True
+        if lp.kind != "for":
+            continue
+        start, end = fn.base + lp.span[0], fn.base + lp.span[1]
+        node = fnode.descendant_for_byte_range(start, end)
+        while node is not None and not (node.type == "for_statement" and node.start_byte == start):
+            node = node.parent
+        if node is None:
+            return True  # not found where the model says: let the walk decide
+        init = node.child_by_field_name("initializer")
+        cond = unparen(node.child_by_field_name("condition"))
+        upd = unparen(node.child_by_field_name("update"))
+        if init is None or init.type != "declaration" or cond is None or cond.type != "binary_expression":
+            continue
+        if upd is None or upd.type != "assignment_expression" or node.child_by_field_name("body") is None:
+            continue
+        if _text(model, upd.child_by_field_name("operator")) in ("+=", "="):
+            return True
+    return False
+
+
 def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
     """Return the passes and registers of a kernel whose row passes re-read elements (or None, and why not)."""
     if fn.kind is not FunctionKind.KERNEL:
@@ -409,13 +441,16 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
         return None, "the kernel has no body"
     if MARK.encode() in model.text[fn.base : fn.base + fn.length]:
         return None, "the kernel keeps its row in registers already"
+    if not _may_hold_a_pass(model, fn, fnode):
+        return None, _NO_PASS
     canon = reduce_canon(model, fn)
     best: list[tuple[Node, tuple[str, str, Node, Node, Node, Node, _Body]]] = []
     parsed: set[int] = set()  # the passes found (a block around a `while` is visited at both levels)
     heads: dict[int, int] = {}  # loop start -> start of the statement that holds it at the sequence's level
-    for block in _walk(body):
-        if block.type != "compound_statement":
-            continue
+    lo, hi = body.start_byte, body.end_byte
+    for block in of_type(model, fn, "compound_statement"):
+        if block.start_byte < lo or block.end_byte > hi:
+            continue  # outside the kernel's body (its signature)
         groups: dict[tuple[Any, ...], list[tuple[Node, tuple[str, str, Node, Node, Node, Node, _Body]]]] = {}
         prev = None
         for st in block.named_children:
@@ -444,7 +479,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
             if len(g) > len(best):
                 best = g
     if not best:
-        return None, "no pass over a row (`for (c = L; c < N; c += S)` or its `while` form)"
+        return None, _NO_PASS
     p0 = best[0][1]
     var = p0[0]
     for _, (_, _, start, bound, step, _, _) in best:
