@@ -61,7 +61,8 @@ def _is_member_ref(src: bytes, node: Any, member: str) -> bool:
 
 
 def _set_in_constructors(model: FileModel, cls: str, member: str) -> list[str]:
-    """Return how each constructor of `cls` in this file sets `member` (`` `Holder()` from `d` ``)."""
+    """Return how each constructor of `cls` in this file sets `member`: `` `Holder()` from `d` `` for one plain
+    assignment, else every assignment with its operator (`` `QMatrix()` (`= 0`, `+= rows`) ``)."""
     src = model.text
     found: list[str] = []
     for fn in model.functions:
@@ -70,20 +71,24 @@ def _set_in_constructors(model: FileModel, cls: str, member: str) -> list[str]:
         definition = _definition(model, fn)
         if definition is None:
             continue
+        sets: list[tuple[str, str]] = []
         for node in _walk(definition):
-            value = None
             if node.type == "field_initializer":
                 ident = next((c for c in node.named_children if c.type == "field_identifier"), None)
                 args = next((c for c in node.named_children if c.type in ("argument_list", "initializer_list")), None)
                 if ident is not None and _text(src, ident) == member and args is not None:
-                    value = _text(src, args)[1:-1].strip()
+                    sets.append(("=", _text(src, args)[1:-1].strip()))
             elif node.type == "assignment_expression":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                op = node.child_by_field_name("operator")
                 if left is not None and right is not None and _is_member_ref(src, left, member):
-                    value = _text(src, right).strip()
-            if value is not None:
-                found.append(f"`{cls}()` from `{value}`")
-    return list(dict.fromkeys(found))
+                    sets.append((_text(src, op) if op is not None else "=", _text(src, right).strip()))
+        sets = list(dict.fromkeys(sets))
+        if len(sets) == 1 and sets[0][0] == "=":
+            found.append(f"`{cls}()` from `{sets[0][1]}`")
+        elif sets:
+            found.append(f"`{cls}()` (" + ", ".join(f"`{op} {value}`" for op, value in sets) + ")")
+    return found
 
 
 def _declares_field(model: FileModel, cls: str, member: str) -> bool:

@@ -97,3 +97,11 @@ void Runner::go() { scale_kernel<<<1, 256>>>(g_buf, g_n); }
     spec = _missing(text)
     assert "size of `w` (passed `g_buf`: no cudaMalloc before the launch)" in spec.missing, spec
     assert "value of `n` (passed `g_n`)" in spec.missing, spec
+
+
+def test_a_member_set_several_times_lists_every_assignment() -> None:
+    text = CLASS.replace("  data = d;\n", "  data = d;\n  count = 0;\n  count += c;\n")
+    spec = _missing(text)
+    assert any("member `count` of `Holder`, set in `Holder()` (`= c`, `= 0`, `+= c`)" in m for m in spec.missing), (
+        spec.missing
+    )
