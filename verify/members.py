@@ -5,7 +5,9 @@ that its constructor set from the constructor's own parameters, whose sizes only
 knows; a launch passing `b->cuda_bias` or `r.n` reads a member of another object. Neither is resolved into a
 spec yet: this module finds the member and where the file sets it (a constructor's initializer list or an
 assignment in a constructor's body, read from the syntax tree), so the missing piece names the member, its
-class and its origin instead of "no cudaMalloc".
+class and its origin instead of "no cudaMalloc". A local declared once from a member and never assigned again
+(`half* dest = b->cuda_bias;`, also what `callers.py` writes when it inlines a launcher into its caller) names that
+member.
 """
 
 from __future__ import annotations
@@ -106,7 +108,29 @@ def _declares_field(model: FileModel, cls: str, member: str) -> bool:
     return False
 
 
-def member_origin(model: FileModel, caller: Function, arg: Any) -> str | None:
+def _initializer(model: FileModel, caller: Function, name: str) -> Any:
+    """Return the initializer of the one declaration of local `name` in `caller` (`half* dest = b->bias;`)."""
+    definition = _definition(model, caller)
+    if definition is None:
+        return None
+    src = model.text
+    inits = []
+    for node in _walk(definition):
+        if node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "identifier" and _text(src, left) == name:
+                return None  # set again after its declaration: which value reaches the launch is not read here
+        if node.type != "init_declarator":
+            continue
+        decl = node.child_by_field_name("declarator")
+        while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+            decl = decl.child_by_field_name("declarator") or (decl.named_children[-1] if decl.named_children else None)
+        if decl is not None and decl.type == "identifier" and _text(src, decl) == name:
+            inits.append(node.child_by_field_name("value"))
+    return inits[0] if len(inits) == 1 else None
+
+
+def member_origin(model: FileModel, caller: Function, arg: Any, depth: int = 0) -> str | None:
     """Return a phrase naming the member a launch argument reads and where it is set, or None if it is no member.
 
     `arg` is the argument's syntax node (from `infer._launch_args`).
@@ -132,6 +156,10 @@ def member_origin(model: FileModel, caller: Function, arg: Any) -> str | None:
             return f"member `{member}` of {of}, which the host code here does not size"
     elif node.type == "identifier":
         member = _text(src, node)
+        if member in caller.locals and depth == 0:
+            init = _initializer(model, caller, member)
+            found = member_origin(model, caller, init, depth + 1) if init is not None else None
+            return f"`{member}` is initialized from {found}" if found else None
         if caller.param(member) is not None or member in caller.locals:
             return None
     else:

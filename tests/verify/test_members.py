@@ -105,3 +105,53 @@ def test_a_member_set_several_times_lists_every_assignment() -> None:
     assert any("member `count` of `Holder`, set in `Holder()` (`= c`, `= 0`, `+= c`)" in m for m in spec.missing), (
         spec.missing
     )
+
+
+def test_a_local_initialized_from_a_member_names_the_member() -> None:
+    text = (
+        KERNEL
+        + """
+struct Weights { float* bias; int n; };
+void add_bias(Weights* b) {
+  float* dest = b->bias;
+  scale_kernel<<<1, 256>>>(dest, 256);
+}
+"""
+    )
+    spec = _missing(text)
+    assert (
+        "size of `w` (passed `dest`: `dest` is initialized from member `bias` of `b` "
+        "(a `Weights*` parameter of `add_bias()`), which the host code here does not size)"
+    ) in spec.missing, spec.missing
+
+
+def test_a_local_launcher_argument_reassigned_is_not_traced() -> None:
+    text = (
+        KERNEL
+        + """
+struct Weights { float* bias; int n; };
+void add_bias(Weights* b, float* other) {
+  float* dest = b->bias;
+  if (other) { float* dest = other; }
+  scale_kernel<<<1, 256>>>(dest, 256);
+}
+"""
+    )
+    spec = _missing(text)
+    assert "size of `w` (passed `dest`: no cudaMalloc before the launch)" in spec.missing, spec.missing
+
+
+def test_a_local_assigned_again_is_not_traced() -> None:
+    text = (
+        KERNEL
+        + """
+struct Weights { float* bias; int n; };
+void add_bias(Weights* b, float* other) {
+  float* dest = b->bias;
+  if (other) dest = other;
+  scale_kernel<<<1, 256>>>(dest, 256);
+}
+"""
+    )
+    spec = _missing(text)
+    assert "size of `w` (passed `dest`: no cudaMalloc before the launch)" in spec.missing, spec.missing
