@@ -32,7 +32,15 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("argument count differs from the kernel's parameters (a templated launch helper)", r"passes \d+ arguments to"),
     ("pointer chosen by a condition (`p ? a : b`)", r"\(passed `[^`]*\?[^`]*:[^`]*`"),
     ("pointer from a container or tensor method (`v.data()`, `t.data_ptr()`)", r"\(passed `[^`]*\.\w+\([^`]*`, not"),
-    ("pointer held in a class or struct member", r"\(passed `[^`]*(?:->|\.)\w+`|passed `(?:cuda_|m_)\w+`"),
+    (
+        "pointer held in a class or struct member",
+        r"\(passed `[^`]*(?:->|\.)\w+`|passed `(?:cuda_|m_)\w+`"
+        r"|^size of `\w+` \(passed `[^`]*`: (?:`\w+` is initialized from )?member `",
+    ),
+    (
+        "integer or float value held in a class or struct member",
+        r"^value of `\w+` \(passed `[^`]*`: (?:`\w+` is initialized from )?member `",
+    ),
     ("pointer with no allocation the host code shows", r"no cudaMalloc before the launch|not a plain allocation"),
     ("type of a template parameter unbound", r"template argument|element type of"),
     ("index buffer without a value range", r"value range of"),

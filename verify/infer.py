@@ -22,7 +22,7 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode, hosteval, torchspec
+from warpwise.verify import hostcode, hosteval, members, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -808,7 +808,11 @@ def _from_launch(
             if et is None:
                 missing.append(f"element type of `{p.name}` ({p.base_type})")
             elif not _IDENT.match(host):
-                missing.append(f"size of `{p.name}` (passed `{raw.strip()}`, not a plain allocation)")
+                member = _member(model, caller, launch, i)
+                if member:
+                    missing.append(f"size of `{p.name}` (passed `{raw.strip()}`: {member})")
+                else:
+                    missing.append(f"size of `{p.name}` (passed `{raw.strip()}`, not a plain allocation)")
             elif host in host_to_buffer:
                 shared = host_to_buffer[host]
                 old = buffers[shared]
@@ -818,7 +822,11 @@ def _from_launch(
                 count_text = str(old.count // et[1])
             elif host not in facts.allocs:
                 why = f"`cudaMalloc({facts.alloc_texts[host]})`" if host in facts.alloc_texts else "no cudaMalloc"
-                missing.append(f"size of `{p.name}` (passed `{host}`: {why} before the launch)")
+                member = None if host in facts.alloc_texts else _member(model, caller, launch, i)
+                if member:
+                    missing.append(f"size of `{p.name}` (passed `{host}`: {member})")
+                else:
+                    missing.append(f"size of `{p.name}` (passed `{host}`: {why} before the launch)")
             else:
                 dtype, lanes = et
                 elem = DTYPE_BYTES[dtype] * lanes
@@ -851,7 +859,8 @@ def _from_launch(
                 arg_nodes = _launch_args(model, caller, launch)
                 found = _evaluate(model.text, arg_nodes[i], facts) if len(arg_nodes) == len(fn.params) else None
                 if found is None:
-                    missing.append(f"value of `{p.name}` (passed `{raw.strip()}`)")
+                    member = _member(model, caller, launch, i)
+                    missing.append(f"value of `{p.name}` (passed `{raw.strip()}`" + (f": {member})" if member else ")"))
                     continue
                 value = found
             if ctype not in ("float", "double"):
@@ -960,6 +969,14 @@ def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[A
         if child.type == "kernel_call_syntax":
             return [c for c in child.named_children if c.type != "comment"]
     return []
+
+
+def _member(model: FileModel, caller: Function, launch: Launch, i: int) -> str | None:
+    """Name the class or struct member the launch's `i`-th argument reads and where it is set, if it is one."""
+    nodes = _launch_args(model, caller, launch)
+    if len(nodes) != len(launch.args):
+        return None
+    return members.member_origin(model, caller, nodes[i])
 
 
 def _launch_args(model: FileModel, caller: Function, launch: Launch) -> list[Any]:
