@@ -87,6 +87,8 @@ class PreparedJob:
     missing_headers: tuple[str, ...] = ()
     path: str = ""
     torch_note: str = ""
+    parse_errors: tuple[str, ...] = ()
+    """Where tree-sitter could not parse the original or its headers (`file:line`): blanking there kept the code."""
 
 
 def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> VerificationResult:
@@ -122,7 +124,7 @@ def kernel_instantiations(
     every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none).
 
     `model` is the file's model when the caller has one (it is analysed otherwise)."""
-    from warpwise.verify import torchext
+    from warpwise.verify import hostlocals, torchext
 
     model = model if model is not None else analyze_text(text, path)
     fn = kernel_function(model, kernel)
@@ -135,15 +137,21 @@ def kernel_instantiations(
         if not args:
             continue
         offset = caller.span(launch.span)[0]
-        if "scalar_t" in args:
+        # Names the host body declares before the launch (`using acc_t = ...`, `const int ILP = ...`) are bound
+        # to what they stand for; `scalar_t` to each dtype of an `AT_DISPATCH_*` around the launch.
+        env = hostlocals.local_bindings(data, model.tree, offset)
+        if "scalar_t" in hostlocals.names_in(hostlocals.bind(args, env)):
             found = torchext.dispatched_types(data, offset, model.tree)
             if found is not None:
-                out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                out += [hostlocals.bind(args, {**env, "scalar_t": t}) for t in found[1]]
                 continue
+        args = list(hostlocals.bind(args, env))
         # A launch inside a template host function passes that template's parameters, and one in a host body may
-        # pass its local names (`ILP`, `accscalar_t`): neither is known at file scope.
+        # pass its other local names: neither is known at file scope.
         outer = enclosing_template_params(data, offset, model.tree)
-        out.append(tuple("?" if a in outer or not _file_scope_name(a, model) else a for a in args))
+        out.append(
+            tuple("?" if hostlocals.names_in([a]) & outer or not _file_scope_name(a, model) else a for a in args)
+        )
     known = [a for a in out if "?" not in a]
     if not known:
         known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
@@ -151,6 +159,10 @@ def kernel_instantiations(
         from warpwise.verify import instances
 
         known = [a for a in instances.instantiations(model, kernel) if all(_names_file_scope(x, model) for x in a)]
+    if not known:
+        from warpwise.verify import includers
+
+        known = includers.instances_from_includers(path, data.decode("utf-8", "surrogateescape"), kernel)[0]
     if known:
         return list(dict.fromkeys(known))
     if out:
@@ -365,7 +377,9 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     )
     missing = spec_or_missing if isinstance(spec_or_missing, SpecMissing) else None
     headers = tuple(dict.fromkeys(dev_o.missing_headers + dev_c.missing_headers))
-    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note)
+    return PreparedJob(
+        job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note, dev_o.parse_errors
+    )
 
 
 def _has_torch(flags: BuildFlags) -> bool:
@@ -403,12 +417,18 @@ def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationRes
     if result.status is Status.COMPILE_FAILED and prepared.torch_note:
         result = result.with_(message=f"{prepared.torch_note}. {result.message}")
     if result.status is Status.COMPILE_FAILED and prepared.missing_headers:
-        names = ", ".join(f"`{h}`" for h in prepared.missing_headers)
-        msg = (
-            f"{names} included by {prepared.path} was not found in its folder or the include folders; add its folder "
-            f"with -I or `include-dirs` in [tool.warpwise]. {result.message}"
-        )
-        return result.with_(message=msg)
+        from warpwise.verify.extract import missing_hint
+        from warpwise.verify.worker.nvbuild import cuda_include_dirs
+
+        hints = [h for h in (missing_hint(n, cuda_include_dirs()) for n in prepared.missing_headers) if h]
+        names = ", ".join(f"`{h}`" for h in prepared.missing_headers if not missing_hint(h, []))
+        parts = [*hints]
+        if names:
+            parts.append(
+                f"{names} included by {prepared.path} was not found in its folder or the include folders; add its "
+                "folder with -I or `include-dirs` in [tool.warpwise]"
+            )
+        return result.with_(message=f"{'; '.join(parts)}. {result.message}")
     if result.status is Status.NO_GPU and prepared.spec_missing is not None:
         m = prepared.spec_missing
         built = result.message.split(";", 1)[0]
