@@ -124,7 +124,7 @@ def kernel_instantiations(
     every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none).
 
     `model` is the file's model when the caller has one (it is analysed otherwise)."""
-    from warpwise.verify import hostlocals, torchext
+    from warpwise.verify import hostlocals, macroinstances, torchext
 
     model = model if model is not None else analyze_text(text, path)
     fn = kernel_function(model, kernel)
@@ -146,9 +146,22 @@ def kernel_instantiations(
                 out += [hostlocals.bind(args, {**env, "scalar_t": t}) for t in found[1]]
                 continue
         args = list(hostlocals.bind(args, env))
+        outer = enclosing_template_params(data, offset, model.tree)
+        if not all(_names_file_scope(a, model) for a in args):
+            # The project's own dispatch macro around the launch: one instance per case it declares.
+            macros = _project_macros(model)
+            host = model.function_at(offset)
+            lower = host.base if host is not None else 0
+            text_s = data.decode("utf-8", "surrogateescape")
+            # Offsets are bytes; the text is searched as characters (the same for ASCII host code).
+            cases = macroinstances.dispatch_bindings(text_s, offset, lower, macros) if macros else None
+            bound = [hostlocals.bind(args, case) for case in cases or []]
+            good = [b for b in bound if all(_names_file_scope(a, model) for a in b)]
+            if good and not any(hostlocals.names_in(b) & outer for b in good):
+                out += good
+                continue
         # A launch inside a template host function passes that template's parameters, and one in a host body may
         # pass its other local names: neither is known at file scope.
-        outer = enclosing_template_params(data, offset, model.tree)
         out.append(
             tuple("?" if hostlocals.names_in([a]) & outer or not _file_scope_name(a, model) else a for a in args)
         )
@@ -160,6 +173,10 @@ def kernel_instantiations(
 
         known = [a for a in instances.instantiations(model, kernel) if all(_names_file_scope(x, model) for x in a)]
     if not known:
+        macros = _project_macros(model)
+        table = macroinstances.table_instances(data.decode("utf-8", "surrogateescape"), kernel, macros)
+        known = [a for a in table if "?" not in a and all(_names_file_scope(x, model) for x in a)]
+    if not known:
         from warpwise.verify import includers
 
         known = includers.instances_from_includers(path, data.decode("utf-8", "surrogateescape"), kernel)[0]
@@ -168,6 +185,13 @@ def kernel_instantiations(
     if out:
         return list(dict.fromkeys(out))
     return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+def _project_macros(model: FileModel) -> dict[str, tuple[list[str], str]]:
+    """Return the function-like macros of a file and of the local headers it includes."""
+    from warpwise.verify import instances
+
+    return instances._File(model).macros
 
 
 _BUILTIN_TYPES = frozenset(

@@ -143,3 +143,18 @@ def test_atens_philox_seed_state_builds_with_nvrtc() -> None:
     build = _build(REAL / "torch_ext" / "dropout_mask.cu", "dropout_mask")
     assert build.info.ok, build.info.log
     assert build.info.builder == "nvrtc", build.info.builder_reason
+
+
+def test_a_projects_own_dispatch_switch_gives_one_instance_per_case() -> None:
+    path = REAL / "macro_dispatch" / "mean.cu"
+    # Each case of the macro declares `scalar_t_0`; the macro's arguments declare `acc_t` before the launch.
+    assert kernel_instantiations(path.read_text(), str(path), "row_mean") == [("float", "double"), ("double", "double")]
+    build = _build(path, "row_mean", "row_mean<double, double>")
+    assert build.info.ok and build.info.builder == "nvrtc", build.info.log
+
+
+def test_an_instance_table_macro_gives_its_calls_arguments() -> None:
+    path = REAL / "macro_dispatch" / "mean.cu"
+    assert kernel_instantiations(path.read_text(), str(path), "row_copy") == [("1",), ("4",)]
+    build = _build(path, "row_copy")
+    assert build.info.ok and build.info.builder == "nvrtc", build.info.log
