@@ -192,6 +192,10 @@ struct alignas(2) BFloat16 {
   __host__ __device__ inline T operator*(T a, int b) { return a * T(float(b)); } \\
   __host__ __device__ inline T operator+(int a, T b) { return T(float(a)) + b; } \\
   __host__ __device__ inline T operator*(int a, T b) { return T(float(a)) * b; } \\
+  __host__ __device__ inline T operator-(T a, int b) { return a - T(float(b)); } \\
+  __host__ __device__ inline T operator/(T a, int b) { return a / T(float(b)); } \\
+  __host__ __device__ inline T operator-(int a, T b) { return T(float(a)) - b; } \\
+  __host__ __device__ inline T operator/(int a, T b) { return T(float(a)) / b; } \\
   __host__ __device__ inline bool operator<(T a, T b) { return float(a) < float(b); } \\
   __host__ __device__ inline bool operator>(T a, T b) { return float(a) > float(b); } \\
   __host__ __device__ inline bool operator<=(T a, T b) { return float(a) <= float(b); } \\

@@ -158,3 +158,8 @@ def test_an_instance_table_macro_gives_its_calls_arguments() -> None:
     assert kernel_instantiations(path.read_text(), str(path), "row_copy") == [("1",), ("4",)]
     build = _build(path, "row_copy")
     assert build.info.ok and build.info.builder == "nvrtc", build.info.log
+
+
+def test_atens_half_mixes_with_int_in_every_operator() -> None:
+    build = _build(REAL / "torch_ext" / "half_merge.cu", "half_merge", "half_merge<at::Half>")
+    assert build.info.ok and build.info.builder == "nvrtc", build.info.log
