@@ -175,7 +175,7 @@ def kernel_instantiations(
     if not known:
         macros = _project_macros(model)
         table = macroinstances.table_instances(data.decode("utf-8", "surrogateescape"), kernel, macros)
-        known = [a for a in table if "?" not in a and all(_names_file_scope(x, model) for x in a)]
+        known = [a for a in table if "?" not in a and all(_names_project_scope(x, model) for x in a)]
     if not known:
         from warpwise.verify import includers
 
@@ -185,6 +185,20 @@ def kernel_instantiations(
     if out:
         return list(dict.fromkeys(out))
     return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+def _names_project_scope(arg: str, model: FileModel) -> bool:
+    """Return whether every name of a template argument means something at the scope of the file or its headers."""
+    import re
+
+    from warpwise.verify import instances
+
+    names = [m.group(1) for m in re.finditer(r"(?<![\w:])([A-Za-z_]\w*)\b(?!\s*::)", arg)]
+    missing = [n for n in names if not _file_scope_name(n, model)]
+    if not missing:
+        return True
+    headers = "\n".join(instances._File(model)._local_headers(()))
+    return all(re.search(rf"\b(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+{n}\b", headers) for n in missing)
 
 
 def _project_macros(model: FileModel) -> dict[str, tuple[list[str], str]]:

@@ -74,12 +74,18 @@ def dispatch_bindings(
 
 
 def table_instances(text: str, kernel: str, macros: dict[str, tuple[list[str], str]]) -> list[tuple[str, ...]]:
-    """Return the template arguments the calls of macros whose body names `kernel<...>` give it."""
+    """Return the template arguments the calls of macros that name `kernel<...>` give it.
+
+    The macro's body names the kernel (`return rms_norm_kernel<bpw>`), or the call passes the kernel as an
+    argument the body instantiates (`CALL_KERNEL(sum_kernel, Fp16)` with `Kernel<Precision, 160><<<...>>>`).
+    """
     from warpwise.analyzers.expr import cexpr
 
     out: list[tuple[str, ...]] = []
     for name, (params, body) in macros.items():
-        if not re.search(rf"\b{re.escape(kernel)}\s*<", body):
+        named = [p for p in params if p != "..."]
+        takes_kernel = any(re.search(rf"\b{re.escape(p)}\s*<", body) for p in named)
+        if not takes_kernel and not re.search(rf"\b{re.escape(kernel)}\s*<", body):
             continue
         for m in list(re.finditer(rf"(?<![\w#])\b{re.escape(name)}\s*\(", text))[:_MAX_CALLS]:
             line_start = text.rfind("\n", 0, m.start()) + 1
@@ -90,10 +96,10 @@ def table_instances(text: str, kernel: str, macros: dict[str, tuple[list[str], s
                 continue
             args = [a.strip() for a in cexpr.split_top(text[m.end() : close])]
             expanded = _expand(params, body, args)
-            ref = re.search(rf"\b{re.escape(kernel)}\s*(?=<)", expanded)
-            found = template_args_at(expanded, ref.end()) if ref is not None else None
-            if found is not None:
-                out.append(tuple(" ".join(a.split()) for a in found[0]))
+            for ref in re.finditer(rf"\b{re.escape(kernel)}\s*(?=<)", expanded):
+                found = template_args_at(expanded, ref.end())
+                if found is not None:
+                    out.append(tuple(" ".join(a.split()) for a in found[0]))
     return list(dict.fromkeys(out))
 
 

@@ -163,3 +163,11 @@ def test_an_instance_table_macro_gives_its_calls_arguments() -> None:
 def test_atens_half_mixes_with_int_in_every_operator() -> None:
     build = _build(REAL / "torch_ext" / "half_merge.cu", "half_merge", "half_merge<at::Half>")
     assert build.info.ok and build.info.builder == "nvrtc", build.info.log
+
+
+def test_a_launch_table_macro_given_the_kernel_and_a_header_type_gives_its_instances() -> None:
+    path = REAL / "macro_dispatch" / "sum.cu"
+    # `Fp32IO` is defined in a local header, so the instance means something where the kernel is built.
+    assert kernel_instantiations(path.read_text(), str(path), "block_sum") == [("Fp32IO", "64"), ("Fp32IO", "128")]
+    build = _build(path, "block_sum")
+    assert build.info.ok and build.info.builder == "nvrtc" and build.info.shared_bytes == 256, build.info.log
