@@ -394,7 +394,8 @@ def gate_file(root: Path, recipe: Recipe, file: Path, cache: Any, fallback: bool
             rec["builds"] = [{"ok": False, "error": prepared.message[:300]}]
             out.append(rec)
             continue
-        instances = kernel_instantiations(text, str(file), k)[:MAX_INSTANCES] if fn.template_params else [()]
+        found = kernel_instantiations(text, str(file), k, model, flags.include_dirs) if fn.template_params else [()]
+        instances = found[:MAX_INSTANCES]
         rec["parse_errors"] = list(prepared.parse_errors)
         if fn.template_params:
             from warpwise.verify import includers

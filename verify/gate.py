@@ -111,19 +111,20 @@ def _name_expression(source: SourceFile, base: int, name: str, template_args: tu
     return f"{qualified}<{', '.join(template_args)}>" if template_args else qualified
 
 
-def _template_args_without_spec(model: FileModel, kernel: str) -> tuple[str, ...]:
+def _template_args_without_spec(model: FileModel, kernel: str, include_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Return template arguments from the launch site or defaults (for compile-only builds without a spec)."""
-    found = kernel_instantiations(model.text, model.path, kernel, model)
+    found = kernel_instantiations(model.text, model.path, kernel, model, include_dirs)
     return found[0] if found else ()
 
 
 def kernel_instantiations(
-    text: str | bytes, path: str, kernel: str, model: FileModel | None = None
+    text: str | bytes, path: str, kernel: str, model: FileModel | None = None, include_dirs: tuple[str, ...] = ()
 ) -> list[tuple[str, ...]]:
     """Return the template arguments a file instantiates a kernel with: its launches, with `scalar_t` bound to
     every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none).
 
-    `model` is the file's model when the caller has one (it is analysed otherwise)."""
+    `model` is the file's model when the caller has one (it is analysed otherwise); `include_dirs` are the
+    project's, where the headers that define its macros are looked up."""
     from warpwise.verify import hostlocals, macroinstances, torchext
 
     model = model if model is not None else analyze_text(text, path)
@@ -149,7 +150,7 @@ def kernel_instantiations(
         outer = enclosing_template_params(data, offset, model.tree)
         if not all(_names_file_scope(a, model) for a in args):
             # The project's own dispatch macro around the launch: one instance per case it declares.
-            macros = _project_macros(model)
+            macros = _project_macros(model, include_dirs)
             host = model.function_at(offset)
             lower = host.base if host is not None else 0
             text_s = data.decode("utf-8", "surrogateescape")
@@ -173,7 +174,7 @@ def kernel_instantiations(
 
         known = [a for a in instances.instantiations(model, kernel) if all(_names_file_scope(x, model) for x in a)]
     if not known:
-        macros = _project_macros(model)
+        macros = _project_macros(model, include_dirs)
         table = macroinstances.table_instances(data.decode("utf-8", "surrogateescape"), kernel, macros)
         known = [a for a in table if "?" not in a and all(_names_project_scope(x, model) for x in a)]
     if not known:
@@ -201,11 +202,11 @@ def _names_project_scope(arg: str, model: FileModel) -> bool:
     return all(re.search(rf"\b(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+{n}\b", headers) for n in missing)
 
 
-def _project_macros(model: FileModel) -> dict[str, tuple[list[str], str]]:
+def _project_macros(model: FileModel, include_dirs: tuple[str, ...] = ()) -> dict[str, tuple[list[str], str]]:
     """Return the function-like macros of a file and of the local headers it includes."""
     from warpwise.verify import instances
 
-    return instances._File(model).macros
+    return instances._File(model, include_dirs).macros
 
 
 _BUILTIN_TYPES = frozenset(
@@ -356,7 +357,8 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
             message=f"the candidate `{cand_name}({sig_c})` does not take the parameters of `{c.kernel}({sig_o})`",
             created=time.time(),
         )
-    template_args = spec.template_args if spec else _template_args_without_spec(model_o, c.kernel)
+    flags = c.flags if c.flags is not None else flags_for(c.original_path)
+    template_args = spec.template_args if spec else _template_args_without_spec(model_o, c.kernel, flags.include_dirs)
     geom_source = "the original's"
     run = spec.run if spec else None
     if spec is not None and run is not None and spec.source != "problem_file":
@@ -364,7 +366,6 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         run = replace(run, candidate_geometry=geom)
     name_o = _name_expression(model_o.source, fn_o.base, c.kernel, template_args)
     name_c = _name_expression(model_c.source, fn_c.base, cand_name, template_args)
-    flags = c.flags if c.flags is not None else flags_for(c.original_path)
     dev_o = device_source(
         model_o.source,
         Path(c.original_path).name or "original.cu",

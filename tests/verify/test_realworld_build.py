@@ -171,3 +171,14 @@ def test_a_launch_table_macro_given_the_kernel_and_a_header_type_gives_its_insta
     assert kernel_instantiations(path.read_text(), str(path), "block_sum") == [("Fp32IO", "64"), ("Fp32IO", "128")]
     build = _build(path, "block_sum")
     assert build.info.ok and build.info.builder == "nvrtc" and build.info.shared_bytes == 256, build.info.log
+
+
+def test_a_dispatch_macro_from_an_include_folder_is_found_through_the_projects_include_dirs(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "inc" / "dispatch.h").write_text((REAL / "macro_dispatch" / "dispatch.h").read_text())
+    src = tmp_path / "src" / "mean.cu"
+    src.write_text((REAL / "macro_dispatch" / "mean.cu").read_text())
+    assert kernel_instantiations(src.read_text(), str(src), "row_mean") == [("?", "?")]
+    found = kernel_instantiations(src.read_text(), str(src), "row_mean", None, (str(tmp_path / "inc"),))
+    assert found == [("float", "double"), ("double", "double")]
