@@ -57,6 +57,42 @@ _MATH = """#ifndef INFINITY
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
+#ifndef M_E
+#define M_E 2.7182818284590452354
+#endif
+#ifndef M_LOG2E
+#define M_LOG2E 1.4426950408889634074
+#endif
+#ifndef M_LOG10E
+#define M_LOG10E 0.43429448190325182765
+#endif
+#ifndef M_LN2
+#define M_LN2 0.69314718055994530942
+#endif
+#ifndef M_LN10
+#define M_LN10 2.30258509299404568402
+#endif
+#ifndef M_PI_2
+#define M_PI_2 1.57079632679489661923
+#endif
+#ifndef M_PI_4
+#define M_PI_4 0.78539816339744830962
+#endif
+#ifndef M_1_PI
+#define M_1_PI 0.31830988618379067154
+#endif
+#ifndef M_2_PI
+#define M_2_PI 0.63661977236758134308
+#endif
+#ifndef M_2_SQRTPI
+#define M_2_SQRTPI 1.12837916709551257390
+#endif
+#ifndef M_SQRT2
+#define M_SQRT2 1.41421356237309504880
+#endif
+#ifndef M_SQRT1_2
+#define M_SQRT1_2 0.70710678118654752440
+#endif
 template <typename T> struct __warpwise_float {};
 template <> struct __warpwise_float<float> { typedef double type; };
 template <typename T> __device__ inline typename __warpwise_float<T>::type pow(double a, T b) {
@@ -278,6 +314,35 @@ __host__ __device__ inline ::cuda::std::tuple<unsigned long long, unsigned long 
 """ATen's dropout seed state (`at::PhiloxCudaState`, `at::cuda::philox::unpack`), which device code receives."""
 
 
+_TORCH_COMPLEX = """namespace c10 {
+template <typename T> struct alignas(sizeof(T) * 2) complex {
+  T real_ = T(0);
+  T imag_ = T(0);
+  complex() = default;
+  __host__ __device__ constexpr complex(const T& re, const T& im = T()) : real_(re), imag_(im) {}
+  __host__ __device__ constexpr T real() const { return real_; }
+  __host__ __device__ constexpr T imag() const { return imag_; }
+  __host__ __device__ complex& operator+=(const complex& o) { real_ += o.real_; imag_ += o.imag_; return *this; }
+  __host__ __device__ complex& operator-=(const complex& o) { real_ -= o.real_; imag_ -= o.imag_; return *this; }
+  __host__ __device__ complex& operator*=(const complex& o) {
+    T re = real_ * o.real_ - imag_ * o.imag_;
+    imag_ = real_ * o.imag_ + imag_ * o.real_;
+    real_ = re;
+    return *this;
+  }
+};
+template <typename T> __host__ __device__ complex<T> operator+(complex<T> a, const complex<T>& b) { return a += b; }
+template <typename T> __host__ __device__ complex<T> operator-(complex<T> a, const complex<T>& b) { return a -= b; }
+template <typename T> __host__ __device__ complex<T> operator*(complex<T> a, const complex<T>& b) { return a *= b; }
+template <typename T> __host__ __device__ complex<T> operator*(complex<T> a, const T& b) { return a *= complex<T>(b); }
+template <typename T> __host__ __device__ complex<T> operator*(const T& a, complex<T> b) { return b *= complex<T>(a); }
+template <typename T> __host__ __device__ bool operator==(const complex<T>& a, const complex<T>& b) {
+  return a.real_ == b.real_ && a.imag_ == b.imag_; }
+}
+"""
+"""c10's `complex<T>` (`<c10/util/complex.h>`): its value layout and arithmetic, for device code that uses it."""
+
+
 def _is_cxx_std(name: str) -> bool:
     """Return whether a dropped header is a C++ standard library header (`<vector>`, `<algorithm>`, torch's)."""
     return name.startswith(_TORCH_PREFIXES) or name == "bits/stdc++.h" or ("." not in name and name not in _C_LIBRARY)
@@ -318,6 +383,8 @@ def prelude_for(dropped: list[str], include_dirs: list[str], body: str | None = 
         parts.append(_TORCH)
         if body is None or "PhiloxCudaState" in body:
             parts.append(_header_or(_TORCH_PHILOX, include_dirs))
+        if body is None or re.search(r"\bcomplex\s*<", body):
+            parts.append(_TORCH_COMPLEX)
     # Only NVRTC lacks the C library; nvcc given the same text has the real headers.
     return f"#ifdef __CUDACC_RTC__\n{''.join(parts)}#endif\n" if parts else ""
 

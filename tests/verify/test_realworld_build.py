@@ -182,3 +182,9 @@ def test_a_dispatch_macro_from_an_include_folder_is_found_through_the_projects_i
     assert kernel_instantiations(src.read_text(), str(src), "row_mean") == [("?", "?")]
     found = kernel_instantiations(src.read_text(), str(src), "row_mean", None, (str(tmp_path / "inc"),))
     assert found == [("float", "double"), ("double", "double")]
+
+
+def test_c10_complex_and_math_constants_build_with_nvrtc() -> None:
+    build = _build(REAL / "torch_ext" / "complex_exp.cu", "complex_exp")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc", build.info.builder_reason
