@@ -19,7 +19,15 @@ cannot (and what a remote worker can build without the user's folders).
 A short prelude, placed before the code and followed by `#line 1`, stands in for the dropped standard headers
 that device code commonly relies on: `INFINITY`, `NAN` and `M_PI` for `<math.h>`, CCCL's `<cuda/std/climits>`
 for `<climits>`, fixed-width integer types for `<cstdint>`, glibc's `uint` for any C library header, and all of
-them as soon as any header was dropped (headers include each other: `<iostream>` brings `<cmath>`).
+them as soon as any header was dropped (headers include each other: `<iostream>` brings `<cmath>`); `<cmath>`'s
+`std::` math names and mixed-precision `pow`, and the ATen types device code receives (`Half`, `PhiloxCudaState`,
+`c10::complex`) when a torch header was dropped.
+
+Real projects defeat a clean parse: qualifier macros (`TCNN_HOST_DEVICE`), member lists pasted by a macro, host-only
+libraries (fmt, nlohmann JSON) vendored next to device code. Macros that stand for `__device__` count as device
+tokens; the tree is read from a copy where such macros are masked (same offsets), and what was masked or could not
+be parsed is reported in `DeviceSource.parse_errors`. Host-only members of kept classes are blanked, their
+standard-library data members kept as opaque storage of the same size, so the class's layout does not change.
 """
 
 from __future__ import annotations
