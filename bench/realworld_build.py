@@ -394,7 +394,13 @@ def gate_file(root: Path, recipe: Recipe, file: Path, cache: Any, fallback: bool
             rec["builds"] = [{"ok": False, "error": prepared.message[:300]}]
             out.append(rec)
             continue
-        instances = kernel_instantiations(text, str(file), k)[:MAX_INSTANCES] if fn.template_params else [()]
+        found = kernel_instantiations(text, str(file), k, model, flags.include_dirs) if fn.template_params else [()]
+        instances = found[:MAX_INSTANCES]
+        rec["parse_errors"] = list(prepared.parse_errors)
+        if fn.template_params:
+            from warpwise.verify import includers
+
+            rec["instances_from"] = includers.origin(str(file), text, k).replace(str(root), f"<{root.name}>")
         builds = []
         for args in instances:
             name = _name_expression(text, fn.base, k, args)
@@ -654,6 +660,18 @@ def _markdown(result: dict[str, Any]) -> str:
         f"{_pct(a['gate_ok_all_files'], a['kernels'])} ({a['gate_pending_all_files']} failed with NVRTC and "
         "were not yet tried with the nvcc fallback).",
     ]
+    lines += ["", "Kernels of nvcc-built files that NVRTC did not build (builder, first error or reason):", ""]
+    nv = result["files"]["nvcc"]
+    for key, g in sorted(result["files"]["gate"].items()):
+        if not (nv.get(key) or {}).get("ok"):
+            continue
+        for k in g["kernels"]:
+            bad = [b for b in k["builds"] if not (b.get("ok") and b.get("builder") == "nvrtc")]
+            if not k["builds"] or bad:
+                b = (bad or [{"error": "no build"}])[0]
+                what = "built by the nvcc fallback" if all(x.get("ok") for x in k["builds"]) else "not built"
+                why = (b.get("error") or b.get("reason") or "")[:160].replace("|", "\\|")
+                lines.append(f"- {key} `{k['kernel']}`: {what} ({b.get('builder', '?')}): {why}")
     if result["extra_include_dirs"]:
         lines.append(
             "Headers this machine's toolkit lacks were added with --extra-include: "

@@ -87,6 +87,8 @@ class PreparedJob:
     missing_headers: tuple[str, ...] = ()
     path: str = ""
     torch_note: str = ""
+    parse_errors: tuple[str, ...] = ()
+    """Where tree-sitter could not parse the original or its headers (`file:line`): blanking there kept the code."""
 
 
 def _spec_missing(c: Candidate, missing: SpecMissing, key: str = "") -> VerificationResult:
@@ -109,20 +111,21 @@ def _name_expression(source: SourceFile, base: int, name: str, template_args: tu
     return f"{qualified}<{', '.join(template_args)}>" if template_args else qualified
 
 
-def _template_args_without_spec(model: FileModel, kernel: str) -> tuple[str, ...]:
+def _template_args_without_spec(model: FileModel, kernel: str, include_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Return template arguments from the launch site or defaults (for compile-only builds without a spec)."""
-    found = kernel_instantiations(model.text, model.path, kernel, model)
+    found = kernel_instantiations(model.text, model.path, kernel, model, include_dirs)
     return found[0] if found else ()
 
 
 def kernel_instantiations(
-    text: str | bytes, path: str, kernel: str, model: FileModel | None = None
+    text: str | bytes, path: str, kernel: str, model: FileModel | None = None, include_dirs: tuple[str, ...] = ()
 ) -> list[tuple[str, ...]]:
     """Return the template arguments a file instantiates a kernel with: its launches, with `scalar_t` bound to
     every type of an `AT_DISPATCH_*` around the launch, else the template's defaults (`?` where none).
 
-    `model` is the file's model when the caller has one (it is analysed otherwise)."""
-    from warpwise.verify import torchext
+    `model` is the file's model when the caller has one (it is analysed otherwise); `include_dirs` are the
+    project's, where the headers that define its macros are looked up."""
+    from warpwise.verify import hostlocals, macroinstances, torchext
 
     model = model if model is not None else analyze_text(text, path)
     fn = kernel_function(model, kernel)
@@ -135,15 +138,34 @@ def kernel_instantiations(
         if not args:
             continue
         offset = caller.span(launch.span)[0]
-        if "scalar_t" in args:
+        # Names the host body declares before the launch (`using acc_t = ...`, `const int ILP = ...`) are bound
+        # to what they stand for; `scalar_t` to each dtype of an `AT_DISPATCH_*` around the launch.
+        env = hostlocals.local_bindings(data, model.tree, offset)
+        if "scalar_t" in hostlocals.names_in(hostlocals.bind(args, env)):
             found = torchext.dispatched_types(data, offset, model.tree)
             if found is not None:
-                out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
+                out += [hostlocals.bind(args, {**env, "scalar_t": t}) for t in found[1]]
+                continue
+        args = list(hostlocals.bind(args, env))
+        outer = enclosing_template_params(data, offset, model.tree)
+        if not all(_names_file_scope(a, model) for a in args):
+            # The project's own dispatch macro around the launch: one instance per case it declares.
+            macros = _project_macros(model, include_dirs)
+            host = model.function_at(offset)
+            lower = host.base if host is not None else 0
+            text_s = data.decode("utf-8", "surrogateescape")
+            # Offsets are bytes; the text is searched as characters (the same for ASCII host code).
+            cases = macroinstances.dispatch_bindings(text_s, offset, lower, macros) if macros else None
+            bound = [hostlocals.bind(args, case) for case in cases or []]
+            good = [b for b in bound if all(_names_file_scope(a, model) for a in b)]
+            if good and not any(hostlocals.names_in(b) & outer for b in good):
+                out += good
                 continue
         # A launch inside a template host function passes that template's parameters, and one in a host body may
-        # pass its local names (`ILP`, `accscalar_t`): neither is known at file scope.
-        outer = enclosing_template_params(data, offset, model.tree)
-        out.append(tuple("?" if a in outer or not _file_scope_name(a, model) else a for a in args))
+        # pass its other local names: neither is known at file scope.
+        out.append(
+            tuple("?" if hostlocals.names_in([a]) & outer or not _file_scope_name(a, model) else a for a in args)
+        )
     known = [a for a in out if "?" not in a]
     if not known:
         known = [a for a in _instantiations_from_includers(path, kernel) if "?" not in a]
@@ -151,11 +173,40 @@ def kernel_instantiations(
         from warpwise.verify import instances
 
         known = [a for a in instances.instantiations(model, kernel) if all(_names_file_scope(x, model) for x in a)]
+    if not known:
+        macros = _project_macros(model, include_dirs)
+        table = macroinstances.table_instances(data.decode("utf-8", "surrogateescape"), kernel, macros)
+        known = [a for a in table if "?" not in a and all(_names_project_scope(x, model) for x in a)]
+    if not known:
+        from warpwise.verify import includers
+
+        known = includers.instances_from_includers(path, data.decode("utf-8", "surrogateescape"), kernel)[0]
     if known:
         return list(dict.fromkeys(known))
     if out:
         return list(dict.fromkeys(out))
     return [tuple(t.default or "?" for t in fn.template_params)]
+
+
+def _names_project_scope(arg: str, model: FileModel) -> bool:
+    """Return whether every name of a template argument means something at the scope of the file or its headers."""
+    import re
+
+    from warpwise.verify import instances
+
+    names = [m.group(1) for m in re.finditer(r"(?<![\w:])([A-Za-z_]\w*)\b(?!\s*::)", arg)]
+    missing = [n for n in names if not _file_scope_name(n, model)]
+    if not missing:
+        return True
+    headers = "\n".join(instances._File(model)._local_headers(()))
+    return all(re.search(rf"\b(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+{n}\b", headers) for n in missing)
+
+
+def _project_macros(model: FileModel, include_dirs: tuple[str, ...] = ()) -> dict[str, tuple[list[str], str]]:
+    """Return the function-like macros of a file and of the local headers it includes."""
+    from warpwise.verify import instances
+
+    return instances._File(model, include_dirs).macros
 
 
 _BUILTIN_TYPES = frozenset(
@@ -306,7 +357,8 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
             message=f"the candidate `{cand_name}({sig_c})` does not take the parameters of `{c.kernel}({sig_o})`",
             created=time.time(),
         )
-    template_args = spec.template_args if spec else _template_args_without_spec(model_o, c.kernel)
+    flags = c.flags if c.flags is not None else flags_for(c.original_path)
+    template_args = spec.template_args if spec else _template_args_without_spec(model_o, c.kernel, flags.include_dirs)
     geom_source = "the original's"
     run = spec.run if spec else None
     if spec is not None and run is not None and spec.source != "problem_file":
@@ -314,7 +366,6 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         run = replace(run, candidate_geometry=geom)
     name_o = _name_expression(model_o.source, fn_o.base, c.kernel, template_args)
     name_c = _name_expression(model_c.source, fn_c.base, cand_name, template_args)
-    flags = c.flags if c.flags is not None else flags_for(c.original_path)
     dev_o = device_source(
         model_o.source,
         Path(c.original_path).name or "original.cu",
@@ -365,7 +416,9 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     )
     missing = spec_or_missing if isinstance(spec_or_missing, SpecMissing) else None
     headers = tuple(dict.fromkeys(dev_o.missing_headers + dev_c.missing_headers))
-    return PreparedJob(job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note)
+    return PreparedJob(
+        job, key, spec, geom_source, missing, flags, headers, c.original_path, torch_note, dev_o.parse_errors
+    )
 
 
 def _has_torch(flags: BuildFlags) -> bool:
@@ -403,12 +456,18 @@ def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationRes
     if result.status is Status.COMPILE_FAILED and prepared.torch_note:
         result = result.with_(message=f"{prepared.torch_note}. {result.message}")
     if result.status is Status.COMPILE_FAILED and prepared.missing_headers:
-        names = ", ".join(f"`{h}`" for h in prepared.missing_headers)
-        msg = (
-            f"{names} included by {prepared.path} was not found in its folder or the include folders; add its folder "
-            f"with -I or `include-dirs` in [tool.warpwise]. {result.message}"
-        )
-        return result.with_(message=msg)
+        from warpwise.verify.extract import missing_hint
+        from warpwise.verify.worker.nvbuild import cuda_include_dirs
+
+        hints = [h for h in (missing_hint(n, cuda_include_dirs()) for n in prepared.missing_headers) if h]
+        names = ", ".join(f"`{h}`" for h in prepared.missing_headers if not missing_hint(h, []))
+        parts = [*hints]
+        if names:
+            parts.append(
+                f"{names} included by {prepared.path} was not found in its folder or the include folders; add its "
+                "folder with -I or `include-dirs` in [tool.warpwise]"
+            )
+        return result.with_(message=f"{'; '.join(parts)}. {result.message}")
     if result.status is Status.NO_GPU and prepared.spec_missing is not None:
         m = prepared.spec_missing
         built = result.message.split(";", 1)[0]
