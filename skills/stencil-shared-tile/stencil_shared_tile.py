@@ -35,6 +35,7 @@ launch (block shape) and the search (halo).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -63,8 +64,10 @@ Node = Any
 HALO_CHOICES = (1, 2)
 """The halos (radius of the tile's border) the search tries; the halo changes how many reads hit the tile only."""
 
-DEFAULT_BLOCK = (32, 8)
-"""The block shape the tile is sized for when the launch's block is not known (any block stays correct)."""
+BLOCK_CHOICES_2D = ((16, 16), (32, 8))
+BLOCK_CHOICES_1D = ((256, 1),)
+"""The block shapes the tile is sized for when the launch's block is not known before the run (a problem file's
+`launch(inputs)`): the search tries each; any block stays correct, a tile sized for another block serves fewer reads."""
 
 MAX_TRIP = 16
 """A read inside a loop of more iterations than this is not a fixed neighbourhood (a row loop, a channel loop)."""
@@ -94,7 +97,8 @@ class StencilShape:
     """The kernel body's absolute span, braces included."""
     pitch: str | None
     """The tile's row pitch as C text (parameters and macros only), or None for a 1-D tile."""
-    block: tuple[int, int]
+    block: tuple[int, int] | None
+    """The launch's block shape, when known before the run."""
     loads: int
     """How many reads of the array one thread makes at most (accesses times constant trip counts)."""
 
@@ -147,14 +151,15 @@ def _pitch(model: FileModel, fn: Function, ks: Any, nodes: list[Node]) -> str | 
     return None
 
 
-def _block(model: FileModel, kernel: str) -> tuple[int, int]:
+def _block(model: FileModel, kernel: str) -> tuple[int, int] | None:
+    """Return the block shape of the kernel's launches when they agree and it is known before the run."""
     blocks = {tuple(launch.block_value) for _, launch in launches_of(model, kernel) if launch.block_value}
     if len(blocks) == 1:
         b = blocks.pop()
         bx, by = int(b[0]), int(b[1]) if len(b) > 1 else 1
         if 0 < bx <= 1024 and 0 < by <= 1024:
             return bx, by
-    return DEFAULT_BLOCK
+    return None
 
 
 def _int_text(model: FileModel, text: str | None) -> int | None:
@@ -210,14 +215,58 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     return frozenset(out)
 
 
+_OWN_NAMES = frozenset(
+    {
+        "ww_tile_s", "ww_need_s", "ww_tile", "ww_need", "ww_ld", "ww_r0", "ww_c0", "ww_span", "ww_small", "ww_t",
+        "ww_nt", "ww_slot", "ww_mark", "ww_read", "ww_s", "ww_e", "ww_d", "ww_i", "ww_j", "ww_q", "WW_TX", "WW_TY",
+    }
+)  # fmt: skip
+"""The names the tiled kernel declares (and `ww_sink<k>`): a body that uses one is refused."""
+_ELEMENT_LOOP = -1
+_CONDITION = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*(.+?)\s*\)?$")
+
+
+def _while_trips(model: FileModel, ks: Any, loop: Any) -> int | None:
+    """Return the trip count of a `while`/`do` loop over a counter declared before it with a constant start and
+    stepped once in its body (`int d = -1; while (d <= 1) { ...; ++d; }`), `_ELEMENT_LOOP` for a loop over the
+    thread's own elements (a counter that starts at a thread index), else None."""
+    m = _CONDITION.match(" ".join((loop.condition or "").split()))
+    if m is None or m.group(1) not in loop.assigned:
+        return None
+    var, op, bound = m.groups()
+    defs = ks.definitions.get(var) or []
+    start = next((d for d in defs if d is not None), None)
+    if start is None:
+        return None
+    if "threadIdx" in _text(model, start):
+        return _ELEMENT_LOOP
+    a, b = _int_text(model, _text(model, start)), _int_text(model, bound)
+    lo, hi = ks.function.span(loop.body_span)
+    body = model.text[lo:hi].decode("utf-8", "replace")
+    steps = re.findall(rf"(\+\+|--)\s*{var}\b|\b{var}\s*(\+\+|--)|\b{var}\s*([+-])=\s*(\w+)", body)
+    if a is None or b is None or len(steps) != 1:
+        return None
+    pre, post, sign, amount = steps[0]
+    incr = pre or post
+    step = (1 if incr == "++" else -1) if incr else _int_text(model, amount)
+    if step is None or step == 0:
+        return None
+    if sign == "-":
+        step = -step
+    probe = type("_L", (), {"trip_count": None, "init_value": a, "init": None, "bound_value": b, "bound": None})()
+    probe.step_value, probe.compare = step, op
+    return _trips(model, probe)
+
+
 def _analyse(model: FileModel, fn: Function) -> StencilShape:
     ks = kernel_syntax(model, fn)
     if ks is None or ks.body is None:
         raise _Reject(f"`{fn.name}` has no body to read")
     body = ks.body
     body_text = _text(model, body)
-    if "ww_" in body_text:
-        raise _Reject(f"`{fn.name}` already uses names starting with `ww_`")
+    clash = sorted(_identifiers(body, model) & _OWN_NAMES)
+    if clash or any(w.startswith("ww_sink") for w in _identifiers(body, model)):
+        raise _Reject(f"`{fn.name}` already uses `{(clash or ['ww_sink'])[0]}`, a name of the tiled kernel")
     if fn.shared or "__shared__" in body_text:
         raise _Reject(f"`{fn.name}` already uses shared memory")
     pure = _pure_macros(model, ks.node)
@@ -256,6 +305,10 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
                 if loop.init is not None and "threadIdx" in loop.init:
                     continue  # the loop over the thread's own elements (a grid- or block-stride loop)
                 n = _trips(model, loop)
+                if n is None and loop.kind in ("while", "do") and loop.var is None:
+                    n = _while_trips(model, ks, loop)
+                    if n == _ELEMENT_LOOP:
+                        continue
                 if n is None or n > MAX_TRIP:
                     trips = 0
                     break
@@ -285,6 +338,12 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         if node is None:
             raise _Reject(f"`{name}[{a.index}]` is not a plain subscript")
         read_nodes.append(node)
+    for n in read_nodes:
+        up = n.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        if up is not None and up.type == "pointer_expression":
+            raise _Reject(f"`{_text(model, up)}` takes the address of an element of `{name}`")
     for i, n in enumerate(read_nodes):
         for j, m in enumerate(read_nodes):
             if i != j and n.start_byte <= m.start_byte and m.end_byte <= n.end_byte:
@@ -386,7 +445,16 @@ def _reads(model: FileModel, shape: StencilShape, fn_name: str) -> list[tuple[in
     ]
 
 
-def tiled_body(model: FileModel, shape: StencilShape, halo: int = 1) -> str:
+def tile_block(shape: StencilShape, block: tuple[int, int] | None = None) -> tuple[int, int]:
+    """Return the block shape the tile is sized for: the one asked for, the launch's, else the first choice."""
+    if block is not None:
+        return block
+    if shape.block is not None:
+        return shape.block
+    return BLOCK_CHOICES_2D[0] if shape.pitch is not None else BLOCK_CHOICES_1D[0]
+
+
+def tiled_body(model: FileModel, shape: StencilShape, halo: int = 1, block: tuple[int, int] | None = None) -> str:
     """Return the new body of the kernel (braces included)."""
     inner = (shape.body[0] + 1, shape.body[1] - 1)
     sinks = {t for _, _, t in shape.writes}
@@ -395,9 +463,9 @@ def tiled_body(model: FileModel, shape: StencilShape, halo: int = 1) -> str:
         model, inner, _reads(model, shape, "ww_mark") + [(s, e, sink_names[t]) for s, e, t in shape.writes]
     )
     run_body = _substitute(model, inner, _reads(model, shape, "ww_read"))
-    bx, by = shape.block
+    bx, by = tile_block(shape, block)
     two_d = shape.pitch is not None
-    tx = bx + 2 * halo
+    tx = bx + 2 * halo if two_d else bx * by + 2 * halo
     ty = by + 2 * halo if two_d else 1
     while tx * ty > _MAX_TILE_ELEMENTS and ty > 1:
         ty = max(1, ty // 2)
@@ -479,9 +547,11 @@ def tiled_body(model: FileModel, shape: StencilShape, halo: int = 1) -> str:
     )
 
 
-def generate_edits(model: FileModel, shape: StencilShape, halo: int = 1) -> list[Edit]:
+def generate_edits(
+    model: FileModel, shape: StencilShape, halo: int = 1, block: tuple[int, int] | None = None
+) -> list[Edit]:
     """Return the edit that replaces the kernel's body by the tiled one."""
-    return [Edit(shape.body[0], shape.body[1], tiled_body(model, shape, halo))]
+    return [Edit(shape.body[0], shape.body[1], tiled_body(model, shape, halo, block))]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -560,18 +630,30 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         if shape is None:
             return None
     halo = int(ctx.args.get("halo", 1) or 1)
-    return generate_edits(ctx.model, shape, max(0, min(halo, 8)))
+    raw = ctx.args.get("block")
+    block = (int(raw[0]), int(raw[1])) if isinstance(raw, (list, tuple)) and len(raw) == 2 else None
+    if block is not None and not (0 < block[0] <= 1024 and 0 < block[1] <= 1024):
+        block = None
+    return generate_edits(ctx.model, shape, max(0, min(halo, 8)), block)
 
 
 def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any]]]:
-    """Return the search's parameter choices: the tile's halo (the launch is unchanged)."""
+    """Return the search's parameter choices: the tile's halo, and the block shape it is sized for when the launch's
+    is not known before the run (the launch is unchanged)."""
     shape = matches[0].region.facts.get("stencil_shape") if matches else None
     if shape is None:
         return []
-    return [(f"shared tile, halo {h}", {"halo": h}, []) for h in HALO_CHOICES]
+    if shape.block is not None:
+        return [(f"shared tile, halo {h}", {"halo": h}, []) for h in HALO_CHOICES]
+    blocks = BLOCK_CHOICES_2D if shape.pitch is not None else BLOCK_CHOICES_1D
+    return [
+        (f"shared tile for {b[0]} x {b[1]} blocks, halo {h}", {"halo": h, "block": list(b)}, [])
+        for b in blocks
+        for h in HALO_CHOICES
+    ]
 
 
-def rewrite_source(model: FileModel, kernel: str, halo: int = 1) -> bytes | None:
+def rewrite_source(model: FileModel, kernel: str, halo: int = 1, block: tuple[int, int] | None = None) -> bytes | None:
     """Return the file's text with one kernel rewritten (None when it is not recognised)."""
     from warpwise.skills.rewrite import apply_edits
 
@@ -581,10 +663,12 @@ def rewrite_source(model: FileModel, kernel: str, halo: int = 1) -> bytes | None
     shape, _ = recognise(model, fn)
     if shape is None:
         return None
-    return apply_edits(model.text, generate_edits(model, shape, halo))
+    return apply_edits(model.text, generate_edits(model, shape, halo, block))
 
 
 __all__ = [
+    "BLOCK_CHOICES_1D",
+    "BLOCK_CHOICES_2D",
     "HALO_CHOICES",
     "StencilShape",
     "generate_edits",
@@ -595,5 +679,6 @@ __all__ = [
     "stencil_neighbourhood",
     "stencil_no_overlap",
     "stencil_repeatable_body",
+    "tile_block",
     "tiled_body",
 ]

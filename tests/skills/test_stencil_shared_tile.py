@@ -56,6 +56,7 @@ def test_block_shape_comes_from_the_launch() -> None:
         ("bench/suite_ood/stencil/laplace7_3d_zloop.cu", "laplacian3d", "loops of more than 16 iterations"),
         ("skills/stencil-shared-tile/fixtures/neg_in_place.cu", "smooth_in_place", "reads and writes `u`"),
         ("skills/stencil-shared-tile/fixtures/neg_already_tiled.cu", "avg3", "already uses shared memory"),
+        ("skills/stencil-shared-tile/fixtures/neg_ldg_address.cu", "box3", "calls `__ldg`"),
     ],
 )
 def test_refuses_with_a_reason(rel: str, kernel: str, reason: str) -> None:
@@ -122,13 +123,42 @@ def test_search_offers_each_halo_with_the_launch_unchanged() -> None:
     from tests.search.test_transformations import context
     from warpwise.search.transformations import TransformationActions
 
+    # The problem file's `launch(inputs)` decides the block at run time: each block shape the tile may be sized
+    # for is an action, with each halo.
     ctx, v = context(ROOT / "bench/suite_ood/stencil/jacobi5_2d.cu", "jacobi_step")
     acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
     names = sorted(a for a in acts if a.startswith("transform:stencil-shared-tile:"))
-    assert names == [f"transform:stencil-shared-tile:shared tile, halo {h}" for h in st.HALO_CHOICES]
-    two = acts["transform:stencil-shared-tile:shared tile, halo 2"].produce()
+    assert names == sorted(
+        f"transform:stencil-shared-tile:shared tile for {b[0]} x {b[1]} blocks, halo {h}"
+        for b in st.BLOCK_CHOICES_2D
+        for h in st.HALO_CHOICES
+    )
+    two = acts["transform:stencil-shared-tile:shared tile for 32 x 8 blocks, halo 2"].produce()
     assert two is not None and "blockIdx.y * blockDim.y - 2;" in two.text
+    assert "constexpr int WW_TX = 36, WW_TY = 12;" in two.text
     assert two.launch is None or not two.launch.transforms
+
+
+def test_a_launch_in_the_file_fixes_the_tile_block() -> None:
+    model = analyze_text((FIX / "pos_heat_1d.cu").read_bytes())
+    fn = next(f for f in model.functions if f.name == "heat_step")
+    shape, why = st.recognise(model, fn)
+    assert shape is not None, why
+    assert shape.block == (256, 1)
+    assert [label for label, _, _ in st.search_variants([_Match(shape)])] == [
+        f"shared tile, halo {h}" for h in st.HALO_CHOICES
+    ]
+    assert "constexpr int WW_TX = 258, WW_TY = 1;" in st.tiled_body(model, shape, 1)
+
+
+class _Region:
+    def __init__(self, shape) -> None:
+        self.facts = {"stencil_shape": shape}
+
+
+class _Match:
+    def __init__(self, shape) -> None:
+        self.region = _Region(shape)
 
 
 SUITE = [
@@ -148,10 +178,24 @@ def test_rewritten_suite_kernels_compile(rel: str, kernel: str, halo: int) -> No
     assert ok, log
 
 
+GPU_CASES = [
+    # (file, kernel, halo, block the tile is sized for: None = the launch's or the first choice)
+    ("bench/suite/blur3x3/naive.cu", "blur3x3_naive", 1, None),
+    ("bench/suite/blur3x3/naive.cu", "blur3x3_naive", 2, (32, 8)),  # a tile sized for another block than 16 x 16
+    ("bench/suite_ood/stencil/jacobi5_2d.cu", "jacobi_step", 1, None),
+    ("bench/suite_ood/stencil/jacobi5_2d.cu", "jacobi_step", 2, (32, 8)),
+    ("bench/suite_ood/stencil/heat1d.cu", "heat_step", 1, None),
+    ("bench/suite_ood/stencil/heat1d.cu", "heat_step", 2, (128, 1)),
+]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize(("rel", "kernel"), SUITE, ids=[k for _, k in SUITE])
-@pytest.mark.parametrize("halo", st.HALO_CHOICES)
-def test_gate_finds_the_tiled_stencil_correct_on_odd_sizes(rel: str, kernel: str, halo: int, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    ("rel", "kernel", "halo", "block"), GPU_CASES, ids=[f"{c[1]}-{c[2]}-{c[3]}" for c in GPU_CASES]
+)
+def test_gate_finds_the_tiled_stencil_correct_on_odd_sizes(
+    rel: str, kernel: str, halo: int, block, monkeypatch
+) -> None:
     from warpwise.verify.backends import gpu_count, make_backend
     from warpwise.verify.gate import Candidate, Gate
     from warpwise.verify.types import Options, Status
@@ -162,7 +206,7 @@ def test_gate_finds_the_tiled_stencil_correct_on_odd_sizes(rel: str, kernel: str
     monkeypatch.setenv("WARPWISE_PROBLEM_SCALE", "odd")
     path = ROOT / rel
     original = path.read_text()
-    cand = st.rewrite_source(analyze_text(original.encode(), str(path)), kernel, halo)
+    cand = st.rewrite_source(analyze_text(original.encode(), str(path)), kernel, halo, block)
     assert cand is not None
     backend = make_backend("local", cache=None)
     try:
