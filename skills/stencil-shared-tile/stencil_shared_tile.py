@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from warpwise.analyzers.expr.canon import Canonicalizer
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import distinct_launch_args, launches_of
 from warpwise.analyzers.facts_memory import kernel_syntax, linear
@@ -223,6 +224,9 @@ _OWN_NAMES = frozenset(
 )  # fmt: skip
 """The names the tiled kernel declares (and `ww_sink<k>`): a body that uses one is refused."""
 _ELEMENT_LOOP = -1
+_STEP_SCALE = 2  # `_while_trips` returns trips * 2 + (1 when the counter steps by one)
+_NEAR = 8
+"""Two reads of one thread whose elements are at most this far apart are neighbours (a stencil's halo)."""
 _CONDITION = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*(.+?)\s*\)?$")
 
 
@@ -255,7 +259,37 @@ def _while_trips(model: FileModel, ks: Any, loop: Any) -> int | None:
         step = -step
     probe = type("_L", (), {"trip_count": None, "init_value": a, "init": None, "bound_value": b, "bound": None})()
     probe.step_value, probe.compare = step, op
-    return _trips(model, probe)
+    n = _trips(model, probe)
+    return None if n is None else n * _STEP_SCALE + (1 if abs(step) == 1 else 0)
+
+
+def _counter(loop: Any) -> str | None:
+    m = _CONDITION.match(" ".join((loop.condition or "").split()))
+    return m.group(1) if m is not None else None
+
+
+def _near_reads(model: FileModel, ks: Any, body: Node, fn: Function, reads: list[Any]) -> bool:
+    """Return whether two reads of the array name elements a small constant apart (`u[i - 1]`, `u[i + 1]`), their
+    indices read as canonical polynomials (locals defined once expanded, macros and casts folded)."""
+
+    def resolve(name: str) -> Node | None:
+        defs = ks.definitions.get(name)
+        return defs[0] if defs and len(defs) == 1 else None
+
+    canon = Canonicalizer(model.text, model.constants, resolve)
+    forms = []
+    for a in reads:
+        node = _subscript_at(body, fn.span(a.span))
+        idx = node.child_by_field_name("indices") if node is not None else None
+        kids = [k for k in idx.named_children if k.type != "comment"] if idx is not None else []
+        if len(kids) == 1:
+            forms.append(canon.of(kids[0]))
+    for i, f in enumerate(forms):
+        for g in forms[i + 1 :]:
+            d = (f + g.scale(Fraction(-1))).constant
+            if d is not None and 0 < abs(d) <= _NEAR:
+                return True
+    return False
 
 
 def _analyse(model: FileModel, fn: Function) -> StencilShape:
@@ -305,30 +339,35 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
                 if loop.init is not None and "threadIdx" in loop.init:
                     continue  # the loop over the thread's own elements (a grid- or block-stride loop)
                 n = _trips(model, loop)
+                unit = loop.step_value in (1, -1)
                 if n is None and loop.kind in ("while", "do") and loop.var is None:
-                    n = _while_trips(model, ks, loop)
-                    if n == _ELEMENT_LOOP:
+                    w = _while_trips(model, ks, loop)
+                    if w == _ELEMENT_LOOP:
                         continue
+                    n, unit = (None, False) if w is None else (w // _STEP_SCALE, bool(w % _STEP_SCALE))
                 if n is None or n > MAX_TRIP:
                     trips = 0
                     break
                 trips *= n
-                looped = looped or n > 1
+                # A unit-step loop whose counter the index reads walks neighbouring elements (`dx = -1 .. 1`);
+                # a loop over rows ROWS apart (a transpose's `j += 8`) does not.
+                counter = loop.var or _counter(loop)
+                looped = looped or (n > 1 and unit and counter is not None and counter in a.index_names)
             count += trips if trips else 0
             if not trips:
                 count = -1
                 break
         if count < 0:
             continue
-        if count >= 3 and (len(reads) >= 2 or looped) and any(a.index_names for a in reads):
+        if count >= 3 and any(a.index_names for a in reads) and (looped or _near_reads(model, ks, body, fn, reads)):
             candidates.append((count, name))
     if not candidates:
         if written & {a.base for a in glob if a.kind is AccessKind.READ}:
             both = sorted(written & {a.base for a in glob if a.kind is AccessKind.READ})
             raise _Reject(f"`{fn.name}` reads and writes `{both[0]}`: no read-only neighbourhood to stage")
         raise _Reject(
-            f"`{fn.name}` reads no read-only array at three or more neighbouring elements per thread outside loops "
-            f"of more than {MAX_TRIP} iterations"
+            f"`{fn.name}` reads no read-only array at three or more neighbouring elements per thread (reads at most "
+            f"{_NEAR} elements apart, or a unit-step loop) outside loops of more than {MAX_TRIP} iterations"
         )
     count, name = max(candidates)
     reads_acc = [a for a in glob if a.base == name]
