@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
+from typing import Any
 
-from warpwise.analyzers.facts_memory import kernel_syntax, linear
+from warpwise.analyzers.facts_memory import binary_parts, kernel_syntax, linear, unparen
 from warpwise.analyzers.facts_reduce import geometry_limits, int_range
 from warpwise.analyzers.model import Access, FileModel, Function, SharedArray
 
@@ -71,12 +72,9 @@ def _in_bounds_lanes(
             for sub, extent in zip(subs, arr.dim_values, strict=True):
                 if sub is None or not extent:
                     continue
-                form = linear(ks, sub)
-                c = form.get("tid.x") if form else None
+                c = _x_coefficient(model, fn, ks, sub, limits)
                 if not isinstance(c, Fraction) or c <= 0 or c.denominator != 1:
                     continue
-                if any(isinstance(v, Fraction) and v < 0 for v in form.values()):
-                    continue  # A negative term could move the index back into bounds for larger lanes.
                 # The smallest value of the other terms (lane 0): `4 * tx + 3 < 65` allows 16 lanes, not 17.
                 low = int_range(model, fn, sub, {**limits, "threadIdx.x": (0, 0)})
                 offset = max(0, low[0]) if low is not None else 0
@@ -94,3 +92,29 @@ def lane_ways(words: int, lanes: int) -> int:
         return 1
     banks = Counter((lane * words) % WARP for lane in range(lanes))
     return max(banks.values())
+
+
+def _x_coefficient(
+    model: FileModel, fn: Function, ks: Any, node: Any, limits: dict[str, tuple[int, int]], depth: int = 0
+) -> Fraction | None:
+    """Return the coefficient of `threadIdx.x` in a subscript made of non-negative terms, or None: a linear form's,
+    or, through sums, a term's that is linear plus terms that do not depend on `threadIdx.x` at all (`4 * tx +
+    ty / 4`: the quotient's range is the same whatever `threadIdx.x` is)."""
+    form = linear(ks, node)
+    if form is not None:
+        if any(isinstance(v, Fraction) and v < 0 for v in form.values()):
+            return None  # A negative term could move the index back into bounds for larger lanes.
+        c = form.get("tid.x")
+        return c if isinstance(c, Fraction) else (Fraction(0) if c is None else None)
+    if depth > 8:
+        return None
+    parts = binary_parts(unparen(node))
+    if parts is not None and parts[1] == "+":
+        a = _x_coefficient(model, fn, ks, parts[0], limits, depth + 1)
+        b = _x_coefficient(model, fn, ks, parts[2], limits, depth + 1)
+        return None if a is None or b is None else a + b
+    lo = int_range(model, fn, node, {**limits, "threadIdx.x": (0, 0)})
+    hi = int_range(model, fn, node, limits)
+    if lo is not None and hi is not None and lo == hi and lo[0] >= 0:
+        return Fraction(0)
+    return None
