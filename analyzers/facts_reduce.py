@@ -1026,7 +1026,18 @@ def is_uniform(model: FileModel, fn: Function, node: Node | None, depth: int = 0
         return True
     if t == "field_expression":
         text = clean(text_of(model, node)).replace(" ", "")
-        return text.startswith(("blockIdx.", "blockDim.", "gridDim."))
+        if text.startswith(("blockIdx.", "blockDim.", "gridDim.")):
+            return True
+        # A member of a struct the kernel takes by value (`params.dstate`): one copy of the argument for all threads.
+        obj, op = node.child_by_field_name("argument"), node.child_by_field_name("operator")
+        return (
+            obj is not None
+            and op is not None
+            and op.type == "."
+            and obj.type == "identifier"
+            and fn.param(text_of(model, obj)) is not None
+            and is_uniform(model, fn, obj, depth + 1)
+        )
     if t == "identifier":
         name = text_of(model, node)
         p = fn.param(name)

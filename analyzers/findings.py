@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from warpwise.analyzers.barriers import unguarded_tile_loop
+from warpwise.analyzers.banks import lane_ways, x_lanes
+from warpwise.analyzers.barriers import barrier_guard, unguarded_tile_loop
 from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.macros import view_width
 from warpwise.analyzers.model import (
@@ -311,6 +312,20 @@ def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
             # A macro or a cast may read the element as a wider vector: its banks are not the element's.
             continue
         arr = next((s for s in fn.shared if s.name == acc.base), None)
+        where = "a warp's accesses"
+        degree = f"{ways}-way"
+        banks = 32 // ways
+        lanes = x_lanes(model, fn, acc, arr)
+        if lanes is not None:
+            # Fewer than 32 lanes along x (`analyzers.banks`): the lanes of one row of the warp give a lower bound.
+            if acc.width != 4:
+                continue
+            ways = lane_ways(words, lanes[0])
+            if ways < 2:
+                continue
+            banks = len({(lane * words) % 32 for lane in range(lanes[0])})
+            where = f"with {lanes[0]} threads along x ({lanes[1]}), the lanes of a row of the warp"
+            degree = f"{ways}-way"
         hint = ""
         if arr is not None and len(arr.dims) >= 2 and arr.dim_values and arr.dim_values[-1]:
             hint = (
@@ -321,8 +336,8 @@ def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
         yield Finding(
             "shared-bank-conflict",
             Severity.WARNING,
-            f"`{acc.base}[{']['.join(acc.indices)}]`: adjacent threads are {words} words apart, so a warp's "
-            f"accesses fall into {32 // ways} bank{'s' if 32 // ways > 1 else ''} ({ways}-way bank conflict){hint}.",
+            f"`{acc.base}[{']['.join(acc.indices)}]`: adjacent threads are {words} words apart, so {where} "
+            f"fall into {banks} bank{'s' if banks > 1 else ''} ({degree} bank conflict){hint}.",
             fn.span(acc.span),
             fn.name,
             related=(Related(f"`{arr.name}` is declared here", fn.span(arr.span)),) if arr is not None else (),
@@ -390,25 +405,27 @@ def _divergent_sync(model: FileModel, fn: Function) -> Iterator[Finding]:
     syncs = [c for c in fn.calls if c.category == "sync" and (c.name in _BLOCK_SYNCS or c.name.endswith(".sync"))]
     if not syncs:
         return
+    guards = {id(c): barrier_guard(model, fn, c) for c in syncs}
     for call in syncs:
         if call.name.endswith(".sync") and "block" not in call.name and "cta" not in call.name:
             continue
-        if call.thread_dependent_guard is not None:
+        guard = guards[id(call)]
+        if guard is not None:
             yield Finding(
                 "divergent-syncthreads",
                 Severity.ERROR,
-                f"`{call.name}()` runs under `{call.thread_dependent_guard}`, which depends on the thread index; "
+                f"`{call.name}()` runs under `{guard}`, which depends on the thread index; "
                 "threads that do not reach it leave the block's barrier waiting (undefined behaviour: hangs or "
                 "wrong shared-memory results).",
                 fn.span(call.span),
                 fn.name,
-                data={"guard": call.thread_dependent_guard},
+                data={"guard": guard},
             )
     first_sync = min(syncs, key=lambda c: c.span[0])
     for branch in fn.branches:
         if not (branch.thread_dependent and branch.has_return):
             continue
-        later = [c for c in syncs if c.span[0] > branch.span[1] and c.thread_dependent_guard is None]
+        later = [c for c in syncs if c.span[0] > branch.span[1] and guards[id(c)] is None]
         if not later or branch.span[0] > max(c.span[0] for c in syncs):
             continue
         target = later[0] if later else first_sync

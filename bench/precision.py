@@ -55,8 +55,22 @@ def corpus() -> list[dict[str, str]]:
 
 
 def export(mirrors: Path, out: Path) -> None:
-    """Write the `.cu`/`.cuh` files of every pinned repository to `out/<name>/` from the bare mirrors."""
+    """Write the `.cu`/`.cuh` files of every pinned repository to `out/<name>/` from the bare mirrors, and, for a
+    repository whose own build flags `bench/realworld_build.py` records (read from its setup.py or CMakeLists.txt),
+    a `.warpwise.toml` with those nvcc flags: warpwise then reads them as it reads a user's project configuration
+    (fast math, for example, makes `precise-math-call` a no-op)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from realworld_build import RECIPES
+
     for entry in corpus():
+        recipe = RECIPES.get(entry["name"])
+        if recipe is not None:
+            (out / entry["name"]).mkdir(parents=True, exist_ok=True)
+            flags = ", ".join(json.dumps(f) for f in recipe.nvcc_flags)
+            (out / entry["name"] / ".warpwise.toml").write_text(
+                f"# The repository's own nvcc flags ({recipe.where}), from bench/realworld_build.py.\n"
+                f"nvcc-flags = [{flags}]\n"
+            )
         git_dir = mirrors / entry["repo"].replace("/", "+") / "repo"
         names = subprocess.run(
             ["git", "-C", str(git_dir), "ls-tree", "-r", "--name-only", entry["commit"]],

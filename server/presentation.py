@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from warpwise.analyzers.findings import Severity
 from warpwise.server.analysis import Analysis
 from warpwise.server.providers import Item
-from warpwise.skills.presentation import Outlook, shown_severity, why_shown
+from warpwise.skills.presentation import Outlook, shown_severity, unproven_benefit, why_shown
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def _card_outlook(
         speedup=float(pred.speedup) if pred is not None else None,
         p_verified=float(pred.p_verified) if pred is not None else None,
         verified=verified,
+        unproven_benefit=unproven_benefit(item.verdicts),
     )
 
 

@@ -7,6 +7,9 @@ a warning only when it is worth acting on:
   `error` only where the rule proved the problem),
 * a performance finding is a warning when a gain is expected (the learned ranking predicts at least
   `MIN_SPEEDUP` with a chance to verify of at least `MIN_P_VERIFIED`) or measured (a verified gate result),
+* a prediction never raises a finding its card declares a hint while one of the card's benefit preconditions is
+  not proven on this code (`Outlook.unproven_benefit`): the card says its gain depends on that condition, and a
+  ranking trained on other kernels does not decide it (a verified result still does),
 * an uncoalesced global access that multiplies the DRAM sectors a warp moves by at least `MIN_TRAFFIC_FACTOR`
   (`skills.traffic`, from the model's strides) is a warning too, prediction or not: its gain follows from the
   memory traffic alone (a finding declared below warning is not raised),
@@ -21,9 +24,12 @@ and the command line share this one rule without this layer knowing the ranking 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from warpwise.analyzers.findings import RULES, Severity
+from warpwise.skills.regions import VerdictStatus
 
 MIN_SPEEDUP = 1.1
 """The predicted speedup a performance finding needs to be drawn as a warning."""
@@ -46,6 +52,8 @@ class Outlook:
     """How many times the DRAM sectors of a coalesced access this one moves (`skills.traffic`)."""
     traffic: str = ""
     """That figure in one phrase, for the hover."""
+    unproven_benefit: str | None = None
+    """A benefit precondition of the card that does not hold on this code (unknown), by its id or text."""
 
     @property
     def large_traffic_win(self) -> bool:
@@ -83,7 +91,11 @@ def shown_severity(
         return declared
     if concern == "correctness":
         return declared
-    if outlook is not None and outlook.expected_gain:
+    if (
+        outlook is not None
+        and outlook.expected_gain
+        and (outlook.verified or declared is not Severity.HINT or outlook.unproven_benefit is None)
+    ):
         return Severity.WARNING
     if outlook is not None and outlook.large_traffic_win and declared in (Severity.WARNING, Severity.ERROR):
         return Severity.WARNING
@@ -104,9 +116,27 @@ def why_shown(severity: Severity, declared: Severity, outlook: Outlook | None, c
         )
     if severity is Severity.WARNING and outlook is not None and outlook.large_traffic_win:
         return f"Shown as a warning: {outlook.traffic}."
+    if severity is Severity.HINT and outlook is not None and outlook.expected_gain and outlook.unproven_benefit:
+        return (
+            f"Shown as a hint: the ranking predicts {outlook.speedup:.2f}x, but the card's benefit condition "
+            f"`{outlook.unproven_benefit}` is not established on this code; only a verified result raises it."
+        )
     if severity is Severity.HINT and declared is not Severity.HINT:
         return (
             f"Shown as a hint (declared {declared.value}): no gain of at least {MIN_SPEEDUP:g}x is predicted or "
             "verified; `warpwise.diagnostics.showAll` shows every finding at its declared severity."
         )
     return ""
+
+
+def unproven_benefit(verdicts: Iterable[Any]) -> str | None:
+    """Return the first benefit precondition among a match's verdicts that does not hold (its id, else its text),
+    or None when every benefit precondition holds. Takes the engine's `PreconditionVerdict`s (`id`, `status`) or
+    the server's `Verdict`s (`name`, `verdict`)."""
+    for v in verdicts:
+        if getattr(v, "kind", "soundness") != "benefit":
+            continue
+        status = getattr(v, "status", None) or getattr(v, "verdict", None)
+        if status is not VerdictStatus.HOLDS:
+            return str(getattr(v, "id", None) or getattr(v, "name", ""))
+    return None

@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from warpwise.analyzers.model import AccessPattern, FileModel, MemorySpace
+from warpwise.analyzers.expr.values import type_size
+from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, MemorySpace
 
 SECTOR_BYTES = 32
 WARP = 32
@@ -72,12 +73,74 @@ def access_traffic(model: FileModel, function: str | None, start: int) -> Traffi
             continue
         if fn.base + acc.span[0] != start:
             continue
-        width = acc.width or 4
+        width = _bytes_moved(acc) or 4
         contiguous = sectors(1, width)
+        if acc.stride is not None and _covered_by_siblings(model, fn, acc):
+            # `x[4 * t]`, `x[4 * t + 1]`, ... `x[4 * t + 3]`: each access is strided, but together the warp's lanes
+            # read every byte of the sectors they fetch, so the accesses move what a contiguous one would.
+            return Traffic(1.0, contiguous, contiguous, "its neighbouring accesses use the rest of each sector")
         if acc.stride is not None:
-            n = sectors(acc.stride, width)
+            # The stride is in elements; a view (`LDST128BITS(b[i])`) moves `width` bytes from each lane's start.
+            n = sectors(acc.stride * Fraction(acc.width or width, width), width)
             return Traffic(n / contiguous, n, contiguous)
-        rows = max(1, math.ceil(SECTOR_BYTES / width))
-        n = sectors(rows, width)
+        rows = max(1, math.ceil(SECTOR_BYTES / (acc.width or width)))
+        n = sectors(rows * Fraction(acc.width or width, width), width)
         return Traffic(n / contiguous, n, contiguous, f"for `{acc.stride_text}` of at least {rows} elements")
     return None
+
+
+def _offset_form(model: FileModel, fn: Function, acc: Access) -> tuple[int, str] | None:
+    """Return (constant offset, the rest of the index, white space removed) of a one-dimensional index."""
+    from warpwise.analyzers.facts_memory import binary_parts, const_value, kernel_syntax, squash, unparen
+
+    ks = kernel_syntax(model, fn)
+    if ks is None or len(acc.indices) != 1:
+        return None
+    node = unparen(ks.node.descendant_for_byte_range(*fn.span(acc.index_span)))
+    parts = binary_parts(node) if node is not None else None
+    if parts is not None and parts[1] in ("+", "-"):
+        left, op, right = parts
+        c = const_value(model, right)
+        if c is not None:
+            return (c if op == "+" else -c), squash(ks.text(unparen(left)))
+        c = const_value(model, left) if op == "+" else None
+        if c is not None:
+            return c, squash(ks.text(unparen(right)))
+    return 0, squash(ks.text(node)) if node is not None else ""
+
+
+def _covered_by_siblings(model: FileModel, fn: Function, acc: Access) -> bool:
+    """Return whether the accesses of the same array at constant offsets from one index (`x[b]`, `x[b + 1]`, ...),
+    read or written alike, together cover every element between one lane's start and the next lane's."""
+    if acc.stride is None or acc.stride.denominator != 1 or not acc.element_type:
+        return False
+    stride = abs(acc.stride.numerator)
+    elem = type_size(acc.element_type.replace("const", "").strip()) or None
+    if not elem or not acc.width or acc.width % elem:
+        return False
+    moved = _bytes_moved(acc)
+    mine = _offset_form(model, fn, acc)
+    if mine is None:
+        return False
+    covered: set[int] = set()
+    reading = acc.kind is AccessKind.READ
+    for other in fn.accesses:
+        if other.base != acc.base or other.space is not acc.space or (other.kind is AccessKind.READ) != reading:
+            continue
+        if other.kind is AccessKind.ADDRESS or other.stride != acc.stride or _bytes_moved(other) != moved:
+            continue
+        form = _offset_form(model, fn, other)
+        if form is None or form[1] != mine[1]:
+            continue
+        covered.update(range(form[0], form[0] + max(1, _bytes_moved(other) // elem)))
+    start = min(covered, default=0)
+    return all(start + i in covered for i in range(stride))
+
+
+def _bytes_moved(acc: Access) -> int:
+    """Return the bytes one access moves: its view's (`HALF2(x[i])` moves a `half2`) or its element's."""
+    if acc.view_type:
+        size = type_size(acc.view_type.replace("const", "").strip())
+        if size:
+            return size
+    return acc.width or 0

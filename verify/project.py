@@ -19,6 +19,7 @@ file becomes a `ConfigProblem` naming the file and the key, and the default stan
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import tomllib
@@ -28,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_NAMES = (".warpwise.toml", "warpwise.toml", "pyproject.toml")
+FAST_MATH_FLAGS = frozenset({"--use_fast_math", "-use_fast_math", "--use-fast-math", "-use-fast-math"})
+"""The spellings nvcc and NVRTC accept for fast math (nvcc `--use_fast_math`/`-use_fast_math`, NVRTC also
+`--use-fast-math`)."""
 _STD_VALUES = frozenset({"c++11", "c++14", "c++17", "c++20", "c++03"})
 
 
@@ -76,6 +80,14 @@ class BuildFlags:
         opts += [f"-D{d}" for d in self.defines]
         opts.append(f"--std={self.std}")
         return tuple(opts)
+
+    def fast_math(self) -> str | None:
+        """Return the flag that makes this build use fast math (`--use_fast_math`, which turns `expf` into
+        `__expf`, divisions and square roots into approximations, and denormals into zero), or None."""
+        for flag in (*self.nvcc_flags, *self.nvrtc_flags):
+            if flag in FAST_MATH_FLAGS:
+                return flag
+        return None
 
     def describe(self) -> str:
         """Return one line saying where the flags came from."""
@@ -468,7 +480,7 @@ def parse_command_line(argv: list[str], directory: Path) -> BuildFlags:
         elif a.startswith(("-arch=", "--gpu-architecture=")):
             value = a.split("=", 1)[1]
             arch = value.replace("compute_", "sm_") if value.startswith(("sm_", "compute_")) else arch
-        elif a in ("--expt-relaxed-constexpr", "--expt-extended-lambda", "--extended-lambda", "-use_fast_math"):
+        elif a in ("--expt-relaxed-constexpr", "--expt-extended-lambda", "--extended-lambda") or a in FAST_MATH_FLAGS:
             extra.append(a)
         i += 1
     resolved = tuple(dict.fromkeys(str((directory / d).resolve()) for d in dirs))
@@ -504,3 +516,30 @@ def flags_for(
     if cli is not None:
         flags = flags.merged(cli)
     return flags
+
+
+def fast_math_origin(file: str | Path) -> str | None:
+    """Return where the build of `file` asks for fast math (`` `--use_fast_math` in <source>``), or None when its
+    project configuration and compile_commands.json entry do not (nvcc's default: precise math). Read through
+    `flags_for`, cached by the file and the modification times of the sources it read."""
+    try:
+        config = find_config(file)
+        db = find_compile_commands(file)
+        stamp = tuple(_mtime(p) for p in (config, db))
+    except OSError:
+        return None
+    return _fast_math_origin(str(file), stamp)
+
+
+def _mtime(path: Path | None) -> float | None:
+    return path.stat().st_mtime if path is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _fast_math_origin(file: str, stamp: tuple[float | None, ...]) -> str | None:
+    del stamp  # Part of the cache key only: a changed configuration is read again.
+    flags = flags_for(file)
+    flag = flags.fast_math()
+    if flag is None:
+        return None
+    return f"`{flag}` in " + ("; ".join(flags.origins) or "the project's flags")

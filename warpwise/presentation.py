@@ -14,7 +14,7 @@ from typing import Any
 
 from warpwise.analyzers.findings import Finding
 from warpwise.engine import FileReport
-from warpwise.skills.presentation import Outlook, rule_concern, shown_severity
+from warpwise.skills.presentation import Outlook, rule_concern, shown_severity, unproven_benefit
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,11 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
         if match is not None and match.has_rewrite:
             pred = preds.get((match.function, match.card_id))
             if pred is not None:
-                look = Outlook(speedup=float(pred.speedup), p_verified=float(pred.p_verified))
+                look = Outlook(
+                    speedup=float(pred.speedup),
+                    p_verified=float(pred.p_verified),
+                    unproven_benefit=unproven_benefit(match.verdicts),
+                )
         if f.rule in traffic_ids():
             traffic = access_traffic(report.model, f.function, f.span[0])
             if traffic is not None:

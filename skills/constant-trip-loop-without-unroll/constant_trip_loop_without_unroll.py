@@ -10,9 +10,12 @@ and the recognisers only it needs live here too; what several cards share stays 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from warpwise.analyzers.build import analyze_text
-from warpwise.analyzers.facts import loop_label
+from warpwise.analyzers.facts import loop_label, tree_of
+from warpwise.analyzers.facts_reduce import single_definition, text_of
+from warpwise.analyzers.model import Loop
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -35,6 +38,10 @@ def constant_trip_loops_without_unroll(ctx: MatchContext, min_trips: int = 2) ->
     for loop in fn.loops:
         if loop.kind != "for" or loop.unroll is not None or loop.trip_count is None or loop.trip_count < min_trips:
             continue
+        if _header_reads_warp_size(ctx, loop):
+            # `warpSize` is 32 on every GPU but not a constant expression for nvcc: with or without the pragma the
+            # loop stays rolled (nvcc 13.0, sm_90: the same SASS), so the fix would change nothing.
+            continue
         yield Region(
             AnchorKind.LOOP,
             fn,
@@ -42,6 +49,32 @@ def constant_trip_loops_without_unroll(ctx: MatchContext, min_trips: int = 2) ->
             f"loop:{loop.id}:{loop.var}",
             {"loop": loop, "var": loop.var or "?", "trips": loop.trip_count, "loop_label": loop_label(loop)},
         )
+
+
+def _header_reads_warp_size(ctx: MatchContext, loop: Loop) -> bool:
+    """Return whether a loop's header reads `warpSize`, directly or through locals defined once from it."""
+    tree = tree_of(ctx.model)
+    start, end = ctx.function.span(loop.header_span)
+    node = tree.root_node.descendant_for_byte_range(start, end)
+    return node is not None and _reads_warp_size(ctx, node, set())
+
+
+def _reads_warp_size(ctx: MatchContext, node: Any, seen: set[str]) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            name = text_of(ctx.model, n)
+            if name == "warpSize":
+                return True
+            if name not in seen and len(seen) < 16:
+                seen.add(name)
+                value = single_definition(ctx.model, ctx.function, name)
+                if value is not None and _reads_warp_size(ctx, value, seen):
+                    return True
+            continue
+        stack.extend(n.named_children)
+    return False
 
 
 @check("loop_trip_count_at_most")

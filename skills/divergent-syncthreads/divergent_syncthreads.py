@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warpwise.analyzers.barriers import unguarded_tile_loop
+from warpwise.analyzers.barriers import barrier_guard, unguarded_tile_loop
 from warpwise.analyzers.findings import Related
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, violated
@@ -29,20 +29,22 @@ def divergent_block_barriers(ctx: MatchContext) -> Iterator[Region]:
         if c.category == "sync"
         and (c.name in _BLOCK_SYNCS or (c.name.endswith(".sync") and ("block" in c.name or "cta" in c.name)))
     ]
+    guards = {id(c): barrier_guard(ctx.model, fn, c) for c in syncs}
     for call in syncs:
-        if call.thread_dependent_guard is not None:
-            what = f"`{call.name}()` runs under `{call.thread_dependent_guard}`, which depends on the thread index"
+        guard = guards[id(call)]
+        if guard is not None:
+            what = f"`{call.name}()` runs under `{guard}`, which depends on the thread index"
             yield Region(
                 AnchorKind.CALL,
                 fn,
                 call.span,
                 f"sync:{call.span[0]}",
-                {"barrier": call.name, "guard": call.thread_dependent_guard, "what": what},
+                {"barrier": call.name, "guard": guard, "what": what},
             )
     for branch in fn.branches:
         if not (branch.thread_dependent and branch.has_return):
             continue
-        later = [c for c in syncs if c.span[0] > branch.span[1] and c.thread_dependent_guard is None]
+        later = [c for c in syncs if c.span[0] > branch.span[1] and guards[id(c)] is None]
         if not later:
             continue
         target = later[0]

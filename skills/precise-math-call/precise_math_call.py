@@ -1,6 +1,7 @@
 """Rules of the `precise-math-call` card (Use the fast math intrinsic): what only this card uses.
 
-Registered here: matcher `math_calls_with_fast_intrinsic`, check `is_float_math_call`. The card's rewrite and the
+Registered here: matcher `math_calls_with_fast_intrinsic`, check `is_float_math_call`, check
+`build_keeps_precise_math`. The card's rewrite and the
 recognisers only it needs live here too; what several cards share stays in the engine modules
 (`warpwise.skills.matchers`, `.checks`, `.rewrites`, `.facts*`). The library imports this file by path as
 `warpwise.skills.cards.precise_math_call`.
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, violated
 from warpwise.skills.rewrite import Edit, RewriteContext
+from warpwise.verify.project import fast_math_origin
 
 FAST_INTRINSICS = {
     "expf": "__expf",
@@ -51,6 +53,19 @@ def is_float_math_call(ctx: CheckContext) -> Verdict:
     if name.endswith("f") and not name.startswith("__"):
         return holds(f"`{name}` is the float variant")
     return violated(f"`{name}` is not a single-precision math function")
+
+
+@check("build_keeps_precise_math")
+def build_keeps_precise_math(ctx: CheckContext) -> Verdict:
+    """Hold unless the file's build (project configuration, compile_commands.json) uses fast math, which already
+    compiles every such call to its intrinsic: the rewrite then changes nothing."""
+    name, fast = ctx.fact("name", ""), ctx.fact("fast", "")
+    origin = fast_math_origin(ctx.model.path) if ctx.model.path else None
+    if origin is not None:
+        return violated(f"the build uses fast math ({origin}), which already compiles `{name}` to `{fast}`")
+    if not ctx.model.path:
+        return holds(f"no build flags for this text: nvcc's default keeps `{name}` precise")
+    return holds(f"the project's flags for this file do not ask for fast math, so `{name}` stays precise")
 
 
 def fast_math_intrinsic(ctx: RewriteContext) -> list[Edit] | None:

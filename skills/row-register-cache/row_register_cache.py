@@ -705,7 +705,34 @@ def row_register_cache(ctx: MatchContext, **_args: Any) -> Iterator[Region]:
         fn,
         fn.name_span,
         f"row-register-cache:{fn.name}",
-        {"kernel": fn.name, "row_cache": rc, "what": rc.summary, "passes": str(len(rc.passes))},
+        {
+            "kernel": fn.name,
+            "row_cache": rc,
+            "what": rc.summary,
+            "passes": str(len(rc.passes)),
+            "claim": _claim(rc),
+            # One pass reads nothing twice: what is left is unrolling it (its loads issued together), a gain the
+            # card's "when it helps" does not promise, so it is a hint (the search still tries it).
+            **({"_severity": "hint"} if len(rc.passes) < 2 or not rc.slots else {}),
+        },
+    )
+
+
+def _claim(rc: RowCache) -> str:
+    """Return what the finding says: the elements read again by the later passes, or, for a single pass, that
+    nothing is read again and only the unrolling is offered."""
+    if len(rc.passes) >= 2 and rc.slots:
+        return (
+            f"reads {rc.summary} again in each of its {len(rc.passes)} passes over the row: every pass goes back to "
+            "device memory (or L2) for elements the lane has just read."
+        )
+    if len(rc.passes) < 2:
+        passes, verb, them = "one pass", "reads", "it"
+    else:
+        passes, verb, them = f"{len(rc.passes)} passes", "read", "them"
+    return (
+        f"walks its row in {passes} that {verb} nothing twice; the rewrite only unrolls {them} into guarded loads per "
+        "lane that are issued together."
     )
 
 

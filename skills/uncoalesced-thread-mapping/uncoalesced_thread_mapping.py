@@ -15,17 +15,20 @@ from typing import Any
 
 from warpwise.analyzers.facts import tree_of
 from warpwise.analyzers.facts_memory import (
+    binary_parts,
     builtin_axis,
+    const_value,
     kernel_syntax,
     lane_class,
     launch_syntax,
     launches_of,
+    linear,
     squash,
     unparen,
 )
 from warpwise.analyzers.model import AccessKind, AccessPattern, FunctionKind, MemorySpace
 from warpwise.skills.checks.memory import _WARP_CALLS, _ks
-from warpwise.skills.matchers.memory import _related_launches, index_form
+from warpwise.skills.matchers.memory import _index_node, _related_launches, index_form
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -136,6 +139,39 @@ def mirrored_grid_fits(ctx: CheckContext) -> Verdict:
     return holds("every grid's x dimension is at most 65535, the limit it has as y")
 
 
+def _class_along(ks: Any, node: Any, lane: str, depth: int = 0) -> str:
+    """Classify how an index varies along one thread axis when it is not one linear form: sums of terms, and a term
+    divided by a positive constant (`row * cols / 4 + col`, the float4 index of a row-major matrix). A quotient
+    whose dividend does not depend on the axis is uniform along it; one whose stride along it is symbolic
+    (`row * cols / 4`: `cols / 4` elements per step) is strided, as a symbolic stride is for a linear form."""
+    node = unparen(node)
+    if node is None or depth > 12:
+        return "unknown"
+    form = linear(ks, node)
+    if form is not None:
+        return lane_class(form, lane)
+    parts = binary_parts(node)
+    if parts is None:
+        return "unknown"
+    left, op, right = parts
+    if op in ("+", "-"):
+        classes = {_class_along(ks, left, lane, depth + 1), _class_along(ks, right, lane, depth + 1)}
+        for c in ("unknown", "strided"):
+            if c in classes:
+                return c
+        return "contiguous" if "contiguous" in classes else "uniform"
+    divisor = const_value(ks.model, right) if op in ("/", ">>") else None
+    if divisor is None or divisor <= 0:
+        return "unknown"
+    dividend = linear(ks, left)
+    if dividend is None:
+        return "unknown"
+    step = dividend.get(lane)
+    if step is None:
+        return "uniform"
+    return "strided" if isinstance(step, str) else "unknown"
+
+
 @check("swap_keeps_accesses_coalesced")
 def swap_keeps_accesses_coalesced(ctx: CheckContext) -> Verdict:
     """Hold when, after swapping x and y, no global access of the kernel is strided along `threadIdx.x`."""
@@ -148,6 +184,12 @@ def swap_keeps_accesses_coalesced(ctx: CheckContext) -> Verdict:
         if form is None:
             if a.pattern.value in ("uniform",):
                 continue
+            node = _index_node(ks, fn, a) if len(a.indices) == 1 else None
+            if node is not None and _class_along(ks, node, "tid.y") == "strided":
+                return violated(
+                    f"`{a.base}[{a.index}]` would become strided along `threadIdx.x` after the swap: a transpose, "
+                    "which needs a shared-memory tile instead"
+                )
             return unknown(f"how `{a.base}[{a.index}]` varies along `threadIdx.y` is not known")
         after = lane_class(form, "tid.y")
         if after == "strided":

@@ -154,3 +154,27 @@ def test_syntax_problems_are_one_info_finding_per_file() -> None:
 def test_known_parser_gaps_are_not_reported_as_syntax_errors() -> None:
     src = "__global__ void k(float* a) { auto f = [] __device__ (float v) { return v; }; a[0] = f(1.0f); }"
     assert not any(r == "syntax-error" for r, _ in rules(src))
+
+
+def test_bank_conflict_degree_counts_the_lanes_a_tile_allows_along_x() -> None:
+    """A tile written for 16x16 blocks (launched where the model cannot see it): the in-bounds subscripts allow at
+    most 16 threads along x, so a warp is two rows of 16 lanes and the degree is counted over 16 (issue 18)."""
+    src = """
+__global__ void t16(const float* in, float* out, int n) {
+  __shared__ float tile[16][16 * 4 + 1];
+  const int lx = threadIdx.x;
+  const int ly = threadIdx.y;
+  tile[ly][lx * 4 + 3] = in[(blockIdx.y * 16 + ly) * n + blockIdx.x * 64 + lx];
+  __syncthreads();
+  out[(blockIdx.x * 16 + lx) * n + ly] = tile[lx][ly * 4];
+}"""
+    found = [f for f in check_model(analyze_text(src), {"shared-bank-conflict"})]
+    by_line = {f.message.split("`")[1]: f for f in found}
+    store = by_line["tile[ly][lx * 4 + 3]"]
+    assert "with 16 threads along x" in store.message and "(2-way bank conflict)" in store.message
+    # The same tile, launched with 32 threads along x in this file: the 32-lane count stands (4-way).
+    wide = src.replace("tile[16][16 * 4 + 1]", "tile[32][32 * 4 + 1]") + (
+        "\nvoid host(const float* i, float* o, int n) { t16<<<dim3(1, 1), dim3(32, 32)>>>(i, o, n); }\n"
+    )
+    (w,) = [f for f in check_model(analyze_text(wide), {"shared-bank-conflict"}) if "lx * 4 + 3" in f.message]
+    assert "threads along x" not in w.message and "(4-way bank conflict)" in w.message

@@ -1,8 +1,8 @@
 """The first compile-only build for a resource claim does not hold up the analysis lane (issue 18).
 
 NVRTC's first compilation in a process takes seconds. The server builds in the background, in a separate
-process: the first diagnostics of a file come without waiting for it (the claim is unconfirmed there), and the
-diagnostics are published again with ptxas' figures once the build answered. A stand-in build process that takes
+process: the first diagnostics of a file come without waiting for it (with no claim where only the build can
+decide), and the diagnostics are published again with ptxas' figures once the build answered. A stand-in build process that takes
 6 s per request (the warm-up at start, then the kernel) stands for a slow first build.
 """
 
@@ -47,9 +47,10 @@ async def test_first_diagnostics_do_not_wait_for_the_first_resource_build() -> N
         uri = s.open(SOURCE)
         diags = await s.static(uri)
         waited = time.perf_counter() - t0
+        # Every index of the fixture's arrays is a counter of a compile-time trip loop: until ptxas answers, whether
+        # nvcc unrolls them is unknown, so the first diagnostics claim nothing about local memory (issue 18).
         local = [d for d in diags if str(d.code) == "dynamic-local-array-index"]
-        assert local, [str(d.code) for d in diags]
-        assert "unconfirmed" in local[0].message, local[0].message
+        assert not local, [d.message for d in local]
         # The warm-up and the kernel's build take 2 x 6 s in the stand-in; the first diagnostics did not wait.
         assert waited < DELAY_S, f"the first diagnostics took {waited:.1f} s"
         confirmed = await s.pushed(uri, lambda p: any("96 bytes of stack frame" in d.message for d in p.diagnostics))

@@ -80,3 +80,72 @@ def test_the_naive_transpose_is_a_warning_in_the_quiet_default(monkeypatch: pyte
     assert "strided-transpose-access" in [f.rule for f in naive], [(f.rule, f.severity) for f in report.findings]
     # The rule the card supersedes on that access is not shown beside it.
     assert not [f for f in report.findings if f.rule == "uncoalesced-global-access" and f.function == "transpose_naive"]
+
+
+def test_a_prediction_does_not_raise_a_hint_whose_benefit_the_card_leaves_unproven() -> None:
+    """precise-math-call is a declared hint whose gain needs an arithmetic-bound kernel, which no check decides: a
+    prediction of 1.2x on a memory-bound softmax does not make it a warning; a verified result does (issue 18)."""
+    from warpwise.skills.model import Axis
+    from warpwise.skills.presentation import unproven_benefit, why_shown
+    from warpwise.skills.regions import PreconditionVerdict, VerdictStatus
+
+    def v(kind: str, status: VerdictStatus, pid: str) -> PreconditionVerdict:
+        return PreconditionVerdict(pid, Axis.PIPELINE, "text", kind, status, "reason", True)
+
+    verdicts = (
+        v("soundness", VerdictStatus.UNKNOWN, "error-budget"),
+        v("benefit", VerdictStatus.UNKNOWN, "arithmetic-bound"),
+    )
+    assert unproven_benefit(verdicts) == "arithmetic-bound"
+    assert unproven_benefit(verdicts[:1]) is None, "an undecided soundness condition is not about the gain"
+    assert unproven_benefit((v("benefit", VerdictStatus.HOLDS, "arithmetic-bound"),)) is None
+    predicted = Outlook(1.22, 0.83, unproven_benefit="arithmetic-bound")
+    assert shown_severity("precise-math-call", Severity.HINT, outlook=predicted) is Severity.HINT
+    assert "arithmetic-bound" in why_shown(Severity.HINT, Severity.HINT, predicted, "performance")
+    proven = Outlook(1.22, 0.83)
+    assert shown_severity("precise-math-call", Severity.HINT, outlook=proven) is Severity.WARNING
+    verified = Outlook(1.22, 0.83, verified=True, unproven_benefit="arithmetic-bound")
+    assert shown_severity("precise-math-call", Severity.HINT, outlook=verified) is Severity.WARNING
+    # A card that declares a warning keeps what the prediction says: it did not call its own gain uncertain.
+    assert shown_severity("scalar-global-access", Severity.WARNING, outlook=predicted) is Severity.WARNING
+
+
+def test_neighbouring_accesses_and_views_count_in_the_traffic() -> None:
+    """Four scalar loads `x[4t]` ... `x[4t + 3]` use every byte of the sectors they fetch, and a 16-byte view read
+    from lanes 16 bytes apart is contiguous in bytes: neither multiplies the DRAM sectors (issue 18)."""
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.skills.traffic import access_traffic
+
+    src = b"""
+#define LD4(v) (reinterpret_cast<const float4 *>(&(v))[0])
+__global__ void four(const float* x, float* y) {
+  int t = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  y[t] = x[t];
+  y[t + 1] = x[t + 1];
+  y[t + 2] = x[t + 2];
+  y[t + 3] = x[t + 3];
+}
+__global__ void one_of_four(const float* x, float* y) {
+  int t = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  y[t] = x[t];
+}
+__global__ void rows(const float* x, float4* y, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  y[t] = LD4(x[t * n]);
+}
+"""
+    model = analyze_text(src)
+
+    def factors(kernel: str) -> list[float]:
+        fn = model.function(kernel)
+        out = []
+        for acc in fn.accesses:
+            got = access_traffic(model, kernel, fn.base + acc.span[0])
+            if got is not None:
+                out.append(got.factor)
+        return out
+
+    assert factors("four") and set(factors("four")) == {1.0}
+    assert min(factors("one_of_four")) >= 4.0, "a lone load of every fourth float moves 4x the sectors"
+    # A 16-byte view per lane from rows of at least one sector: 32 sectors where 16 would do, 2x, not 8x.
+    assert factors("rows") == [2.0]
