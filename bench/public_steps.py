@@ -394,7 +394,7 @@ def evidence(doc: dict[str, Any]) -> dict[str, list[Any]]:
             "operator": s["family"],
             "gpu": dev.get("gpu") or "unknown GPU",
             "toolkit": f"NVRTC {dev.get('nvrtc', 'unknown')}",
-            "date": _dt.date.fromisoformat(s.get("measured_on") or "1970-01-01"),
+            "date": _dt.date.fromisoformat((s.get("measured_on") or "1970-01-01")[:10]),
         }
         if "speedup" in s:
             sp = s["speedup"]

@@ -360,6 +360,49 @@ def result_file_records(root: Path, globs: Iterable[str] = RESULT_GLOBS) -> list
     return out
 
 
+# Transformation benchmarks whose every candidate is ONE card's rewrite of the named naive kernel, run through the
+# gate against that kernel (`bench/row_coop/`: "each card is applied alone to the naive kernel"): their gate results
+# are evidence like any other. Files of chained candidates (one card after another) are not listed.
+TRANSFORMATION_RESULTS = ("bench/results/row_coop-*.json",)
+_MECHANISM = re.compile(r"^transformation ([a-z0-9-]+)(?: \([^)]*\))?(?:, params (.*))?$")
+
+
+def transformation_records(root: Path, library: Any, globs: Iterable[str] = TRANSFORMATION_RESULTS) -> list[_Record]:
+    """Return the gate results of single-card transformation benchmarks, for the card's own parameters only.
+
+    A candidate (`candidates` of the file: `original`, `kernel`, `mechanism` "transformation <card>, params k=v
+    ...", `gate`) is kept when the gate ran it and its parameters are the card's anchor arguments: the rewrite the
+    editor's quick fix makes, which is what the ranking ranks (the search's other parameter choices are not).
+    """
+    out: list[_Record] = []
+    for path in sorted({p for g in globs for p in root.glob(g) if p.is_file()}):
+        doc = _load_json(path)
+        if not isinstance(doc, dict) or not isinstance(doc.get("candidates"), dict):
+            continue
+        rel = path.relative_to(root).as_posix()
+        runs = doc.get("runs")
+        gpus = {
+            str(r.get("dir")): _gpu_name(r) for r in (runs if isinstance(runs, list) else []) if isinstance(r, dict)
+        }
+        for cand in doc["candidates"].values():
+            if not isinstance(cand, dict) or not isinstance(cand.get("gate"), dict):
+                continue
+            gate: dict[str, Any] = cand["gate"]
+            m = _MECHANISM.match(str(cand.get("mechanism", "")))
+            if m is None or not cand.get("original") or not cand.get("kernel") or not gate.get("status"):
+                continue
+            card = library.get(m.group(1))
+            if card is None:
+                continue
+            params = dict(kv.split("=", 1) for kv in (m.group(2) or "").split() if "=" in kv)
+            defaults = {k: str(v).lower() for k, v in dict(card.header.anchor.args).items()}
+            if any(defaults.get(k) != v.lower() for k, v in params.items()):
+                continue  # another parameter choice than the quick fix's
+            gpu = gpus.get(str(gate.get("run") or cand.get("run")), "")
+            out.append(_Record(rel, str(cand["original"]), str(cand["kernel"]), card.skill_id, gpu, _outcome(gate)))
+    return out
+
+
 def public_features(root: Path) -> dict[str, Any]:
     """Return the features of version k per public lineage record (`source|card`), as mined from the mirrors.
 
@@ -547,6 +590,9 @@ def build(
     reports = recorded_reports(root)
     records = result_file_records(root, result_globs)
     ts.sources["result files"] = len(records)
+    transformations = transformation_records(root, lib)
+    ts.sources["transformation benchmarks"] = len(transformations)
+    records += transformations
     from_cards = card_records(lib, root) if include_cards else []
     if not include_public:
         from_cards = [r for r in from_cards if not r.file.startswith(PUBLIC_PREFIX)]

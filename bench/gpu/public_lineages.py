@@ -218,9 +218,15 @@ def _rewrite_entries(
         ident = f"{base['id']}+{card}"
         info = {"id": ident, "repo": base["repo"], "lineage": base["lineage"], "version": base["version"]}
         rules = library.get(card).rules if library.get(card) is not None else None
+        launch_changes = None
         if getattr(rules, "problem_launch_changes", None) is not None:
-            not_run.append({**info, "why": f"`{card}` changes the launch in its own way (not modelled by this batch)"})
-            continue
+            # The card's own launch (a grid over rows, a grid of output tiles), relative to the version's launch:
+            # the same `LaunchChange`s the gate applies to a problem file's geometry (`verify/launch.py`).
+            changes = rules.problem_launch_changes(ms)
+            if not changes:
+                not_run.append({**info, "why": f"`{card}` gives no launch for this kernel's problem-file launch"})
+                continue
+            launch_changes = [c.to_dict() for c in changes]
         dev = device_source(new.decode("utf-8", "surrogateescape"), Path(base["file"]).name)
         device_text, shims = compat_shims(dev.text, dev.dropped_includes)
         src = out / "sources" / base["lineage"] / f"{base['version']}+{card}.cu"
@@ -234,6 +240,7 @@ def _rewrite_entries(
                 "card": card,
                 "applicability": ms[0].applicability.value,
                 "grid_factor": grid_factor(card, ms),
+                "launch_changes": launch_changes,
                 "source": str(src.relative_to(out)),
                 "shims": base["shims"] + [x for x in shims if x not in base["shims"]],
                 "dropped_host_functions": list(dev.dropped_functions),
@@ -453,6 +460,8 @@ class Measure:
         factor = entry.get("grid_factor")
         if factor and factor > 1:
             ns["launch"] = _shrunk(ns["launch"], int(factor))
+        if entry.get("launch_changes"):
+            ns["launch"] = _changed(ns["launch"], entry["launch_changes"])
         source = (carry / entry["source"]).read_text(encoding="utf-8")
         result: dict[str, Any] = {
             "id": entry["id"],
@@ -489,6 +498,36 @@ def _shrunk(launch: Any, factor: int) -> Any:
         return tuple(geometry)
 
     return shrunk
+
+
+def _tdiv(a: int, b: int) -> int:
+    """Divide integers as C does (truncating), as `verify/launch.py`'s generated launch does."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _changed(launch: Any, changes: list[dict[str, Any]]) -> Any:
+    """Return a launch function with a card's launch changes applied in order (`verify.launch.LaunchChange`s as
+    dicts: part, axis and a Python expression over `value`, `inputs` and the geometry `g`), as the gate's
+    `launch_candidate` applies them to a problem file's launch."""
+    fns = [
+        (c["part"], int(c["axis"]), eval(f"lambda value, inputs, g: {c['python']}", {"_ww_tdiv": _tdiv}))
+        for c in changes
+    ]
+
+    def dim3(v: Any) -> list[int]:
+        t = tuple(int(x) for x in (v if isinstance(v, tuple | list) else (v,)))
+        return list((*t, 1, 1, 1)[:3])
+
+    def changed(inputs: dict[str, Any]) -> Any:
+        g = launch(inputs)
+        geo = [dim3(g[0]), dim3(g[1]), int(g[2]) if len(g) > 2 else 0]
+        for part, axis, fn in fns:
+            i = 0 if part == "grid" else 1
+            geo[i][axis] = int(fn(geo[i][axis], inputs, geo))
+        return tuple(geo[0]), tuple(geo[1]), geo[2]
+
+    return changed
 
 
 def child_main(carry: Path, idents: list[str]) -> int:

@@ -624,9 +624,7 @@ def _recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]
                     continue
                 loop = {**parts, "guard": comb[0], "i": comb[1], "j": comb[2]}
                 size = arr.dim_values[0] if arr.dim_values and arr.dim_values[0] else None
-                uses_bd = "blockDim" in squash(
-                    model.text[parts["span"][0] : parts["span"][1]].decode("utf-8", "replace")
-                )
+                uses_bd = _reads_block_size(ev, st)
                 fixed = None
                 if not uses_bd:
                     fixed = next((b for b in BLOCK_SIZES if size is None or b <= size), None)
@@ -690,6 +688,26 @@ def _only_reads_slot0(ev: _Eval, stmts: list[Node], array: str) -> bool:
         if writes:
             return True
     return True
+
+
+def _reads_block_size(ev: _Eval, loop: Node) -> bool:
+    """Return whether a loop reads `blockDim`, itself or through the locals it reads (`const int BLOCK_SIZE =
+    blockDim.x;` before the loop): then the tree follows the launch's block size, which the rewrite must read too."""
+    seen: set[str] = set()
+    todo: list[Node] = [loop]
+    while todo:
+        node = todo.pop()
+        for n in _walk(node):
+            if n.type == "field_expression" and squash(ev.text(n)).startswith("blockDim."):
+                return True
+            if n.type == "identifier":
+                name = ev.text(n)
+                if name == "blockDim":
+                    return True
+                if name not in seen:
+                    seen.add(name)
+                    todo.extend(v for v in ev.defs.get(name, []) if v is not None)
+    return False
 
 
 def generate(tl: TreeLoop, indent: str = "  ") -> str:

@@ -194,12 +194,17 @@ class _Syntax:
         self.defs: dict[str, list[Node | None]] = {}
         self.decls: dict[str, Node] = {}
         self.keep: frozenset[str] = frozenset()  # the index of the loop being read: a symbol, never expanded
+        # Names declared more than once, each time with a value and never assigned (`int i = row * N + col;` in
+        # each of two loops): a use reads the declaration of its own scope, as C scoping says.
+        self.scoped: dict[str, list[Node]] = {}
+        self.assigned: set[str] = set()
         for n in _walk(self.body):
             if n.type == "init_declarator":
                 name = self._declared(n.child_by_field_name("declarator"))
                 if name:
                     self.defs.setdefault(name, []).append(n.child_by_field_name("value"))
                     self.decls.setdefault(name, n)
+                    self.scoped.setdefault(name, []).append(n)
             elif n.type == "declaration":
                 for d in n.children_by_field_name("declarator"):
                     if d.type != "init_declarator":
@@ -211,6 +216,7 @@ class _Syntax:
                 target = n.child_by_field_name("left") or n.child_by_field_name("argument")
                 if target is not None and unparen(target).type == "identifier":
                     self.defs.setdefault(self.text(unparen(target)), []).append(None)
+                    self.assigned.add(self.text(unparen(target)))
 
     def _declared(self, d: Node | None) -> str | None:
         while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
@@ -223,6 +229,25 @@ class _Syntax:
     def single_def(self, name: str) -> Node | None:
         d = self.defs.get(name)
         return d[0] if d is not None and len(d) == 1 else None
+
+    def scoped_def(self, name: str, use: Node) -> Node | None:
+        """Return the value of the declaration of `name` that a use sees, when the name is declared several times
+        with a value and never assigned: the innermost declaration before the use whose block encloses it."""
+        decls = self.scoped.get(name, [])
+        if name in self.assigned or len(decls) < 2 or len(decls) != len(self.defs.get(name, [])):
+            return None
+        seen = []
+        for d in decls:
+            block = d.parent.parent if d.parent is not None else None  # init_declarator -> declaration -> block
+            if block is not None and block.type == "for_statement":
+                inside = block.start_byte <= use.start_byte < block.end_byte
+            else:
+                inside = block is not None and d.end_byte <= use.start_byte < block.end_byte
+            if inside:
+                seen.append(d)
+        if not seen:
+            return None
+        return max(seen, key=lambda d: d.start_byte).child_by_field_name("value")
 
     def poly(self, node: Node | None, keep: frozenset[str] = frozenset(), depth: int = 0) -> Poly | None:
         """Read an integer (or pointer) expression as a polynomial; locals other than `keep` are expanded."""
@@ -245,7 +270,7 @@ class _Syntax:
             if name in self.params:
                 return None if name in self.defs else Poly.atom(name)
             if name in self.defs:
-                init = self.single_def(name)
+                init = self.single_def(name) or self.scoped_def(name, node)
                 # A local assigned more than once (a grid-stride row index) is a symbol of its own.
                 return Poly.atom(name) if init is None else self.poly(init, keep, depth + 1)
             return Poly.atom(name)  # A macro or a global constant: the same for every thread.

@@ -243,8 +243,23 @@ def _statements(node: Node | None) -> list[Node]:
     if node is None:
         return []
     if node.type == "compound_statement":
-        return [c for c in node.named_children if c.type != "comment"]
+        return [c for c in node.named_children if c.type != "comment" and not _is_unroll_pragma(c)]
     return [node]
+
+
+def _is_unroll_pragma(node: Node) -> bool:
+    """Return whether a node is a `#pragma unroll` line: a hint to the compiler, which the rewrite's loops carry
+    themselves, not a statement of the kernel."""
+    if node.type != "preproc_call":
+        return False
+    directive = node.child_by_field_name("directive")
+    arg = node.child_by_field_name("argument")
+    return (
+        directive is not None
+        and directive.text == b"#pragma"
+        and arg is not None
+        and (arg.text or b"").split(maxsplit=1)[:1] == [b"unroll"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -211,6 +211,26 @@ def test_a_grid_factor_divides_the_launch() -> None:
     assert driver._shrunk(lambda i: (1001, 256), 4)({}) == ((251,), 256)
 
 
+def test_launch_changes_give_the_gates_candidate_geometry() -> None:
+    """A card's own launch (a grid over rows, a grid of output tiles) is applied as the gate's generated
+    `launch_candidate` applies it to the same problem file launch."""
+    from warpwise.verify.launch import LaunchChange, problem_source, set_block, shrink_grid
+
+    driver = _driver()
+    changes = (
+        *set_block((128, 1, 1), (True, False, False)),
+        LaunchChange("grid", 1, 'max(1, -(-int(inputs["M"]) // 128))', "grid.y = ceil(M / 128)"),
+        *shrink_grid(3),
+        LaunchChange("grid", 2, "_ww_tdiv(-7, 2) + 5", "grid.z = 2 (C division)"),
+    )
+    base = "def launch(inputs):\n    return ((inputs['M'] // 16, 5), (16, 16), 64)\n"
+    ns: dict[str, Any] = {}
+    exec(problem_source(base, (), changes), ns)
+    inputs = {"M": 1000}
+    ours = driver._changed(lambda i: ((i["M"] // 16, 5), (16, 16), 64), [c.to_dict() for c in changes])(inputs)
+    assert ours == ns["launch_candidate"](inputs) == ((3, 8, 2), (128, 1, 1), 64)
+
+
 def test_a_child_that_dies_costs_only_its_entry(tmp_path: Path) -> None:
     # Without a GPU the child dies before measuring anything: each entry is reported, none dropped, and the parent
     # starts a fresh child for the next one.

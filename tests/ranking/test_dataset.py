@@ -144,3 +144,35 @@ def test_public_lineage_records_use_their_stored_features(tmp_path: Path) -> Non
     assert example.card == "scalar-global-access" and example.operator == "elementwise"
     assert example.outcome.status == "verified" and example.features == feats
     assert ts.unbound == [f"{src}x: `missing-restrict` does not bind in `k_a` of public:toy/repo@abc:add.cu; left out"]
+
+
+def test_transformation_benchmarks_give_the_quick_fixs_parameters_only(tmp_path: Path) -> None:
+    """A single-card transformation benchmark's gate results are examples for the card's own parameters (what the
+    quick fix applies); other parameter choices, chains of cards and unknown cards are left out."""
+    from warpwise.skills.library import builtin_library
+
+    gate = {"run": "/tmp/run1", "status": "verified", "speedup": {"median": 4.0, "low": 3.9, "high": 4.1}}
+    cand = {"original": "bench/suite/gemv/naive.cu", "kernel": "gemv_naive", "gate": gate}
+    doc = {
+        "runs": [{"dir": "/tmp/run1", "device": {"gpu": "NVIDIA H200"}}],
+        "candidates": {
+            "warp4": {
+                **cand,
+                "mechanism": "transformation row-cooperative-reduction, params mode=warp rows_per_block=4",
+            },
+            "block256": {
+                **cand,
+                "mechanism": "transformation row-cooperative-reduction, params mode=block threads=256",
+            },
+            "tree": {**cand, "mechanism": "transformation barrier-per-step-tree-reduction (warp shuffles)"},
+            "chain": {**cand, "mechanism": "transformation barrier-per-step-tree-reduction then row-register-cache"},
+            "unknown": {**cand, "mechanism": "transformation no-such-card, params x=1"},
+            "unrun": {k: v for k, v in cand.items() if k != "gate"} | {"mechanism": "transformation two-pass-softmax"},
+        },
+    }
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "row_coop-2099-01-01.json").write_text(json.dumps(doc))
+    recs = dataset.transformation_records(tmp_path, builtin_library())
+    assert sorted(r.card for r in recs) == ["barrier-per-step-tree-reduction", "row-cooperative-reduction"]
+    assert {r.gpu for r in recs} == {"NVIDIA H200"}
+    assert all(r.outcome.status == "verified" and r.outcome.speedup == 4.0 for r in recs)
