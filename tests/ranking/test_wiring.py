@@ -61,8 +61,10 @@ def test_expansion_priorities_for_the_search() -> None:
     assert ranked and all(k == "saxpy" for k, _, _, _ in ranked)
     scores = [s for _, _, s, _ in ranked]
     assert scores == sorted(scores, reverse=True)
-    assert ranked[0][1] == "scalar-global-access"
-    assert ranking.expansion_priority(text, "saxpy", "scalar-global-access", "vector_ops.cu") == scores[0]
+    cards = [c for _, c, _, _ in ranked]
+    # Both vectorizing cards fire on saxpy; which leads is the trained model's call, not this test's.
+    assert {"scalar-global-access", "scalar-elementwise-map"} <= set(cards)
+    assert ranking.expansion_priority(text, "saxpy", cards[0], "vector_ops.cu") == scores[0]
     assert ranking.expansion_priority(text, "saxpy", "no-such-card", "vector_ops.cu") is None
 
 

@@ -19,6 +19,12 @@ from warpwise.commands.optimize import _write
 def test_dry_run_builds_every_candidate_and_claims_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for name in ("naive.cu", "naive.problem.py"):
         shutil.copy(ROOT / "bench" / "suite" / "sum" / name, tmp_path / name)
+    # The suite problem extends the corpus one by a relative path: copy that one too and point at the copy.
+    shutil.copy(ROOT / "lineages" / "corpus" / "reduce_sum" / "expert.problem.py", tmp_path / "base.problem.py")
+    problem = tmp_path / "naive.problem.py"
+    text = problem.read_text(encoding="utf-8")
+    assert "../../../lineages/corpus/reduce_sum/expert.problem.py" in text
+    problem.write_text(text.replace("../../../lineages/corpus/reduce_sum/expert.problem.py", "base.problem.py"))
     code = main(
         ["optimize", str(tmp_path / "naive.cu"), "--kernel", "sum_naive", "--dry-run", "--candidates", "4", "--json"]
     )

@@ -113,4 +113,4 @@ def test_the_engine_names_no_card() -> None:
 
 
 def test_launch_shrinking_cards_say_so_in_their_rules() -> None:
-    assert grid_factor_cards(LIB) == {"one-element-per-thread", "scalar-global-access"}
+    assert grid_factor_cards(LIB) == {"one-element-per-thread", "scalar-global-access", "scalar-elementwise-map"}
