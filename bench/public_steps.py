@@ -534,11 +534,13 @@ def admission(doc: dict[str, Any], roundtrips: list[dict[str, Any]] | None = Non
     Mined: the repositories whose expert steps the card explains (timed). Tried: our rewrites of version k of the
     steps, and the admission roundtrips (`load_roundtrips`). A card is admitted when its rewrite ran correct and
     measurably faster in a repository other than one it was mined from: evidence mined from R is confirmed on R'
-    (a card mined from two repositories and faster in both is confirmed across them).
+    (a card mined from two repositories and faster in both is confirmed across them). A card whose rewrite was
+    incorrect on any version or roundtrip is never admitted, whatever ran faster elsewhere.
     """
     mined: dict[str, set[str]] = defaultdict(set)
     faster: dict[str, set[str]] = defaultdict(set)
     tried: dict[str, list[str]] = defaultdict(list)
+    wrong: dict[str, list[str]] = defaultdict(list)
     for s in doc["steps"]:
         if "speedup" in s:
             for c in s["explained_by"] if s["explanation"] in ("explained", "named, pattern kept") else []:
@@ -548,16 +550,24 @@ def admission(doc: dict[str, Any], roundtrips: list[dict[str, Any]] | None = Non
             tried[rw["card"]].append(label)
             if rw.get("measured") == "faster":
                 faster[rw["card"]].add(s["repo"])
+            if rw.get("status") == "incorrect":
+                wrong[rw["card"]].append(f"{s['lineage']} {s['step'].split(' ')[0]}")
     for rt in roundtrips or []:
         sp = f" {_sp(rt['speedup'])}" if "speedup" in rt else ""
         tried[rt["card"]].append(f"roundtrip {rt['version']}: {rt.get('measured') or rt['status']}{sp}")
         if rt.get("measured") == "faster":
             faster[rt["card"]].add(rt["repo"])
+        if rt.get("status") == "incorrect":
+            wrong[rt["card"]].append(f"roundtrip {rt['version']}")
     rows = []
     for card in sorted(set(mined) | set(tried)):
         pairs = sorted((r, o) for r in mined[card] for o in faster[card] if o != r)
-        others = sorted({o for _, o in pairs})
-        if not mined[card]:
+        if wrong[card]:
+            # A rewrite that computed a wrong result anywhere is a bug in the card: no speedup elsewhere admits
+            # it until the fixed rewrite is measured again.
+            pairs = []
+            why = "its rewrite was incorrect on " + ", ".join(wrong[card]) + ": not admitted until re-measured"
+        elif not mined[card]:
             why = "no expert step of these repositories is explained by it: nothing mined to admit"
         elif pairs:
             why = "mined from " + "; ".join(
@@ -576,7 +586,7 @@ def admission(doc: dict[str, Any], roundtrips: list[dict[str, Any]] | None = Non
                 "rewrite_faster_in": sorted(faster[card]),
                 "rewrites": tried[card],
                 "admitted": bool(pairs),
-                "confirmed_on": others,
+                "confirmed_on": sorted({o for _, o in pairs}),
                 "why": why,
             }
         )

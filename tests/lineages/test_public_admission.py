@@ -53,6 +53,18 @@ def test_a_card_is_admitted_only_when_confirmed_on_another_repository(steps_mod)
     assert not steps_mod.admission(unmined, [rt])[0]["admitted"]
 
 
+def test_an_incorrect_rewrite_anywhere_blocks_admission(steps_mod) -> None:
+    faster = {"card": "c", "status": "ok", "measured": "faster"}
+    doc = {"steps": [_step("r1", "c", rewrites=[faster])]}
+    rt = {"repo": "r2", "version": "l/v", "card": "c", "status": "ok", "measured": "faster"}
+    assert steps_mod.admission(doc, [rt])[0]["admitted"]
+    bad = {"repo": "r3", "version": "m/v2", "card": "c", "status": "incorrect"}
+    (row,) = steps_mod.admission(doc, [rt, bad])
+    assert not row["admitted"] and row["confirmed_on"] == [] and "incorrect on roundtrip m/v2" in row["why"]
+    wrong_step = {"steps": [_step("r1", "c", rewrites=[faster, {"card": "c", "status": "incorrect"}])]}
+    assert not steps_mod.admission(wrong_step, [rt])[0]["admitted"]
+
+
 def test_roundtrips_are_timed_against_their_version_of_the_same_batch(steps_mod, tmp_path: Path, monkeypatch) -> None:
     timing = lambda ms: {"median_ms": ms, "q1_ms": ms * 0.99, "q3_ms": ms * 1.01}  # noqa: E731
     doc = {
