@@ -46,6 +46,7 @@ from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import distinct_launch_args, launches_of
 from warpwise.analyzers.facts_memory import kernel_syntax, linear
 from warpwise.analyzers.model import AccessKind, FileModel, Function, FunctionKind, MemorySpace
+from warpwise.analyzers.parse import captures, query
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -197,14 +198,19 @@ def _trips(model: FileModel, loop: Any) -> int | None:
 
 
 def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
-    """Return the file's function-like macros whose bodies assign nothing (index helpers such as `AT(z, y, x)`)."""
+    """Return the file's function-like macros whose bodies assign nothing (index helpers such as `AT(z, y, x)`).
+
+    One answer per file, kept on the model: the definitions are found by one tree-sitter query over the file's
+    tree, not a Python walk per kernel."""
+    key = f"{__name__}.pure_macros"
+    cached = model.memo.get(key)
+    if cached is not None:
+        return cached
     root = node
     while root.parent is not None:
         root = root.parent
     out = set()
-    for n in _walk(root):
-        if n.type != "preproc_function_def":
-            continue
+    for n in captures(query("(preproc_function_def) @d"), root).get("d", []):
         name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is None:
             continue
@@ -213,7 +219,9 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
             body = body.replace(op, " ")
         if not any(t in body for t in ("=", "++", "--", "__syncthreads", "atomic", "asm", "__shared__")):
             out.add(_text(model, name))
-    return frozenset(out)
+    result = frozenset(out)
+    model.memo[key] = result
+    return result
 
 
 _OWN_NAMES = frozenset(
@@ -298,14 +306,18 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         raise _Reject(f"`{fn.name}` has no body to read")
     body = ks.body
     body_text = _text(model, body)
-    clash = sorted(_identifiers(body, model) & _OWN_NAMES)
-    if clash or any(w.startswith("ww_sink") for w in _identifiers(body, model)):
+    names = _identifiers(body, model)
+    clash = sorted(names & _OWN_NAMES)
+    if clash or any(w.startswith("ww_sink") for w in names):
         raise _Reject(f"`{fn.name}` already uses `{(clash or ['ww_sink'])[0]}`, a name of the tiled kernel")
     if fn.shared or "__shared__" in body_text:
         raise _Reject(f"`{fn.name}` already uses shared memory")
-    pure = _pure_macros(model, ks.node)
     for c in fn.calls:
-        if c.category not in _ALLOWED_CALL_CATEGORIES and c.name not in _PURE_CALLS and c.name not in pure:
+        if (
+            c.category not in _ALLOWED_CALL_CATEGORIES
+            and c.name not in _PURE_CALLS
+            and c.name not in _pure_macros(model, ks.node)
+        ):
             raise _Reject(f"`{fn.name}` calls `{c.name}` ({c.category}), which a second pass of its body cannot repeat")
     for n in _walk(body):
         if n.type in ("gnu_asm_expression", "asm_statement", "goto_statement", "labeled_statement"):
