@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from warpwise.analyzers.findings import Severity
 from warpwise.server.analysis import Analysis
 from warpwise.server.providers import Item
-from warpwise.skills.presentation import Outlook, shown_severity, unproven_benefit, why_shown
+from warpwise.skills.presentation import Outlook, measured_best, shown_severity, unproven_benefit, why_shown
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def _card_outlook(
         p_verified=float(pred.p_verified) if pred is not None else None,
         verified=verified,
         unproven_benefit=unproven_benefit(item.verdicts),
+        measured_best=measured_best(e.speedup for e in item.card.evidence) if item.card is not None else None,
     )
 
 

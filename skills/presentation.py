@@ -54,6 +54,13 @@ class Outlook:
     """That figure in one phrase, for the hover."""
     unproven_benefit: str | None = None
     """A benefit precondition of the card that does not hold on this code (unknown), by its id or text."""
+    measured_best: float | None = None
+    """The largest speedup the card's own evidence records (None: the card was never measured)."""
+
+    @property
+    def prediction_backed(self) -> bool:
+        """Return whether the card was ever measured to pay off (a prediction alone does not promote a hint)."""
+        return self.measured_best is not None and self.measured_best >= MIN_SPEEDUP
 
     @property
     def large_traffic_win(self) -> bool:
@@ -94,7 +101,11 @@ def shown_severity(
     if (
         outlook is not None
         and outlook.expected_gain
-        and (outlook.verified or declared is not Severity.HINT or outlook.unproven_benefit is None)
+        and (
+            outlook.verified
+            or declared is not Severity.HINT
+            or (outlook.unproven_benefit is None and outlook.prediction_backed)
+        )
     ):
         return Severity.WARNING
     if outlook is not None and outlook.large_traffic_win and declared in (Severity.WARNING, Severity.ERROR):
@@ -121,6 +132,12 @@ def why_shown(severity: Severity, declared: Severity, outlook: Outlook | None, c
             f"Shown as a hint: the ranking predicts {outlook.speedup:.2f}x, but the card's benefit condition "
             f"`{outlook.unproven_benefit}` is not established on this code; only a verified result raises it."
         )
+    if severity is Severity.HINT and outlook is not None and outlook.expected_gain and not outlook.prediction_backed:
+        assert outlook.speedup is not None
+        return (
+            f"Shown as a hint: the ranking predicts {outlook.speedup:.2f}x, but this card was never measured "
+            f"{MIN_SPEEDUP:g}x faster anywhere; only a verified result raises it."
+        )
     if severity is Severity.HINT and declared is not Severity.HINT:
         return (
             f"Shown as a hint (declared {declared.value}): no gain of at least {MIN_SPEEDUP:g}x is predicted or "
@@ -140,3 +157,11 @@ def unproven_benefit(verdicts: Iterable[Any]) -> str | None:
         if status is not VerdictStatus.HOLDS:
             return str(getattr(v, "id", None) or getattr(v, "name", ""))
     return None
+
+
+def measured_best(speedups: Iterable[float]) -> float | None:
+    """Return the largest of a card's measured speedups (None when it has none)."""
+    best = None
+    for x in speedups:
+        best = x if best is None or x > best else best
+    return best

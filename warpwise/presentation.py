@@ -14,7 +14,7 @@ from typing import Any
 
 from warpwise.analyzers.findings import Finding
 from warpwise.engine import FileReport
-from warpwise.skills.presentation import Outlook, rule_concern, shown_severity, unproven_benefit
+from warpwise.skills.presentation import Outlook, measured_best, rule_concern, shown_severity, unproven_benefit
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
                     speedup=float(pred.speedup),
                     p_verified=float(pred.p_verified),
                     unproven_benefit=unproven_benefit(match.verdicts),
+                    measured_best=measured_best(e.speedup for e in match.card.header.evidence),
                 )
         if f.rule in traffic_ids():
             traffic = access_traffic(report.model, f.function, f.span[0])

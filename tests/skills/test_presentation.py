@@ -17,7 +17,7 @@ def test_a_performance_finding_without_an_expected_gain_is_a_hint() -> None:
 @pytest.mark.parametrize(
     ("outlook", "expected"),
     [
-        (Outlook(MIN_SPEEDUP, MIN_P_VERIFIED), Severity.WARNING),
+        (Outlook(MIN_SPEEDUP, MIN_P_VERIFIED, measured_best=1.5), Severity.WARNING),
         (Outlook(MIN_SPEEDUP - 0.01, 0.99), Severity.HINT),
         (Outlook(3.0, MIN_P_VERIFIED - 0.01), Severity.HINT),
         (Outlook(verified=True), Severity.WARNING),
@@ -102,7 +102,7 @@ def test_a_prediction_does_not_raise_a_hint_whose_benefit_the_card_leaves_unprov
     predicted = Outlook(1.22, 0.83, unproven_benefit="arithmetic-bound")
     assert shown_severity("precise-math-call", Severity.HINT, outlook=predicted) is Severity.HINT
     assert "arithmetic-bound" in why_shown(Severity.HINT, Severity.HINT, predicted, "performance")
-    proven = Outlook(1.22, 0.83)
+    proven = Outlook(1.22, 0.83, measured_best=1.3)
     assert shown_severity("precise-math-call", Severity.HINT, outlook=proven) is Severity.WARNING
     verified = Outlook(1.22, 0.83, verified=True, unproven_benefit="arithmetic-bound")
     assert shown_severity("precise-math-call", Severity.HINT, outlook=verified) is Severity.WARNING
@@ -149,3 +149,23 @@ __global__ void rows(const float* x, float4* y, int n) {
     assert min(factors("one_of_four")) >= 4.0, "a lone load of every fourth float moves 4x the sectors"
     # A 16-byte view per lane from rows of at least one sector: 32 sectors where 16 would do, 2x, not 8x.
     assert factors("rows") == [2.0]
+
+
+def test_a_prediction_raises_a_hint_only_for_a_card_measured_to_pay_off() -> None:
+    """The model extrapolates: it predicted 1.4x for streaming-cache-hints, which no measurement ever showed, and
+    the labelled set judged every such warning a no-op. A declared hint becomes a warning on a prediction only
+    when the card's own evidence holds a speedup of at least MIN_SPEEDUP; a verified result always raises it."""
+    from warpwise.skills.presentation import measured_best, why_shown
+
+    assert measured_best([]) is None and measured_best([1.01, 1.4, 0.9]) == 1.4
+    never = Outlook(1.41, 0.61, measured_best=None)
+    small = Outlook(1.41, 0.61, measured_best=1.03)
+    backed = Outlook(1.41, 0.61, measured_best=MIN_SPEEDUP)
+    assert shown_severity("streaming-cache-hints", Severity.HINT, outlook=never) is Severity.HINT
+    assert shown_severity("streaming-cache-hints", Severity.HINT, outlook=small) is Severity.HINT
+    assert shown_severity("streaming-cache-hints", Severity.HINT, outlook=backed) is Severity.WARNING
+    assert "never measured" in why_shown(Severity.HINT, Severity.HINT, never, "performance")
+    verified = Outlook(1.41, 0.61, verified=True)
+    assert shown_severity("streaming-cache-hints", Severity.HINT, outlook=verified) is Severity.WARNING
+    # A card that declares a warning is not second-guessed by its evidence.
+    assert shown_severity("scalar-global-access", Severity.WARNING, outlook=never) is Severity.WARNING
