@@ -94,6 +94,24 @@ def lane_ways(words: int, lanes: int) -> int:
     return max(banks.values())
 
 
+def warp_conflict(
+    model: FileModel, fn: Function, acc: Access, arr: SharedArray | None, words: int, ways: int
+) -> tuple[int, int, str] | None:
+    """Return (ways, banks, where) of a conflicting shared access whose full-warp degree is `ways`, bounded by the
+    lanes along x when fewer than 32 can run (`x_lanes`); None when that bound leaves no conflict to report (or
+    the access is not a 4-byte one, whose banks the bound does not describe)."""
+    lanes = x_lanes(model, fn, acc, arr)
+    if lanes is None:
+        return ways, 32 // ways, "a warp's accesses"
+    if acc.width != 4:
+        return None
+    ways = lane_ways(words, lanes[0])
+    if ways < 2:
+        return None
+    banks = len({(lane * words) % 32 for lane in range(lanes[0])})
+    return ways, banks, f"with {lanes[0]} threads along x ({lanes[1]}), the lanes of a row of the warp"
+
+
 def _x_coefficient(
     model: FileModel, fn: Function, ks: Any, node: Any, limits: dict[str, tuple[int, int]], depth: int = 0
 ) -> Fraction | None:

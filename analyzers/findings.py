@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from warpwise.analyzers.banks import lane_ways, x_lanes
+from warpwise.analyzers.banks import warp_conflict
 from warpwise.analyzers.barriers import barrier_guard, unguarded_tile_loop
 from warpwise.analyzers.checkpoint import checkpoint
 from warpwise.analyzers.macros import view_width
@@ -312,20 +312,12 @@ def _bank_conflict(model: FileModel, fn: Function) -> Iterator[Finding]:
             # A macro or a cast may read the element as a wider vector: its banks are not the element's.
             continue
         arr = next((s for s in fn.shared if s.name == acc.base), None)
-        where = "a warp's accesses"
+        # Fewer than 32 lanes along x (`analyzers.banks`): the lanes of one row of the warp give a lower bound.
+        conflict = warp_conflict(model, fn, acc, arr, words, ways)
+        if conflict is None:
+            continue
+        ways, banks, where = conflict
         degree = f"{ways}-way"
-        banks = 32 // ways
-        lanes = x_lanes(model, fn, acc, arr)
-        if lanes is not None:
-            # Fewer than 32 lanes along x (`analyzers.banks`): the lanes of one row of the warp give a lower bound.
-            if acc.width != 4:
-                continue
-            ways = lane_ways(words, lanes[0])
-            if ways < 2:
-                continue
-            banks = len({(lane * words) % 32 for lane in range(lanes[0])})
-            where = f"with {lanes[0]} threads along x ({lanes[1]}), the lanes of a row of the warp"
-            degree = f"{ways}-way"
         hint = ""
         if arr is not None and len(arr.dims) >= 2 and arr.dim_values and arr.dim_values[-1]:
             hint = (

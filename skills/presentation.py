@@ -161,7 +161,4 @@ def unproven_benefit(verdicts: Iterable[Any]) -> str | None:
 
 def measured_best(speedups: Iterable[float]) -> float | None:
     """Return the largest of a card's measured speedups (None when it has none)."""
-    best = None
-    for x in speedups:
-        best = x if best is None or x > best else best
-    return best
+    return max(speedups, default=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warpwise.analyzers.banks import lane_ways, x_lanes
+from warpwise.analyzers.banks import warp_conflict
 from warpwise.analyzers.facts import identifier_uses
 from warpwise.analyzers.findings import Related, bank_ways, opaque_wrapper, padding_removes_conflict
 from warpwise.analyzers.model import AccessKind, AccessPattern, MemorySpace
@@ -54,17 +54,12 @@ def shared_bank_conflicts(ctx: MatchContext) -> Iterator[Region]:
             continue
         arr = next((s for s in fn.shared if s.name == acc.base), None)
         last = arr.dim_values[-1] if arr is not None and arr.dim_values else None
-        where, degree, banks = "a warp's accesses", str(ways), 32 // ways
-        lanes = x_lanes(ctx.model, fn, acc, arr)
-        if lanes is not None:
-            # Fewer than 32 lanes along x (`analyzers.banks`): the lanes of one row of the warp give a lower bound.
-            if acc.width != 4:
-                continue
-            ways = lane_ways(words, lanes[0])
-            if ways < 2:
-                continue
-            banks = len({(lane * words) % 32 for lane in range(lanes[0])})
-            where, degree = f"with {lanes[0]} threads along x ({lanes[1]}), the lanes of a row of the warp", str(ways)
+        # Fewer than 32 lanes along x (`analyzers.banks`): the lanes of one row of the warp give a lower bound.
+        conflict = warp_conflict(ctx.model, fn, acc, arr, words, ways)
+        if conflict is None:
+            continue
+        ways, banks, where = conflict
+        degree = str(ways)
         yield Region(
             AnchorKind.ACCESS,
             fn,
