@@ -98,11 +98,11 @@ def main() -> int:
             for node in ast.walk(ast.parse(rules.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.module in mods:
                     start.update((node.module, a.name) for a in node.names)
-                # A card that runs another card's rules module (`rules_module_name("other-card")`) uses its code.
+                # A card that runs another card's rules module (`card_rules("other-card")`) uses its code.
                 elif (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)
-                    and node.func.id == "rules_module_name"
+                    and node.func.id in ("card_rules", "rules_module_name")
                     and node.args
                     and isinstance(node.args[0], ast.Constant)
                 ):

@@ -154,6 +154,18 @@ def rules_module_name(card_id: str) -> str:
     return f"{CARD_MODULES}.{card_id.replace('-', '_')}"
 
 
+def card_rules(card_id: str) -> ModuleType:
+    """Return a built-in card's loaded rules module, for a card whose rules build on another card's (its
+    recogniser, launches and generators); ImportError when that card's rules are not loaded."""
+    mod = sys.modules.get(rules_module_name(card_id))
+    if mod is None:
+        card = builtin_library().get(card_id)
+        mod = card.rules if card is not None else None
+    if mod is None:
+        raise ImportError(f"the {card_id} card's rules are not loaded")
+    return mod
+
+
 def rules_module_path(folder: Path) -> Path:
     """Return where a card folder's rules module lives: `<card-id>/<card_id>.py`."""
     return folder / f"{folder.name.replace('-', '_')}.py"

@@ -27,17 +27,9 @@ CARD = "contraction-without-tensor-cores"
 
 def _rules() -> Any:
     """Return the untiled-contraction card's rules module (its recogniser, launches and generators)."""
-    import sys
+    from warpwise.skills.library import card_rules
 
-    from warpwise.skills.library import builtin_library, rules_module_name
-
-    mod = sys.modules.get(rules_module_name("untiled-contraction"))
-    if mod is None:
-        card = builtin_library().get("untiled-contraction")
-        mod = card.rules if card is not None else None
-    if mod is None:
-        raise ImportError("the untiled-contraction card's rules are not loaded")
-    return mod
+    return card_rules("untiled-contraction")
 
 
 @matcher("contraction_without_tensor_cores")
