@@ -104,8 +104,9 @@ EOS
         test -x "$WORK/tools/bin/python" || "$PY" -m venv "$WORK/tools"
         "$WORK/tools/bin/python" -m pip install -q pre-commit
         mkdir -p "$WORK/hooks-repo"
-        # A kernel whose streamed element makes a warning in the quiet default and whose streaming-cache-hints fix is
-        # safe without a compiler (the hook's environment has no NVRTC, so resource-guarded fixes are held back).
+        # A kernel with a warning in the quiet default and a fix that is safe without a compiler (the hook's
+        # environment has no NVRTC, so resource-guarded fixes are held back): today the vector-map rewrite of
+        # scalar-elementwise-map. The check names no card: the hook must change the file and say which fix it applied.
         printf '__global__ void scale(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    x[i] = x[i] * 2.0f;\n  }\n}\n' >"$WORK/hooks-repo/scale.cu"
         (
             cd "$WORK/hooks-repo"
@@ -116,7 +117,9 @@ EOS
                 || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-check did not report the finding (exit $rc)"; exit 1; }
             echo "pre-commit warpwise-check: failed on the finding, as it should"
             rc=0; "$WORK/tools/bin/pre-commit" try-repo "$ROOT" warpwise-fix --all-files >"$WORK/hook.log" 2>&1 || rc=$?
-            grep -q "__stcs" scale.cu && grep -q "files were modified by this hook" "$WORK/hook.log" \
+            changed=0; git diff --quiet -- scale.cu || changed=1
+            test "$changed" -eq 1 && grep -q "scale.cu: applied [0-9]* fix(es)" "$WORK/hook.log" \
+                && grep -q "files were modified by this hook" "$WORK/hook.log" \
                 || { cat "$WORK/hook.log"; echo "pre-commit: warpwise-fix did not apply the safe fix (exit $rc)"; exit 1; }
             echo "pre-commit warpwise-fix: applied the safe fix"
         )
