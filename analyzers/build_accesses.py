@@ -47,10 +47,17 @@ from warpwise.analyzers.model import Access, AccessKind, AccessPattern, Branch, 
 class _AccessAnalysis(_BuilderState):
     """Model the function's array accesses (subscripts and dereferences)."""
 
-    def _resolve(self, node: Node) -> tuple[str, str, MemorySpace, str | None, bool, Node | None]:
-        """Return (array text, base name, space, element type, vector cast, alias offset) of an array expression."""
+    def _resolve(self, node: Node) -> tuple[str, str, MemorySpace, str | None, bool, Node | None, Fraction]:
+        """Return (array text, base name, space, element type, vector cast, alias offset, offset scale) of an array
+        expression.
+
+        The offset is counted in elements of the pointer it is added to: under a cast (`(float4*)(x + 4 * t)`) that is
+        `x`'s element, so the scale converts it to elements of the cast type (1/4 for `float` to `float4`); an offset
+        added after the cast (`(float4*)x + t`) is already in the cast type's elements (scale 1).
+        """
         cast_type: str | None = None
         offset: Node | None = None
+        offset_under_cast = False
         array_text = self.t(node)
         if node.type == "identifier":
             name = array_text
@@ -72,13 +79,14 @@ class _AccessAnalysis(_BuilderState):
                     node = operand
                 elif t == "binary_expression" and node.child_by_field_id(_F_OPERATOR).type in ("+", "-"):
                     offset = node.child_by_field_id(_F_RIGHT)
+                    offset_under_cast = cast_type is not None
                     node = node.child_by_field_id(_F_LEFT)
                 else:
                     break
                 if node is None:
-                    return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset
+                    return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset, _ONE
             if node is None or node.type != "identifier":
-                return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset
+                return array_text, array_text, _SPACE_UNKNOWN, cast_type, cast_type is not None, offset, _ONE
             name = self.t(node)
         vector = cast_type is not None
         aliases = self.aliases
@@ -102,21 +110,23 @@ class _AccessAnalysis(_BuilderState):
                 elem,
                 vector or (cast_type is not None and cast_type != shared.element_type),
                 offset,
+                _offset_scale(offset_under_cast, shared.element_type, cast_type),
             )
         if name in self.local_arrays:
-            return array_text, name, _LOCAL, self.local_arrays[name], False, offset
+            return array_text, name, _LOCAL, self.local_arrays[name], False, offset, _ONE
         if name in self.ctx.constant_arrays:
-            return array_text, name, _CONSTANT, cast_type, vector, offset
+            return array_text, name, _CONSTANT, cast_type, vector, offset, _ONE
         if name in self.ctx.device_arrays:
-            return array_text, name, _GLOBAL, cast_type, vector, offset
+            return array_text, name, _GLOBAL, cast_type, vector, offset, _ONE
         param = self._param_by_name.get(name)
         if param is not None and param.pointer_depth > 0:
             elem = cast_type or param.base_type
             is_vec = cast_type is not None and type_size(cast_type) != type_size(param.base_type)
             # Pointer parameters of kernels point to global memory; a device helper may be handed shared memory.
             space = _GLOBAL if self.is_kernel else _SPACE_UNKNOWN
-            return array_text, name, space, elem, is_vec, offset
-        return array_text, name, _SPACE_UNKNOWN, cast_type, vector, offset
+            scale = _offset_scale(offset_under_cast, param.base_type, cast_type)
+            return array_text, name, space, elem, is_vec, offset, scale
+        return array_text, name, _SPACE_UNKNOWN, cast_type, vector, offset, _ONE
 
     def _under_ldg(self, calls: list[Node]) -> set[int]:
         """Return the ids of the nodes whose nearest `call_expression` within three parents is an `__ldg`-like load.
@@ -213,7 +223,7 @@ class _AccessAnalysis(_BuilderState):
         loop_ranges: list[tuple[int, int, int]],
         thread_branches: list[tuple[int, int]],
     ) -> Access | None:
-        array_text, base, space, elem, vector, offset = self._resolve(root)
+        array_text, base, space, elem, vector, offset, offset_scale = self._resolve(root)
         if (
             space is _SPACE_UNKNOWN
             and base not in self.locals
@@ -235,6 +245,8 @@ class _AccessAnalysis(_BuilderState):
         values = [ev.eval(c) if c is not None else _ZERO_VALUE for c in chain]
         if offset is not None and values:
             off = ev.eval(offset)
+            if offset_scale != 1:
+                off = _scale_value(off, offset_scale)
             values[-1] = _add_values(values[-1], off)
         if len(values) == 1:
             combined = values[0]
@@ -330,6 +342,30 @@ class _AccessAnalysis(_BuilderState):
                     return _READ
             return _ADDRESS
         return _READ
+
+
+_ONE = Fraction(1)
+
+
+def _offset_scale(under_cast: bool, pointee: str | None, cast_type: str | None) -> Fraction:
+    """Return the factor converting an offset counted in `pointee` elements to elements of `cast_type`."""
+    if not under_cast or not pointee or not cast_type:
+        return _ONE
+    inner = type_size(pointee)
+    outer = type_size(cast_type.replace("const", "").strip())
+    if not inner or not outer or inner == outer:
+        return _ONE
+    return Fraction(inner, outer)
+
+
+def _scale_value(v: Value, factor: Fraction) -> Value:
+    """Return `v * factor` for an offset: a thread coefficient scales; a uniform or constant offset stays uniform
+    (its exact value does not change the pattern across threads); anything else keeps its kind."""
+    if v.kind is Kind.AFFINE and isinstance(v.coef, Fraction):
+        return Value(Kind.AFFINE, v.coef * factor, None, "", v.ty, v.deps)
+    if v.kind is Kind.AFFINE:
+        return Value(Kind.INDIRECT, ty=v.ty, deps=v.deps)
+    return v
 
 
 def _add_values(a: Value, b: Value) -> Value:

@@ -23,9 +23,9 @@ from typing import Any
 
 import tree_sitter as ts
 
-from warpwise.analyzers.expr.values import parse_int_literal
+from warpwise.analyzers.expr.values import parse_int_literal, type_size
 from warpwise.analyzers.facts import function_node, tree_of
-from warpwise.analyzers.model import FileModel, Function, Launch, Span
+from warpwise.analyzers.model import Access, FileModel, Function, Launch, Span
 from warpwise.analyzers.parse import captures, query
 
 Node = Any
@@ -558,6 +558,28 @@ def is_wide_type(type_text: str) -> bool:
 # Linear forms over the thread index and loop counters.
 
 
+def visible_declaration(defs: list[Node | None], use: Node) -> Node | None:
+    """Return the one initializer among a name's definitions that is in scope at `use`, or None.
+
+    A name declared in two sibling blocks (`for (...) { int i = a; } ... { int i = b; }`) has two initializers; the
+    one whose block encloses the use and that comes before it is the value there. Any assignment or update of the
+    name, or more than one visible declaration, makes the answer unknown (None).
+    """
+    visible: list[Node] = []
+    for d in defs:
+        if d is None:
+            return None
+        decl = d.parent
+        if decl is None or decl.type != "init_declarator" or decl.parent is None or decl.parent.type != "declaration":
+            return None
+        scope = decl.parent.parent
+        if scope is None:
+            return None
+        if scope.start_byte <= use.start_byte < scope.end_byte and d.end_byte <= use.start_byte:
+            visible.append(d)
+    return visible[0] if len(visible) == 1 else None
+
+
 def _scale(form: Linear, factor: Coef) -> Linear:
     out: Linear = {}
     for k, c in form.items():
@@ -625,9 +647,10 @@ def _linear(ks: KernelSyntax, node: Node, depth: int) -> Linear | None:
         defs = ks.definitions.get(name)
         if defs is None:
             return {}
-        if len(defs) != 1 or defs[0] is None:
+        value = defs[0] if len(defs) == 1 else visible_declaration(defs, node)
+        if value is None:
             return None
-        return linear(ks, defs[0], depth + 1)
+        return linear(ks, value, depth + 1)
     if t == "cast_expression":
         return linear(ks, node.child_by_field_name("value"), depth + 1)
     if t == "unary_expression":
@@ -787,3 +810,129 @@ def launch_arg(launch: Launch, fn: Function, name: str) -> str | None:
     if param is None or len(launch.args) != len(fn.params):
         return None
     return launch.args[param.index].strip()
+
+
+def lanes_walk_gap(model: FileModel, fn: Function, acc: Access) -> str | None:
+    """Return the counter of a constant-trip loop around a strided access over which each lane walks every element
+    between its start and the next lane's, or None.
+
+    `for (l = 0; l < 4; ++l) x[4 * t + l]`: each instruction is strided, but over the loop the warp touches every
+    byte of the sectors it fetches, so it moves the DRAM sectors of a contiguous access (the lines stay in L1 and L2
+    between iterations); what it still costs is wavefronts per instruction.
+    """
+    if acc.stride is None or acc.stride.denominator != 1 or len(acc.indices) != 1 or not acc.loops:
+        return None
+    stride = abs(acc.stride.numerator)
+    ks = kernel_syntax(model, fn)
+    if ks is None:
+        return None
+    node = ks.node.descendant_for_byte_range(*fn.span(acc.index_span))
+    form = linear(ks, unparen(node)) if node is not None else None
+    if form is None:
+        return None
+    for loop_id in reversed(acc.loops):
+        loop = fn.loops[loop_id]
+        if loop.var is None or loop.trip_count is None or loop.step_value is None:
+            continue
+        per_iteration = form.get(loop.var)
+        if isinstance(per_iteration, Fraction) and abs(per_iteration * loop.step_value) == 1:
+            return loop.var if loop.trip_count >= stride else None
+    return None
+
+
+# Lanes enumerated: what one warp's access touches when the index divides the thread index (`tid / 4`, `tid % 4`).
+
+_LANE_NAMES = {"threadIdx": ("_ww_tx", "0", "0"), "blockIdx": ("0", "0", "0"), "blockDim": ("1024", "1", "1")}
+_LANE_AXES = {"x": 0, "y": 1, "z": 2}
+_SYMBOLIC_EXTENT = 4096
+"""The value given to a size the code does not fix (a row length `K`): large and a multiple of every sector, so
+that rows start on sector boundaries and lanes of different rows never share a sector."""
+_LANE_EXPR_TYPES = frozenset(
+    {
+        "number_literal",
+        "identifier",
+        "field_expression",
+        "binary_expression",
+        "unary_expression",
+        "parenthesized_expression",
+        "cast_expression",
+    }
+)
+
+
+def _lane_text(ks: KernelSyntax, node: Node | None, depth: int = 0) -> str | None:
+    """Return an index expression as arithmetic text over `_ww_tx` (the lane along x), locals expanded, loop
+    counters at their first value, sizes the code does not fix at `_SYMBOLIC_EXTENT`; None when it cannot."""
+    if node is None or depth > 24 or node.type not in _LANE_EXPR_TYPES:
+        return None
+    t = node.type
+    if t == "number_literal":
+        return ks.text(node)
+    if t == "field_expression":
+        arg = node.child_by_field_name("argument")
+        fld = node.child_by_field_name("field")
+        if arg is None or fld is None:
+            return None
+        names = _LANE_NAMES.get(ks.text(arg))
+        axis = _LANE_AXES.get(ks.text(fld))
+        return names[axis] if names is not None and axis is not None else None
+    if t == "identifier":
+        name = ks.text(node)
+        if name in ks.loop_vars:
+            return _lane_text(ks, ks.loop_vars[name], depth + 1) if ks.loop_vars[name] is not None else None
+        defs = ks.definitions.get(name)
+        if defs is not None:
+            value = defs[0] if len(defs) == 1 else visible_declaration(defs, node)
+            inner = _lane_text(ks, value, depth + 1) if value is not None else None
+            return f"({inner})" if inner is not None else None
+        value_c = ks.model.constants.get(name)
+        if isinstance(value_c, int):
+            return str(value_c)
+        return str(_SYMBOLIC_EXTENT)  # a parameter or a macro the file does not define: a size of the data
+    if t == "cast_expression":
+        return _lane_text(ks, node.child_by_field_name("value"), depth + 1)
+    if t == "parenthesized_expression":
+        kids = node.named_children
+        inner = _lane_text(ks, kids[0], depth + 1) if len(kids) == 1 else None
+        return f"({inner})" if inner is not None else None
+    if t == "unary_expression":
+        op = node.child_by_field_name("operator")
+        arg = _lane_text(ks, node.child_by_field_name("argument"), depth + 1)
+        if op is None or arg is None or op.type not in ("-", "+", "~"):
+            return None
+        return f"({op.type}{arg})"
+    parts = binary_parts(node)
+    if parts is None or parts[1] not in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"):
+        return None
+    a = _lane_text(ks, parts[0], depth + 1)
+    b = _lane_text(ks, parts[2], depth + 1)
+    return None if a is None or b is None else f"({a} {parts[1]} {b})"
+
+
+def lane_sectors(model: FileModel, fn: Function, acc: Access, moved: int) -> tuple[int, int] | None:
+    """Return (32-byte sectors one warp's access touches, sectors a contiguous access of `moved` bytes per lane
+    touches), from the index evaluated for lanes 0..31 along x; None when the index cannot be evaluated.
+
+    This reads what an affine stride cannot: `A[(tid / 4) * K + (tid % 4) * 4]` puts 4 lanes on each row's 32
+    contiguous bytes, so a warp fills every sector it fetches although no single stride between lanes exists.
+    """
+    from warpwise.analyzers.expr.cexpr import ExprError, evaluate_int
+
+    elem = type_size((acc.element_type or "").replace("const", "").strip()) if acc.element_type else None
+    if not elem or not moved or len(acc.indices) != 1:
+        return None
+    ks = kernel_syntax(model, fn)
+    if ks is None:
+        return None
+    node = ks.node.descendant_for_byte_range(*fn.span(acc.index_span))
+    text = _lane_text(ks, unparen(node)) if node is not None else None
+    if text is None:
+        return None
+    touched: set[int] = set()
+    try:
+        for lane in range(32):
+            start = evaluate_int(text, {"_ww_tx": lane}) * elem
+            touched.update(range(start // 32, (start + moved - 1) // 32 + 1))
+    except (ExprError, ArithmeticError, RecursionError):
+        return None
+    return len(touched), max(1, -(-(32 * moved) // 32))

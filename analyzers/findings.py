@@ -19,6 +19,7 @@ from typing import Any
 from warpwise.analyzers.banks import warp_conflict
 from warpwise.analyzers.barriers import barrier_guard, unguarded_tile_loop
 from warpwise.analyzers.checkpoint import checkpoint
+from warpwise.analyzers.facts_memory import lane_sectors, lanes_walk_gap
 from warpwise.analyzers.macros import view_width
 from warpwise.analyzers.model import (
     Access,
@@ -158,19 +159,48 @@ def _uncoalesced(model: FileModel, fn: Function) -> Iterator[Finding]:
             stride_bytes = abs(acc.stride) * acc.width
             if stride_bytes <= vector:
                 continue
+        counted = None
+        if acc.stride is None or acc.stride.denominator != 1:
+            # No one stride between lanes (`A[(tid / 4) * K + (tid % 4) * 4]`): count the warp's sectors lane by lane;
+            # when they are as few as a contiguous access's, every fetched byte is used and nothing is uncoalesced.
+            counted = lane_sectors(model, fn, acc, vector or acc.width or 0)
+            if counted is not None and counted[0] <= counted[1]:
+                continue
         verb = {AccessKind.READ: "read", AccessKind.WRITE: "written", AccessKind.ATOMIC: "updated"}.get(
             acc.kind, "accessed"
         )
         width = acc.width or 4
         if acc.stride is not None and acc.stride.denominator == 1:
             stride_bytes = abs(acc.stride.numerator) * width
-            cost = min(32, max(1, stride_bytes * 32 // 128)) if stride_bytes < 128 else 32
+            # 128-byte lines one warp-wide access spans, against a contiguous access of the same width.
+            spanned = -(-(31 * stride_bytes + width) // 128)
+            cost = max(1, spanned // max(1, -(-(32 * width) // 128))) if stride_bytes < 128 else 32
             tail = (
                 f"each warp-wide access spans {cost}x the 128-byte lines a contiguous one would"
                 if cost < 32
                 else "each thread of a warp touches its own 32-byte sector"
             )
             amount = f"{abs(acc.stride.numerator)} elements ({stride_bytes} bytes)"
+            walked = lanes_walk_gap(model, fn, acc)
+            if walked is not None:
+                tail += (
+                    f"; over the loop on `{walked}` each lane walks the elements up to the next lane's, so the warp "
+                    "moves the DRAM sectors of a contiguous access and what this costs is load/store instructions "
+                    "and L1 wavefronts, not memory traffic"
+                )
+        elif counted is not None and (acc.stride is not None or "/" in (acc.stride_text or "")):
+            # A fractional stride is the evaluator's reading of `tid / D`: the lanes come in groups, not at one stride.
+            yield Finding(
+                "uncoalesced-global-access",
+                Severity.WARNING,
+                f"`{acc.base}` is {verb} by groups of lanes spread over {counted[0]} 32-byte sectors per warp where a "
+                f"contiguous access touches {counted[1]} (index `{acc.index}`, counted lane by lane with the sizes "
+                "the code leaves open taken as large).",
+                fn.span(acc.span),
+                fn.name,
+                data={"array": acc.base, "index": acc.index, "stride": str(acc.stride)},
+            )
+            continue
         else:
             amount = f"{_stride_words(acc)} elements"
             tail = f"unless `{acc.stride_text}` is 1, each thread of a warp touches its own 32-byte sector"

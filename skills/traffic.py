@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from warpwise.analyzers.expr.values import type_size
+from warpwise.analyzers.facts_memory import lane_sectors, lanes_walk_gap
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, MemorySpace
 
 SECTOR_BYTES = 32
@@ -79,6 +80,19 @@ def access_traffic(model: FileModel, function: str | None, start: int) -> Traffi
             # `x[4 * t]`, `x[4 * t + 1]`, ... `x[4 * t + 3]`: each access is strided, but together the warp's lanes
             # read every byte of the sectors they fetch, so the accesses move what a contiguous one would.
             return Traffic(1.0, contiguous, contiguous, "its neighbouring accesses use the rest of each sector")
+        if acc.stride is None or acc.stride.denominator != 1:
+            # `A[(tid / 4) * K + (tid % 4) * 4]`: no one stride between lanes; count the sectors lane by lane.
+            counted = lane_sectors(model, fn, acc, width)
+            if counted is not None:
+                n, base = counted
+                return Traffic(n / base, n, base, "counted lane by lane, sizes the code leaves open taken as large")
+        loop = lanes_walk_gap(model, fn, acc)
+        if loop is not None:
+            # `for (l = 0; l < 4; ++l) x[4 * t + l]`: each instruction is strided, but over the loop each lane walks
+            # the elements up to the next lane's, so the warp fetches each sector once (L1 and L2 hold the lines
+            # between iterations) and moves what a contiguous access would.
+            walked = f"over the loop on `{loop}` each lane walks the elements up to the next lane's"
+            return Traffic(1.0, contiguous, contiguous, walked)
         if acc.stride is not None:
             # The stride is in elements; a view (`LDST128BITS(b[i])`) moves `width` bytes from each lane's start.
             n = sectors(acc.stride * Fraction(acc.width or width, width), width)

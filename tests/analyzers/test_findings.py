@@ -178,3 +178,91 @@ __global__ void t16(const float* in, float* out, int n) {
     )
     (w,) = [f for f in check_model(analyze_text(wide), {"shared-bank-conflict"}) if "lx * 4 + 3" in f.message]
     assert "threads along x" not in w.message and "(4-way bank conflict)" in w.message
+
+
+def test_uncoalesced_reads_an_offset_under_a_vector_cast_in_the_pointee_elements() -> None:
+    """`reinterpret_cast<const float4*>(x + 4 * t)[0]` moves lane t's 16 bytes at byte 16 t: contiguous. The offset
+    under the cast counts floats, not float4s (it was read as 64 bytes between lanes). Spelled with a hoisted local,
+    a shift or an offset added after the cast, the answer is the same."""
+    contiguous = """
+__global__ void k1(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int v0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (v0 + 3 < n) {
+    float4 a = reinterpret_cast<const float4*>(x + v0)[0];
+    reinterpret_cast<float4*>(y + v0)[0] = a;
+  }
+}
+__global__ void k2(const float* __restrict__ x, float* __restrict__ y) {
+  unsigned t = threadIdx.x + blockIdx.x * blockDim.x;
+  float4 a = ((const float4*)(x + (t << 2)))[0];
+  ((float4*)y + t)[0] = a;
+}"""
+    assert rules(contiguous, {"uncoalesced-global-access"}) == []
+    two_x = """
+__global__ void k3(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int v0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+  float4 a = reinterpret_cast<const float4*>(x + v0)[0];
+  y[blockIdx.x] = a.x;
+}"""
+    found = rules(two_x, {"uncoalesced-global-access"})
+    assert len(found) == 1 and "stride of 2 elements (32 bytes)" in found[0][1] and "spans 2x" in found[0][1]
+
+
+def test_uncoalesced_counts_lane_groups_of_a_divided_thread_index() -> None:
+    """A tile load `A[(tid / 4) * K + (tid % 4) * 4]` read 8 bytes at a time puts four lanes on each row's 32
+    contiguous bytes: every fetched sector is used, so nothing is uncoalesced (a labelled wrong finding on real
+    code). `tid >> 2` and `tid & 3` are the same index. Two lanes per row reading 4 bytes each do waste sectors."""
+    grouped = """
+#define LD64(p) (reinterpret_cast<float2*>(&(p))[0])
+__global__ void tile(float* A, float* out, int K) {
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int row = tid / 4, col = (tid % 4) * 2;
+  float2 v = LD64(A[(blockIdx.y * 64 + row) * K + col]);
+  out[tid] = v.x;
+}
+__global__ void tile_shifts(float* A, float* out, int K) {
+  const int tid = threadIdx.x;
+  float2 v = LD64(A[(tid >> 2) * K + ((tid & 3) << 1)]);
+  out[tid] = v.y;
+}"""
+    assert rules(grouped, {"uncoalesced-global-access"}) == []
+    sparse = """
+__global__ void pairs(const float* x, float* y, int K) {
+  int tid = threadIdx.x;
+  y[tid] = x[(tid / 2) * K + tid % 2];
+}"""
+    found = rules(sparse, {"uncoalesced-global-access"})
+    assert len(found) == 1 and "16 32-byte sectors per warp where a contiguous access touches 4" in found[0][1]
+
+
+def test_uncoalesced_says_when_a_loop_walks_the_gap_between_lanes() -> None:
+    """Each thread of `for (l = 0; l < 4; ++l) x[4 t + l]` walks its own four floats: every instruction is strided,
+    but over the loop the warp moves the sectors of a contiguous access. The finding says so, and the traffic
+    factor that makes a warning in the quiet default is 1. A local declared again in a sibling block (`i`) is
+    resolved by scope."""
+    from warpwise.skills.traffic import access_traffic
+
+    src = """
+__global__ void chunk(float* x, int n) {
+  int v0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (v0 + 3 < n) {
+    for (int l = 0; l < 4; ++l) { const int i = v0 + l; x[i] = 2.0f * x[i]; }
+  } else {
+    for (int l = 0; l < 4; l++) { const int i = v0 + l; if (i < n) x[i] = 2.0f * x[i]; }
+  }
+}
+__global__ void short_loop(float* x) {
+  int v0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  for (int l = 0; l < 2; ++l) x[v0 + l] = 0.5f;
+}"""
+    model = analyze_text(src)
+    found = [f for f in check_model(model, {"uncoalesced-global-access"})]
+    chunk = [f.message for f in found if f.function == "chunk"]
+    assert len(chunk) == 4 and all("over the loop on `l` each lane walks" in m for m in chunk)
+    short = [f.message for f in found if f.function == "short_loop"]
+    assert len(short) == 1 and "over the loop" not in short[0], "two of four elements: the loop leaves gaps"
+    fn = model.function("chunk")
+    factors = {access_traffic(model, "chunk", fn.base + a.span[0]).factor for a in fn.accesses if a.loops}  # type: ignore[union-attr]
+    assert factors == {1.0}
+    fn = model.function("short_loop")
+    assert [access_traffic(model, "short_loop", fn.base + a.span[0]).factor for a in fn.accesses] == [4.0]  # type: ignore[union-attr]
