@@ -347,8 +347,17 @@ template <typename T> __host__ __device__ complex<T> operator*(const T& a, compl
 template <typename T> __host__ __device__ bool operator==(const complex<T>& a, const complex<T>& b) {
   return a.real_ == b.real_ && a.imag_ == b.imag_; }
 }
+namespace std {
+template <typename T> __host__ __device__ constexpr c10::complex<T> conj(const c10::complex<T>& z) {
+  return c10::complex<T>(z.real(), -z.imag()); }
+template <typename T> __host__ __device__ constexpr T real(const c10::complex<T>& z) { return z.real(); }
+template <typename T> __host__ __device__ constexpr T imag(const c10::complex<T>& z) { return z.imag(); }
+template <typename T> __host__ __device__ constexpr T norm(const c10::complex<T>& z) {
+  return z.real() * z.real() + z.imag() * z.imag(); }
+}
 """
-"""c10's `complex<T>` (`<c10/util/complex.h>`): its value layout and arithmetic, for device code that uses it."""
+"""c10's `complex<T>` (`<c10/util/complex.h>`): its value layout and arithmetic, and the `std::conj`, `std::real`,
+`std::imag` and `std::norm` overloads that header declares for it, for device code that uses it."""
 
 
 def _is_cxx_std(name: str) -> bool:
