@@ -32,6 +32,7 @@ standard-library data members kept as opaque storage of the same size, so the cl
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,8 +348,17 @@ template <typename T> __host__ __device__ complex<T> operator*(const T& a, compl
 template <typename T> __host__ __device__ bool operator==(const complex<T>& a, const complex<T>& b) {
   return a.real_ == b.real_ && a.imag_ == b.imag_; }
 }
+namespace std {
+template <typename T> __host__ __device__ constexpr c10::complex<T> conj(const c10::complex<T>& z) {
+  return c10::complex<T>(z.real(), -z.imag()); }
+template <typename T> __host__ __device__ constexpr T real(const c10::complex<T>& z) { return z.real(); }
+template <typename T> __host__ __device__ constexpr T imag(const c10::complex<T>& z) { return z.imag(); }
+template <typename T> __host__ __device__ constexpr T norm(const c10::complex<T>& z) {
+  return z.real() * z.real() + z.imag() * z.imag(); }
+}
 """
-"""c10's `complex<T>` (`<c10/util/complex.h>`): its value layout and arithmetic, for device code that uses it."""
+"""c10's `complex<T>` (`<c10/util/complex.h>`): its value layout and arithmetic, and the `std::conj`, `std::real`,
+`std::imag` and `std::norm` overloads that header declares for it, for device code that uses it."""
 
 
 def _is_cxx_std(name: str) -> bool:
@@ -472,6 +482,24 @@ _HOST_ONLY_PREFIXES = (
 )
 _TOOLKIT_DEVICE_HEADERS = frozenset({"curand_kernel.h", "curand_philox4x32_x.h", "curand_mtgp32_kernel.h"})
 """Device headers of the CUDA math libraries: when no folder has one, the kernel cannot build without it."""
+
+
+_CUB_UMBRELLA = "cub/cub.cuh"
+_CUB_HOST_PARTS = ("cub/device/", "cub/util_allocator.cuh")
+"""CUB's host-side parts: device-wide algorithms (launched from the host) and the host caching allocator."""
+_UMBRELLA_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(cub/[^>]+)>", re.M)
+
+
+@functools.lru_cache(maxsize=8)
+def _cub_device_parts(cuda_dirs: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the headers the toolkit's `<cub/cub.cuh>` includes, less its host-side parts."""
+    for d in cuda_dirs:
+        try:
+            text = (Path(d) / _CUB_UMBRELLA).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        return tuple(n for n in _UMBRELLA_INCLUDE.findall(text) if not n.startswith(_CUB_HOST_PARTS))
+    return ()
 
 
 def missing_hint(name: str, cuda_dirs: list[str]) -> str:
@@ -773,6 +801,14 @@ class _Walk:
             return (node.start_byte, node.end_byte, self.inline(data, node, found, name, label, depth))
         if not self.blank:
             return None
+        if name == _CUB_UMBRELLA and (parts := _cub_device_parts(tuple(self.cuda_dirs))):
+            # CUB's umbrella header brings its device-wide algorithms, whose host launch code (Thrust's triple
+            # chevron) NVRTC rejects; device code uses the block, warp and thread levels, which NVRTC builds.
+            self.dropped_incs.append(f"{name} (its cub/device/ headers)")
+            next_line = data[: node.start_byte].count(b"\n") + 2
+            tail = "\n" if data[node.end_byte - 1 : node.end_byte] == b"\n" else ""
+            lines = "".join(f"#include <{p}>\n" for p in parts)
+            return (node.start_byte, node.end_byte, f'\n{lines}#line {next_line} "{_escape(label)}"{tail}')
         if host_only or not _header_found(name, self.cuda_dirs):
             self.dropped_incs.append(name)
             named = quoted or name in _TOOLKIT_DEVICE_HEADERS

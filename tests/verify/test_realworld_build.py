@@ -188,3 +188,15 @@ def test_c10_complex_and_math_constants_build_with_nvrtc() -> None:
     build = _build(REAL / "torch_ext" / "complex_exp.cu", "complex_exp")
     assert build.info.ok, build.info.log
     assert build.info.builder == "nvrtc", build.info.builder_reason
+
+
+def test_cubs_umbrella_header_keeps_its_block_level_and_builds_with_nvrtc() -> None:
+    path = REAL / "cub_umbrella" / "block_sum.cu"
+    dev = device_source(path.read_text(), str(path), path=path)
+    # The device-wide algorithms (host launch code NVRTC rejects) and the host allocator are left out.
+    assert "#include <cub/block/block_reduce.cuh>" in dev.text
+    assert "cub/device/" not in dev.text and "util_allocator" not in dev.text
+    assert "cub/cub.cuh (its cub/device/ headers)" in dev.dropped_includes
+    build = _build(path, "block_sum")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc", build.info.builder_reason
