@@ -363,8 +363,10 @@ def _scale_value(v: Value, factor: Fraction) -> Value:
     (its exact value does not change the pattern across threads); anything else keeps its kind."""
     if v.kind is Kind.AFFINE and isinstance(v.coef, Fraction):
         return Value(Kind.AFFINE, v.coef * factor, None, "", v.ty, v.deps)
-    if v.kind is Kind.AFFINE:
-        return Value(Kind.INDIRECT, ty=v.ty, deps=v.deps)
+    if v.kind is Kind.AFFINE and v.coef is not None:
+        # A symbolic coefficient (`N` in `(row + t) * N`) keeps its name, counted in the cast type's elements.
+        scaled = f"({v.coef})/{factor.denominator}" if factor.numerator == 1 else f"({v.coef})*{factor}"
+        return Value(Kind.AFFINE, scaled, None, "", v.ty, v.deps)
     return v
 
 

@@ -919,7 +919,8 @@ def lane_sectors(model: FileModel, fn: Function, acc: Access, moved: int) -> tup
     from warpwise.analyzers.expr.cexpr import ExprError, evaluate_int
 
     elem = type_size((acc.element_type or "").replace("const", "").strip()) if acc.element_type else None
-    if not elem or not moved or len(acc.indices) != 1:
+    if not elem or not moved or len(acc.indices) != 1 or acc.array != acc.base:
+        # Only `A[index]` itself: an alias or a cast of an offset pointer adds an offset this does not read.
         return None
     ks = kernel_syntax(model, fn)
     if ks is None:

@@ -266,3 +266,21 @@ __global__ void short_loop(float* x) {
     assert factors == {1.0}
     fn = model.function("short_loop")
     assert [access_traffic(model, "short_loop", fn.base + a.span[0]).factor for a in fn.accesses] == [4.0]  # type: ignore[union-attr]
+
+
+def test_uncoalesced_keeps_a_symbolic_row_stride_through_an_aliased_vector_store() -> None:
+    """`out = C + (m + tid) * N + c; reinterpret_cast<int4*>(out)[0] = v`: each thread writes its own row, which is
+    uncoalesced whatever the constant index `[0]` says (a labelled useful finding on real code)."""
+    src = """
+__global__ void st(short* C, int N, int m, int c) {
+  int tid = threadIdx.x;
+  int4 v = make_int4(0, 0, 0, 0);
+  short* out = C + (m + tid) * N + c;
+  reinterpret_cast<int4*>(out)[0] = v;
+}
+__global__ void st_cast(short* C, int N, int m) {
+  int4 v = make_int4(0, 0, 0, 0);
+  reinterpret_cast<int4*>(C + (m + threadIdx.x) * N)[0] = v;
+}"""
+    found = rules(src, {"uncoalesced-global-access"})
+    assert len(found) == 2 and all("each thread of a warp touches its own 32-byte sector" in m for _, m in found)
