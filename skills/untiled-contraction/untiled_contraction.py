@@ -40,6 +40,7 @@ from typing import Any
 from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node, tree_of
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
+from warpwise.analyzers.function_nodes import of_type
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -104,15 +105,28 @@ class _Kernel:
         self.conversion = ""
         self._collect(node.child_by_field_name("body"))
 
+    def _statements(self, body: Node) -> list[Node]:
+        """Return the body's declarations, assignments and increments, in the order the definitions are read.
+
+        From the function's one shared query (`function_nodes.of_type`), ordered as a walk that visits a node before
+        its children and a later sibling before an earlier one: by end descending, then start ascending. The order
+        fixes which type a name declared twice keeps and the order of `defs`, which the recogniser iterates.
+        """
+        found = [
+            n
+            for t in ("declaration", "assignment_expression", "update_expression")
+            for n in of_type(self.model, self.fn, t)
+            if body.start_byte <= n.start_byte and n.end_byte <= body.end_byte
+        ]
+        return sorted(found, key=lambda n: (-n.end_byte, n.start_byte))
+
     def text(self, node: Node) -> str:
         return node_text(self.model, node)
 
     def _collect(self, node: Node | None) -> None:
         if node is None:
             return
-        stack = [node]
-        while stack:
-            n = stack.pop()
+        for n in self._statements(node):
             if n.type == "declaration":
                 tnode = n.child_by_field_name("type")
                 ty = self.text(tnode) if tnode is not None else ""
@@ -135,7 +149,6 @@ class _Kernel:
                 target = n.child_by_field_name("left") or n.child_by_field_name("argument")
                 if target is not None and target.type == "identifier":
                     self.defs.setdefault(self.text(target), []).append(None)
-            stack.extend(n.named_children)
 
     def single_def(self, name: str) -> Node | None:
         d = self.defs.get(name)
