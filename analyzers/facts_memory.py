@@ -561,10 +561,13 @@ def is_wide_type(type_text: str) -> bool:
 def visible_declaration(defs: list[Node | None], use: Node) -> Node | None:
     """Return the one initializer among a name's definitions that is in scope at `use`, or None.
 
-    A name declared in two sibling blocks (`for (...) { int i = a; } ... { int i = b; }`) has two initializers; the
-    one whose block encloses the use and that comes before it is the value there. Any assignment or update of the
+    A name defined once has that definition (None when it is an update). A name declared in two sibling blocks
+    (`for (...) { int i = a; } ... { int i = b; }`) has two initializers; the one whose block encloses the use and
+    that comes before it is the value there. Any assignment or update of the
     name, or more than one visible declaration, makes the answer unknown (None).
     """
+    if len(defs) == 1:
+        return defs[0]
     visible: list[Node] = []
     for d in defs:
         if d is None:
@@ -647,7 +650,7 @@ def _linear(ks: KernelSyntax, node: Node, depth: int) -> Linear | None:
         defs = ks.definitions.get(name)
         if defs is None:
             return {}
-        value = defs[0] if len(defs) == 1 else visible_declaration(defs, node)
+        value = visible_declaration(defs, node)
         if value is None:
             return None
         return linear(ks, value, depth + 1)
@@ -812,6 +815,15 @@ def launch_arg(launch: Launch, fn: Function, name: str) -> str | None:
     return launch.args[param.index].strip()
 
 
+def index_node(model: FileModel, fn: Function, acc: Access) -> tuple[KernelSyntax, Node] | None:
+    """Return the kernel's syntax and the node of an access's index, parentheses removed (None when unread)."""
+    ks = kernel_syntax(model, fn)
+    if ks is None:
+        return None
+    node = ks.node.descendant_for_byte_range(*fn.span(acc.index_span))
+    return (ks, unparen(node)) if node is not None else None
+
+
 def lanes_walk_gap(model: FileModel, fn: Function, acc: Access) -> str | None:
     """Return the counter of a constant-trip loop around a strided access over which each lane walks every element
     between its start and the next lane's, or None.
@@ -823,11 +835,8 @@ def lanes_walk_gap(model: FileModel, fn: Function, acc: Access) -> str | None:
     if acc.stride is None or acc.stride.denominator != 1 or len(acc.indices) != 1 or not acc.loops:
         return None
     stride = abs(acc.stride.numerator)
-    ks = kernel_syntax(model, fn)
-    if ks is None:
-        return None
-    node = ks.node.descendant_for_byte_range(*fn.span(acc.index_span))
-    form = linear(ks, unparen(node)) if node is not None else None
+    found = index_node(model, fn, acc)
+    form = linear(found[0], found[1]) if found is not None else None
     if form is None:
         return None
     for loop_id in reversed(acc.loops):
@@ -882,7 +891,7 @@ def _lane_text(ks: KernelSyntax, node: Node | None, depth: int = 0) -> str | Non
             return _lane_text(ks, ks.loop_vars[name], depth + 1) if ks.loop_vars[name] is not None else None
         defs = ks.definitions.get(name)
         if defs is not None:
-            value = defs[0] if len(defs) == 1 else visible_declaration(defs, node)
+            value = visible_declaration(defs, node)
             inner = _lane_text(ks, value, depth + 1) if value is not None else None
             return f"({inner})" if inner is not None else None
         value_c = ks.model.constants.get(name)
@@ -922,11 +931,8 @@ def lane_sectors(model: FileModel, fn: Function, acc: Access, moved: int) -> tup
     if not elem or not moved or len(acc.indices) != 1 or acc.array != acc.base:
         # Only `A[index]` itself: an alias or a cast of an offset pointer adds an offset this does not read.
         return None
-    ks = kernel_syntax(model, fn)
-    if ks is None:
-        return None
-    node = ks.node.descendant_for_byte_range(*fn.span(acc.index_span))
-    text = _lane_text(ks, unparen(node)) if node is not None else None
+    found = index_node(model, fn, acc)
+    text = _lane_text(found[0], found[1]) if found is not None else None
     if text is None:
         return None
     touched: set[int] = set()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from warpwise.analyzers.expr.values import type_size
-from warpwise.analyzers.facts_memory import lane_sectors, lanes_walk_gap
+from warpwise.analyzers.facts_memory import index_node, lane_sectors, lanes_walk_gap
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, MemorySpace
 
 SECTOR_BYTES = 32
@@ -105,13 +105,13 @@ def access_traffic(model: FileModel, function: str | None, start: int) -> Traffi
 
 def _offset_form(model: FileModel, fn: Function, acc: Access) -> tuple[int, str] | None:
     """Return (constant offset, the rest of the index, white space removed) of a one-dimensional index."""
-    from warpwise.analyzers.facts_memory import binary_parts, const_value, kernel_syntax, squash, unparen
+    from warpwise.analyzers.facts_memory import binary_parts, const_value, squash, unparen
 
-    ks = kernel_syntax(model, fn)
-    if ks is None or len(acc.indices) != 1:
+    found = index_node(model, fn, acc) if len(acc.indices) == 1 else None
+    if found is None:
         return None
-    node = unparen(ks.node.descendant_for_byte_range(*fn.span(acc.index_span)))
-    parts = binary_parts(node) if node is not None else None
+    ks, node = found
+    parts = binary_parts(node)
     if parts is not None and parts[1] in ("+", "-"):
         left, op, right = parts
         c = const_value(model, right)
@@ -120,7 +120,7 @@ def _offset_form(model: FileModel, fn: Function, acc: Access) -> tuple[int, str]
         c = const_value(model, left) if op == "+" else None
         if c is not None:
             return c, squash(ks.text(unparen(right)))
-    return 0, squash(ks.text(node)) if node is not None else ""
+    return 0, squash(ks.text(node))
 
 
 def _covered_by_siblings(model: FileModel, fn: Function, acc: Access) -> bool:

@@ -336,8 +336,9 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
             and c.name not in _pure_macros(model, ks.node)
         ):
             raise _Reject(f"`{fn.name}` calls `{c.name}` ({c.category}), which a second pass of its body cannot repeat")
-    for n in nodes["unrepeatable"][:1]:
-        raise _Reject(f"`{fn.name}` holds `{_text(model, n)[:30]}`, which the rewrite does not repeat")
+    if nodes["unrepeatable"]:
+        first = _text(model, nodes["unrepeatable"][0])[:30]
+        raise _Reject(f"`{fn.name}` holds `{first}`, which the rewrite does not repeat")
     if fn.pointer_aliases:
         raise _Reject(f"`{fn.name}` reads arrays through local pointers ({', '.join(sorted(fn.pointer_aliases))})")
     params = {p.name: p for p in fn.params}
