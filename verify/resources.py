@@ -17,12 +17,16 @@ never waits for a build (`set_background(True)`): a build that is not memoised y
 caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first compilation in a process, seconds long, does not hold
 up the first diagnostics of a file), and the listeners (`add_listener`) are called when the answer is in, to analyse
 again and publish the confirmed claim. Matches computed with a pending answer are not cached (`pending_uses`).
+While the server holds the builds back (`hold`, from start until its first diagnostics are published), background
+work is queued rather than started, so that neither the build process's start nor a build's device-source
+extraction competes with the first analysis for the interpreter; `release` starts what was queued, in order.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -95,6 +99,8 @@ _pending: set[tuple[str, str, str]] = set()
 _pending_uses = 0
 _listeners: list[Callable[[], None]] = []
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
+_held: list[Callable[[], None]] | None = None
+"""Background work queued while the builds are held back (None: not held)."""
 _nvrtc: list[str | None] = []
 """The build process's NVRTC version, once it answered (None: it has no NVRTC)."""
 
@@ -179,6 +185,32 @@ def add_listener(callback: Callable[[], None]) -> None:
         _listeners.append(callback)
 
 
+def hold() -> None:
+    """Queue background builds (and the build process's start) instead of starting them, until `release`."""
+    global _held
+    with _lock:
+        if _held is None:
+            _held = []
+
+
+def release() -> None:
+    """Start the background work queued since `hold`, in the order it was asked for (a no-op when not held)."""
+    global _held
+    with _lock:
+        queued, _held = _held, None
+    for work in queued or ():
+        _pool().submit(work)
+
+
+def _submit(work: Callable[[], None]) -> None:
+    """Run `work` on the build thread, or queue it while the builds are held back."""
+    with _lock:
+        if _held is not None:
+            _held.append(work)
+            return
+    _pool().submit(work)
+
+
 def pending_uses() -> int:
     """Return how many times a pending answer was given (a match computed across a change is not to be cached)."""
     return _pending_uses
@@ -200,7 +232,7 @@ def warm_up() -> None:
             return
         log.info("resource builds warmed up in %.0f ms", 1000 * (time.perf_counter() - t0))
 
-    _pool().submit(run)
+    _submit(run)
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -233,7 +265,7 @@ def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) ->
             submit = None
     if submit is not None:
         if submit:
-            _pool().submit(_build_in_background, model, kernel, arch, key)
+            _submit(functools.partial(_build_in_background, model, kernel, arch, key))
         return Unconfirmed(PENDING)
     result = _build(model, kernel, arch)
     _remember(key, result)

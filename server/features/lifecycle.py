@@ -115,8 +115,13 @@ def detect_when_read(
 
 
 def start_gpu_detection(*, editor: Editor, verification: VerificationService, tasks: Tasks) -> None:
-    """Send the first status, then look for a GPU once, in the background, and report it in the status."""
+    """Send the first status, then look for a GPU once, in the background, and report it in the status.
 
+    The compile-only resource builds held back since `initialize` start now too (`warpwise.verify.resources`).
+    """
+    from warpwise.verify import resources
+
+    resources.release()
     if not tasks.once("detect-gpu"):
         return
     editor.notify_status()
@@ -138,8 +143,11 @@ async def shutdown(params: None, *, analyses: Analyses, verification: Verificati
 def _resource_builds_in_background(analyses: Analyses) -> None:
     """Never let a compile-only build for a resource claim hold up the analysis lane (event loop).
 
-    The builds run on a background thread in their own process (`warpwise.verify.resources`); NVRTC starts there
-    now, and each answer that comes in makes the open documents be analysed again and published.
+    The builds run on a background thread in their own process (`warpwise.verify.resources`), each answer that
+    comes in making the open documents be analysed again and published. They are held back until the first
+    diagnostics are published (or, with no document open, until the GPU detection starts: `start_gpu_detection`):
+    the build process's start and each build's device-source extraction would otherwise compete with the first
+    analysis for the interpreter and the cores.
     """
     from warpwise.verify import resources
 
@@ -151,5 +159,6 @@ def _resource_builds_in_background(analyses: Analyses) -> None:
                 loop.call_soon_threadsafe(analyses.reanalyse_all)
 
     resources.set_background(True)
+    resources.hold()
     resources.add_listener(answered)
     resources.warm_up()

@@ -78,6 +78,25 @@ def test_background_builds_answer_at_once_and_tell_the_listeners(fake_worker, mo
     assert isinstance(after, KernelResources) and after.stack_bytes == 96
 
 
+def test_held_builds_wait_for_the_release_then_run_in_order(fake_worker, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    fake_worker("0")
+    monkeypatch.setattr(resources, "_background", True)
+    monkeypatch.setattr(resources, "_held", None)
+    answered = threading.Event()
+    resources.add_listener(answered.set)
+    resources.hold()
+    model = analyze_text(SOURCE, "acc.cu")
+    assert resources.kernel_resources(model, "accumulate") == Unconfirmed(resources.PENDING)
+    # Held back: nothing runs, however long the caller waits (the server's first analysis).
+    assert not answered.wait(1.0), "a build ran while the builds were held back"
+    assert resources.kernel_resources(model, "accumulate") == Unconfirmed(resources.PENDING)
+    resources.release()
+    assert answered.wait(60), "the held build did not run after the release"
+    after = resources.kernel_resources(model, "accumulate")
+    assert isinstance(after, KernelResources) and after.stack_bytes == 96
+    resources.release()  # A second release, with nothing held, is harmless.
+
+
 def test_the_caller_asks_the_build_process_for_nvrtc_and_never_loads_it() -> None:
     """NVRTC is loaded only in the build process (the library takes about 40 MiB of the process that loads it):
     a caller that builds asks that process for its version instead, and holds no NVRTC binding itself."""
