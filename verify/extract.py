@@ -954,12 +954,14 @@ def device_source(
     *,
     path: str | Path | None = None,
     user_include_dirs: tuple[str, ...] | list[str] = (),
+    host: bool = True,
 ) -> DeviceSource:
     """Return the file with host code blanked out and project headers inlined, ready for NVRTC.
 
     `path` is where the file lives (its folder is searched for quoted includes); compiler messages name
     `filename`. `include_dirs` are the CUDA toolkit's folders, `user_include_dirs` the project's. Given a
     `SourceFile` (a model's `source`), its tree is read for the file itself; only included headers are parsed.
+    `host=False` skips the host-side text (`host_text` is then empty) for callers that build device code only.
     """
     from warpwise.verify.worker.nvbuild import cuda_include_dirs
 
@@ -972,8 +974,9 @@ def device_source(
     folder = Path(path).resolve().parent if path else None
     device = _Walk(list(user_include_dirs), dirs, blank=True)
     body = device.process(data, filename, folder, 0, tree)
-    host = _Walk(list(user_include_dirs), dirs, blank=False)
-    host_body = host.process(data, filename, folder, 0, tree)
+    host_body = (
+        _Walk(list(user_include_dirs), dirs, blank=False).process(data, filename, folder, 0, tree) if host else ""
+    )
     prelude = prelude_for(device.dropped_incs, dirs, body) + f'#line 1 "{_escape(filename)}"\n'
     return DeviceSource(
         prelude + body,

@@ -248,7 +248,7 @@ def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) ->
 
     In background mode (`set_background`) a report that is not memoised yet is `Unconfirmed(PENDING)`."""
     global _pending_uses
-    key = (hashlib.sha256(model.text).hexdigest(), kernel, arch)
+    key = (_text_hash(model), kernel, arch)
     with _lock:
         hit = _memo.get(key)
         if hit is not None:
@@ -270,6 +270,14 @@ def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) ->
     result = _build(model, kernel, arch)
     _remember(key, result)
     return result
+
+
+def _text_hash(model: FileModel) -> str:
+    """Return the SHA-256 of a model's text, hashed once per model (each kernel of a version asks for it)."""
+    digest: str | None = model.memo.get(f"{__name__}.text_sha256")
+    if digest is None:
+        digest = model.memo[f"{__name__}.text_sha256"] = hashlib.sha256(model.text).hexdigest()
+    return digest
 
 
 def _remember(key: tuple[str, str, str], result: KernelResources | Unconfirmed) -> None:
@@ -367,9 +375,14 @@ def _source(model: FileModel, kernel: str) -> Any:
     name = qualified_name(model.source, fn.base, kernel)
     if args:
         name = f"{name}<{', '.join(args)}>"
-    path = model.path if model.path and Path(model.path).is_file() else None
-    dev = device_source(model.source, Path(model.path or "kernel.cu").name or "kernel.cu", path=path)
-    return Source(dev.text, name, Path(model.path or "kernel.cu").name or "kernel.cu")
+    filename = Path(model.path or "kernel.cu").name or "kernel.cu"
+    # One extraction per model: every kernel of a version is built from the same device-only file.
+    key = f"{__name__}.device_text"
+    text: str | None = model.memo.get(key)
+    if text is None:
+        path = model.path if model.path and Path(model.path).is_file() else None
+        text = model.memo[key] = device_source(model.source, filename, path=path, host=False).text
+    return Source(text, name, filename)
 
 
 def _cache_dir() -> str | None:

@@ -216,8 +216,9 @@ def _trips(model: FileModel, loop: Any) -> int | None:
 def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     """Return the file's function-like macros whose bodies assign nothing (index helpers such as `AT(z, y, x)`).
 
-    One answer per file, kept on the model: the definitions are found by one tree-sitter query over the file's
-    tree, not a Python walk per kernel."""
+    One answer per file, kept on the model: the definitions are found from the file's `#` characters (every
+    `#define` token starts with one), not by a walk or a query over the whole tree, which would cost milliseconds
+    on every keystroke."""
     key = f"{__name__}.pure_macros"
     cached = model.memo.get(key)
     if cached is not None:
@@ -226,7 +227,7 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     while root.parent is not None:
         root = root.parent
     out = set()
-    for n in captures(query("(preproc_function_def) @d"), root).get("d", []):
+    for n in _function_macros(root, model.text):
         name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is None:
             continue
@@ -238,6 +239,20 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     result = frozenset(out)
     model.memo[key] = result
     return result
+
+
+def _function_macros(root: Node, data: bytes) -> list[Node]:
+    """Return the file's function-like `#define`s, wherever they are (inside function bodies too)."""
+    found = []
+    i = data.find(b"#")
+    while i >= 0:
+        n: Node | None = root.descendant_for_byte_range(i, i + 1)
+        while n is not None and n.start_byte == i and n.type != "preproc_function_def":
+            n = n.parent
+        if n is not None and n.start_byte == i and n.type == "preproc_function_def":
+            found.append(n)
+        i = data.find(b"#", i + 1)
+    return found
 
 
 _OWN_NAMES = frozenset(
