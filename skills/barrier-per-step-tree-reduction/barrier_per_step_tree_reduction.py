@@ -36,6 +36,7 @@ from typing import Any
 from warpwise.analyzers.expr.cexpr import c_div, c_mod
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import node_text, squash, unparen
+from warpwise.analyzers.function_nodes import of_type
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
@@ -56,6 +57,17 @@ def _walk(node: Node) -> Iterator[Node]:
         n = stack.pop()
         yield n
         stack.extend(reversed(n.named_children))
+
+
+def _within(body: Node, model: FileModel, fn: Function, types: tuple[str, ...]) -> list[Node]:
+    """Return the nodes of the given types inside a kernel's body, in the order a pre-order walk visits them.
+
+    From the function's one shared query (`function_nodes.of_type`) rather than a Python walk of the body."""
+    lo, hi = body.start_byte, body.end_byte
+    found = [n for t in types for n in of_type(model, fn, t) if lo <= n.start_byte and n.end_byte <= hi]
+    if len(types) > 1:
+        found.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return found
 
 
 def _statements(node: Node | None) -> list[Node]:
@@ -80,7 +92,7 @@ class _Eval:
         self.model = model
         self.fn = fn
         self.defs: dict[str, list[Node | None]] = {}
-        for n in _walk(body):
+        for n in _within(body, model, fn, ("init_declarator", "assignment_expression", "update_expression")):
             if n.type == "init_declarator":
                 d = n.child_by_field_name("declarator")
                 if d is not None and d.type == "identifier":
@@ -595,9 +607,7 @@ def _recognise_all(model: FileModel, fn: Function) -> tuple[list[TreeLoop], str]
     }
     shared = {a.name: a for a in fn.shared}
     why = "no loop over a shared array with one combine and a barrier per step"
-    for blk in _walk(body):
-        if blk.type != "compound_statement":
-            continue
+    for blk in _within(body, model, fn, ("compound_statement",)):
         stmts = _statements(blk)
         for k, st in enumerate(stmts):
             parts = _loop_parts(ev, st, stmts[k - 1] if k else None)

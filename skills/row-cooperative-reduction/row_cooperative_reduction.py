@@ -62,6 +62,7 @@ from typing import Any
 from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
+from warpwise.analyzers.function_nodes import of_type
 from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -198,7 +199,7 @@ class _Syntax:
         # each of two loops): a use reads the declaration of its own scope, as C scoping says.
         self.scoped: dict[str, list[Node]] = {}
         self.assigned: set[str] = set()
-        for n in _walk(self.body):
+        for n in self.within(("init_declarator", "declaration", "assignment_expression", "update_expression")):
             if n.type == "init_declarator":
                 name = self._declared(n.child_by_field_name("declarator"))
                 if name:
@@ -217,6 +218,16 @@ class _Syntax:
                 if target is not None and unparen(target).type == "identifier":
                     self.defs.setdefault(self.text(unparen(target)), []).append(None)
                     self.assigned.add(self.text(unparen(target)))
+
+    def within(self, types: tuple[str, ...]) -> list[Node]:
+        """Return the body's nodes of the given types in the order a pre-order walk visits them.
+
+        From the function's one shared query (`function_nodes.of_type`) rather than a Python walk of the body."""
+        lo, hi = self.body.start_byte, self.body.end_byte
+        found = [n for t in types for n in of_type(self.model, self.fn, t) if lo <= n.start_byte and n.end_byte <= hi]
+        if len(types) > 1:
+            found.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        return found
 
     def _declared(self, d: Node | None) -> str | None:
         while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
@@ -991,9 +1002,7 @@ def _recognise(s: _Syntax) -> RowKernel:
         raise _Reject("no expression of the kernel is the global thread index `blockIdx.x * blockDim.x + threadIdx.x`")
     replaced = [(n.start_byte, n.end_byte) for n in rows + strides]
     # Any other use of the x axis must be a hoisted local that is only read inside the replaced expressions.
-    for n in _walk(s.body):
-        if n.type != "field_expression":
-            continue
+    for n in s.within(("field_expression",)):
         m = _BUILTIN.match(squash(s.text(n)))
         if m is None or m.group(2) != "x" or _inside(n, replaced):
             continue
@@ -1004,11 +1013,10 @@ def _recognise(s: _Syntax) -> RowKernel:
             if u.type == "identifier" and s.text(u) == local
         ):
             raise _Reject(f"`{s.text(n)}` is used for something other than the row index")
-    for n in _walk(s.body):
-        if n.type == "field_expression":
-            m = _BUILTIN.match(squash(s.text(n)))
-            if m is not None and m.group(1) == "threadIdx" and m.group(2) != "x":
-                raise _Reject(f"the kernel reads `{s.text(n)}`: rows come from a block of more than one dimension")
+    for n in s.within(("field_expression",)):
+        m = _BUILTIN.match(squash(s.text(n)))
+        if m is not None and m.group(1) == "threadIdx" and m.group(2) != "x":
+            raise _Reject(f"the kernel reads `{s.text(n)}`: rows come from a block of more than one dimension")
     row_var = _row_name(s, rows)
     outer: set[str] = set(s.defs)
     loops: list[RowLoop] = []
