@@ -8,6 +8,8 @@ why the statement holds.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import math
 import re
@@ -526,3 +528,79 @@ def check_model(model: FileModel, select: set[str] | None = None) -> list[Findin
         out.extend(check_function(model, fn, select))
     out.sort(key=lambda f: (f.span[0], f.rule))
     return out
+
+
+class RuleCache:
+    """Reuse the rule findings of functions whose text and surroundings did not change (one per open document).
+
+    A rule reads its own function (the model's facts and the syntax inside it), the file's constants and macros,
+    which come from the text outside every function, and the function's launches (their arguments). The key is the
+    function's text, kind and template binding, that outside text, the launches' callers and arguments, and the
+    selected rules, and the function's first line (messages name lines); a function with a finding that points
+    outside it (a launch site) is checked again every time. Reused findings move with their function, so a
+    keystroke in one kernel checks that kernel only (an edit that adds or removes lines checks those below it too).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], tuple[int, tuple[Finding, ...]]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def check_model(self, model: FileModel, select: set[str] | None = None) -> list[Finding]:
+        """Return what `check_model` returns, checking only the functions whose key changed."""
+        out = [] if select is not None and "syntax-error" not in select else syntax_findings(model)
+        if select is None or "analysis-budget" in select:
+            out.extend(budget_findings(model))
+        outside = _outside_digest(model)
+        selected = frozenset(select) if select is not None else None
+        fresh: dict[tuple[Any, ...], tuple[int, tuple[Finding, ...]]] = {}
+        for fn in model.functions:
+            checkpoint()
+            if fn.kind is FunctionKind.HOST:
+                continue  # No rule checks host code (`check_function`).
+            launches = tuple((host.name, launch.args) for host, launch in model.launches_of(fn.name))
+            # Messages name lines ("the `__syncthreads()` at line 399"): the function's first line is part of the key.
+            line = model.lines.position(fn.base).line
+            key: tuple[Any, ...] = (outside, selected, line, model.text[fn.base : fn.base + fn.length], fn.kind)
+            key += (fn.template_binding, launches)
+            hit = self._entries.get(key) or fresh.get(key)
+            if hit is not None:
+                self.hits += 1
+                base, found = hit
+                fresh[key] = hit
+                out.extend(_moved(f, fn.base - base) for f in found)
+                continue
+            self.misses += 1
+            checked = check_function(model, fn, select)
+            lo, hi = fn.base, fn.base + fn.length
+            if all(_inside(f.span, lo, hi) and all(_inside(r.span, lo, hi) for r in f.related) for f in checked):
+                fresh[key] = (fn.base, tuple(checked))
+            out.extend(checked)
+        self._entries = fresh
+        out.sort(key=lambda f: (f.span[0], f.rule))
+        return out
+
+
+def _inside(span: Span, lo: int, hi: int) -> bool:
+    return lo <= span[0] and span[1] <= hi
+
+
+def _moved(f: Finding, delta: int) -> Finding:
+    """Return a finding moved by `delta` bytes (with its related places), or the same finding when it did not move."""
+    if delta == 0:
+        return f
+    related = tuple(dataclasses.replace(r, span=(r.span[0] + delta, r.span[1] + delta)) for r in f.related)
+    return dataclasses.replace(f, span=(f.span[0] + delta, f.span[1] + delta), related=related)
+
+
+def _outside_digest(model: FileModel) -> bytes:
+    """Return a digest of the file's text outside its functions (declarations, `#define`s, templates' headers)."""
+    text = model.text
+    parts = []
+    at = 0
+    for fn in sorted(model.functions, key=lambda f: f.base):
+        if fn.base > at:
+            parts.append(text[at : fn.base])
+        at = max(at, fn.base + fn.length)
+    parts.append(text[at:])
+    return hashlib.sha256(b"\0".join(parts)).digest()

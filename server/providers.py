@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from warpwise.analyzers.checkpoint import checkpoint
-from warpwise.analyzers.findings import RULES, Finding, Severity, check_model
+from warpwise.analyzers.findings import RULES, Finding, RuleCache, Severity
 from warpwise.analyzers.model import FileModel, Span
 from warpwise.analyzers.suppressions import UNUSED_RULE, UNUSED_SUMMARY, apply_suppressions
 from warpwise.server.settings import Settings
@@ -144,18 +144,33 @@ def _item_of_finding(f: Finding, source: str = "rule") -> Item:
 
 
 class RuleProvider:
-    """The model-level rules (`warpwise.analyzers.findings`)."""
+    """The model-level rules (`warpwise.analyzers.findings`), through one `RuleCache` per document.
+
+    The cache reuses the findings of functions whose text and surroundings did not change, so a keystroke checks
+    only the function it touched.
+    """
 
     name = "rules"
+
+    def __init__(self) -> None:
+        self._caches: OrderedDict[str, RuleCache] = OrderedDict()
 
     def available(self) -> tuple[bool, str]:
         """Return that the rules are always available."""
         return True, ""
 
     def items(self, model: FileModel, settings: Settings) -> list[Item]:
-        """Run every enabled rule."""
+        """Run every enabled rule, reusing the findings of unchanged functions."""
         select = {r for r in [*RULES, "syntax-error", "analysis-budget"] if settings.rule_enabled(r)}
-        return [_item_of_finding(f) for f in check_model(model, select)]
+        cache = self._caches.pop(model.path, None) or RuleCache()
+        self._caches[model.path] = cache
+        while len(self._caches) > 32:
+            self._caches.popitem(last=False)
+        return [_item_of_finding(f) for f in cache.check_model(model, select)]
+
+    def forget(self, path: str) -> None:
+        """Drop the rule cache of a closed document."""
+        self._caches.pop(path, None)
 
     def compute_fix(self, model: FileModel, item: Item) -> Fix | None:
         """Return None: model-level rules carry no rewrites (skill cards do)."""
