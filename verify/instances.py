@@ -22,6 +22,7 @@ builds from the whole file; it gives up (returns nothing) when a name stays unkn
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,51 @@ def _substitute_once(text: str, env: dict[str, str]) -> str:
     return re.sub(r"\b\w+\b", lambda m: env.get(m.group(0), m.group(0)), text)
 
 
+MAX_HEADERS = 2000
+"""At most this many headers of a project are listed when a quoted include is looked up in its tree."""
+
+_HEADER_SUFFIXES = frozenset({".h", ".cuh", ".hpp", ".hh", ".inl", ".cu"})
+
+
+def _small(f: Path) -> bool:
+    """Return whether a path is a readable file small enough to read as a header."""
+    try:
+        return f.is_file() and f.stat().st_size < 2_000_000
+    except OSError:
+        return False
+
+
+def project_header(path: Path, name: str) -> Path | None:
+    """Return the one header of the file's project whose path ends in the quoted include `name`, or None.
+
+    A project's build names its include folders (`include_dirs` in setup.py, `include_directories` in CMake);
+    without a configuration saying so, a quoted include that is neither next to the file nor in a configured
+    folder is looked up in the project's tree (the folders `callers.project_root` finds): when exactly one
+    header there has that path, it is the one the build's include folder gives. Two candidates are ambiguous
+    and neither is read.
+    """
+    from warpwise.verify.callers import _SKIP_DIRS, project_root
+
+    root = project_root(path)
+    if root == path.resolve().parent:
+        return None
+    tail = "/" + name.replace("\\", "/").lstrip("./")
+    matches: list[Path] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for f in files:
+            if Path(f).suffix not in _HEADER_SUFFIXES:
+                continue
+            seen += 1
+            full = Path(folder) / f
+            if full.as_posix().endswith(tail) and _small(full):
+                matches.append(full)
+        if seen >= MAX_HEADERS or len(matches) > 1:
+            break
+    return matches[0] if len(matches) == 1 else None
+
+
 class _File:
     """A file's text and tree, with the macros of the file and of the local headers it includes."""
 
@@ -106,16 +152,17 @@ class _File:
                 self.macros.setdefault(m.group(1), (params, m.group(3).replace("\\\n", " ")))
 
     def _local_headers(self, include_dirs: tuple[str, ...]) -> list[str]:
-        """Return the texts of the quoted includes found next to the file or in the include folders."""
+        """Return the texts of the quoted includes found next to the file or in the include folders (else the
+        project's one header of that path: see `project_header`)."""
         path = Path(self.model.path)
         out: list[str] = []
         for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', self.text, re.M)[:32]:
-            for folder in (path.parent, *map(Path, include_dirs)):
-                f = folder / name
+            found = next((f for f in (d / name for d in (path.parent, *map(Path, include_dirs))) if _small(f)), None)
+            if found is None and self.model.path:
+                found = project_header(path, name)
+            if found is not None:
                 try:
-                    if f.is_file() and f.stat().st_size < 2_000_000:
-                        out.append(f.read_text(encoding="utf-8", errors="replace"))
-                        break
+                    out.append(found.read_text(encoding="utf-8", errors="replace"))
                 except OSError:
                     continue
         return out
