@@ -607,7 +607,7 @@ def infer_launch(
     launch: Launch,
     indent: str,
     n_launches: int,
-    int_value: int | None = None,
+    int_value: int | tuple[int, ...] | None = None,
 ) -> ProblemSpec | SpecMissing:
     """Return the spec one launch site of `fn` implies (its host function's code, then its torch tensors).
 
@@ -637,7 +637,7 @@ def _through_tensors(
     indent: str,
     n_launches: int,
     launch: Launch | None = None,
-    int_value: int | None = None,
+    int_value: int | tuple[int, ...] | None = None,
 ) -> ProblemSpec | SpecMissing | None:
     """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`)."""
     from dataclasses import replace

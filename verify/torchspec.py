@@ -169,10 +169,13 @@ def _acc_type(expr: str, types: dict[str, str]) -> str | None:
 _QUERY = r"\s*(?:\.|->)\s*"
 
 
-def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int | None = None) -> TorchBinding | str:
+def bind(
+    model: FileModel, caller: Function, launch_offset: int, int_value: int | tuple[int, ...] | None = None
+) -> TorchBinding | str:
     """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
 
-    With `int_value`, the binding's integer parameters take that representative value (each one noted).
+    With `int_value`, the binding's integer parameters take that representative value (each one noted); a tuple
+    gives the i-th integer parameter its i-th value (the last one repeated).
     """
     src = model.text
     node = _definition(model, caller)
@@ -286,6 +289,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             types[m.group(1)] = t
             if m.group(1) != "scalar_t":
                 out.notes.append(f"`{m.group(1)}` is {t} (`{' '.join(m.group(2).split())}` with that `scalar_t`)")
+    n_ints = 0
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
             continue
@@ -293,7 +297,11 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
         elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
-            rep = int_value if int_value is not None else BINDING_INT
+            if isinstance(int_value, tuple):
+                rep = int_value[min(n_ints, len(int_value) - 1)]
+            else:
+                rep = int_value if int_value is not None else BINDING_INT
+            n_ints += 1
             where = "project" if int_value is not None else "file"
             out.scalars[name] = rep
             out.notes.append(
