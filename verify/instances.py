@@ -221,6 +221,7 @@ class _File:
         # A macro call around the offset that declares names (`BOOL_SWITCH(c, kIsVec, ...)`, a dispatch switch's
         # `using scalar_t_##LEVEL = float;`): each name takes the first value the macro's body gives it.
         env: dict[str, str] = {}
+        calls: list[tuple[str, str]] = []
         n = self.model.tree.root_node.descendant_for_byte_range(offset, offset)
         while n is not None and n is not node:
             if n.type == "call_expression":
@@ -228,21 +229,46 @@ class _File:
                 args = n.child_by_field_name("arguments")
                 name = _text(self.src, f) if f is not None else ""
                 if name in self.macros and args is not None:
-                    from warpwise.analyzers.expr import cexpr
-
-                    params, body = self.macros[name]
-                    values = [a.strip() for a in cexpr.split_top(_text(self.src, args)[1:-1])]
-                    bound = dict(zip([p for p in params if p != "..."], values, strict=False))
-                    body = re.sub(r"\s*##\s*", "##", body)
-                    body = _substitute_once(body, bound).replace("##", "")
-                    for m in re.finditer(
-                        r"\busing\s+(\w+)\s*=\s*([^;]+);|\bconstexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
-                        body,
-                    ):
-                        key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-                        env.setdefault(key, " ".join(value.split()))
+                    calls.append((name, _text(self.src, args)[1:-1]))
             n = n.parent
+        # A macro argument holding statements (`DISPATCH(t, 0, "op", using acc_t = ...; k<<<...>>>(...);)`) is
+        # no expression: the parser leaves an error node where the call is, so the calls around the offset are
+        # also read from the text (innermost first, like the walk up the tree).
+        calls += [c for c in self._calls_around(node, offset) if c not in calls]
+        for name, inner in calls:
+            from warpwise.analyzers.expr import cexpr
+
+            params, body = self.macros[name]
+            values = [a.strip() for a in cexpr.split_top(inner)]
+            bound = dict(zip([p for p in params if p != "..."], values, strict=False))
+            body = re.sub(r"\s*##\s*", "##", body)
+            body = _substitute_once(body, bound).replace("##", "")
+            for m in re.finditer(
+                r"\busing\s+(\w+)\s*=\s*([^;]+);|\bconstexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
+                body,
+            ):
+                key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                env.setdefault(key, " ".join(value.split()))
         return env
+
+    def _calls_around(self, node: Any, offset: int) -> list[tuple[str, str]]:
+        """Return the calls of the file's function-like macros in `node` whose parentheses hold `offset`, as
+        (name, argument text), innermost first."""
+        names = [n for n, (params, _) in self.macros.items() if params]
+        if not names:
+            return []
+        src = self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+        at = len(self.src[node.start_byte : offset].decode("utf-8", "replace"))
+        pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\s*\(")
+        out: list[tuple[str, int, str]] = []
+        for m in pattern.finditer(src, 0, at):
+            depth, i = 1, m.end()
+            while i < len(src) and depth:
+                depth += {"(": 1, ")": -1}.get(src[i], 0)
+                i += 1
+            if not depth and m.end() <= at < i:
+                out.append((m.group(1), m.start(), src[m.end() : i - 1]))
+        return [(name, inner) for name, _, inner in sorted(out, key=lambda c: -c[1])]
 
     def declared_types(self, fn: Function) -> dict[str, str]:
         """Return the declared types of a host function's parameters (`T*`, `const V*`)."""

@@ -169,6 +169,19 @@ def _acc_type(expr: str, types: dict[str, str]) -> str | None:
 _QUERY = r"\s*(?:\.|->)\s*"
 
 
+def _computed_query(m: re.Match[str], query: Any) -> str:
+    """Return `t.size(e)` with `e` (arithmetic on numbers) evaluated and the size substituted, else unchanged."""
+    try:
+        i = cexpr.evaluate_int(m.group("e"), {})
+    except cexpr.ExprError:
+        return m.group(0)
+    probe = re.fullmatch(
+        r"(?P<t>\w+)\.(?P<what2>size|stride)\((?P<i2>-?\d+)\)(?P<what>)(?P<i3>)",
+        f"{m.group('t')}.{m.group('what')}({i})",
+    )
+    return str(query(_Q(probe))) if probe is not None else m.group(0)
+
+
 def bind(
     model: FileModel, caller: Function, launch_offset: int, int_value: int | tuple[int, ...] | None = None
 ) -> TorchBinding | str:
@@ -355,7 +368,12 @@ def bind(
             lambda m: query(_Q(m)),
             text,
         )
-        return text
+        # `x.size(x.dim() - 1)`: the rank is known now, so an index written as arithmetic on it evaluates.
+        return re.sub(
+            rf"\b(?P<t>{names}){_QUERY}(?P<what>size|stride)\s*\((?P<e>[\d\s()+\-*/]*[+\-*/][\d\s()+\-*/]*)\)",
+            lambda m: _computed_query(m, query),
+            text,
+        )
 
     settle()
     # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.

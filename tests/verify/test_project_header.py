@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.conftest import FIXTURES
 from warpwise.verify.instances import project_header
 from warpwise.verify.spec import ProblemSpec, SpecMissing, resolve_spec
+from warpwise.verify.torchspec import DEFAULT_SHAPES
 
 PROJECT = FIXTURES / "realworld" / "project_header"
 
@@ -37,3 +38,15 @@ def test_an_ambiguous_header_leaves_its_macro_names_unbound() -> None:
     spec = _spec("ambiguous.cu", "fill_kernel")
     assert isinstance(spec, SpecMissing)
     assert "element type of `out` (elem_t)" in spec.missing
+
+
+def test_a_macro_argument_holding_statements_still_binds_the_names_the_macro_declares() -> None:
+    path = PROJECT / "ops" / "channel_sum.cu"
+    spec = resolve_spec(str(path), path.read_text(), "channel_sum_kernel")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.template_args == ("float", "double")
+    # `in.size(in.dim() - 1)` of a rank-1 representative tensor: all of it is one row of channels.
+    n = DEFAULT_SHAPES[1][0]
+    assert {b.name: (b.dtype, b.count) for b in spec.run.buffers} == {"in": ("f32", n), "sums": ("f64", n)}
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rows": 1, "channels": n}
+    assert spec.run.original_geometry.grid == (n // 128, 1, 1)
