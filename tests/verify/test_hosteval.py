@@ -410,12 +410,22 @@ def test_bare_tensors_a_pointer_set_later_static_cast_and_torch_constants() -> N
 
 
 def test_representative_shapes_that_ask_for_too_much_memory_are_refused_by_name() -> None:
-    huge = JOINT.replace(
+    # 2048 x 2048 x 2048 x 64 floats with the defaults: the smaller shapes (256 x 256 x 256 x 64) are used instead.
+    big = JOINT.replace(
         "sum = torch::empty({rows, hidden}, f.options());", "sum = torch::empty({rows, hidden, rows, 64}, f.options());"
     )
-    spec = _spec(huge, "joint")
-    assert not isinstance(spec, ProblemSpec)
-    assert "GiB" in spec.message and "`sum`" in spec.message
+    spec = _spec(big, "joint")
+    assert isinstance(spec, ProblemSpec), spec
+    assert "the default representative shapes were too big" in spec.notes[0] and "`sum`" in spec.notes[0]
+    assert {b.name: b.count for b in spec.run.buffers}["sum"] == 256 * 256 * 256 * 64
+    # 256^4 floats (16 GiB) even with the smaller shapes: refused, naming the tensor.
+    huge = JOINT.replace(
+        "sum = torch::empty({rows, hidden}, f.options());",
+        "sum = torch::empty({rows, hidden, rows, hidden}, f.options());",
+    )
+    refused = _spec(huge, "joint")
+    assert not isinstance(refused, ProblemSpec)
+    assert "GiB" in refused.message and "`sum`" in refused.message
 
 
 def test_c_math_functions_evaluate_and_a_domain_error_stays_unknown() -> None:
