@@ -137,6 +137,15 @@ def project_header(path: Path, name: str) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def template_template_inner(param: Any) -> Any:
+    """Return the declaration that names a template template parameter (`template <class> class Op`: `class
+    Op`), or the parameter itself when it is another kind."""
+    if param.type != "template_template_parameter_declaration":
+        return param
+    inner = [c for c in param.named_children if c.type != "template_parameter_list"]
+    return inner[-1] if inner else param
+
+
 class _File:
     """A file's text and tree, with the macros of the file and of the local headers it includes."""
 
@@ -183,6 +192,7 @@ class _File:
         params = tmpl.child_by_field_name("parameters")
         out: list[tuple[str, str | None]] = []
         for p in params.named_children if params is not None else []:
+            p = template_template_inner(p)
             named = p.child_by_field_name("name") or p.child_by_field_name("declarator")
             ident = (
                 [named]
@@ -206,7 +216,9 @@ class _File:
         for m in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", before):
             env[m.group(1)] = " ".join(m.group(2).split())
         for m in re.finditer(
-            r"\b(?:static\s+)?constexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);", before
+            r"\b(?:static\s+)?(?:constexpr|const(?=\s+(?:int|unsigned|size_t|int64_t|int32_t|uint32_t)\b))"
+            r"\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
+            before,
         ):
             env[m.group(1)] = " ".join(m.group(2).split())
         found = torchext.dispatched_types(self.src, offset, self.model.tree)
