@@ -232,7 +232,9 @@ def _file_scope_name(arg: str, model: object) -> bool:
     if not re.fullmatch(r"[A-Za-z_]\w*", a) or a in _BUILTIN_TYPES or a in model.constants:
         return True
     text = model.text
-    pattern = rb"(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+" + re.escape(a.encode()) + rb"\b"
+    pattern = (
+        rb"(?:struct|class|typedef[^;]*|using(?:\s+\w+\s*::)*|enum(?:\s+class)?)\s*" + re.escape(a.encode()) + rb"\b"
+    )
     for m in re.finditer(pattern, text):
         fn = model.function_at(m.start())
         if fn is None or fn.is_kernel:
