@@ -45,6 +45,12 @@ MAX_CALLERS = 4
 REPRESENTATIVE_INT = 1
 """The value given to a caller's integer parameter that nothing in the project gives: the smallest positive size,
 so every index it scales stays inside tensors of the representative shapes."""
+REPRESENTATIVE_RETRIES: tuple[tuple[int, ...], ...] = ((1, 2, 3, 4, 5, 6, 7, 8), (8,), (64,))
+"""Representative integers tried, in order, when `REPRESENTATIVE_INT` leaves the launch empty or past CUDA's limits
+(`head_dim / 2` blocks of a `head_dim` of 1; a loop `for (c = a; c < b; c++)` that runs no iteration when `a == b`):
+distinct ascending values (the i-th integer parameter takes i + 1), then larger uniform ones. The first that gives
+a complete spec is used, and its notes say which value each parameter took."""
+_GEOMETRY_ONLY = re.compile(r"exceeds CUDA's limits|an empty launch")
 
 _SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".c"})
 _ROOT_MARKERS = ("setup.py", "pyproject.toml", "CMakeLists.txt", "warpwise.toml", ".git")
@@ -403,6 +409,17 @@ def _through_call(
         return None
     caller2, launch2 = pairs[0]
     result = infer.infer_launch(model2, fn2, caller2, launch2, "", len(pairs), REPRESENTATIVE_INT)
+    if isinstance(result, SpecMissing) and result.missing and all(_GEOMETRY_ONLY.search(m) for m in result.missing):
+        for values in REPRESENTATIVE_RETRIES:
+            retried = infer.infer_launch(model2, fn2, caller2, launch2, "", len(pairs), values)
+            if isinstance(retried, ProblemSpec):
+                shown = ", ".join(map(str, values))
+                note = (
+                    f"the representative integer {REPRESENTATIVE_INT} left the launch empty or past CUDA's limits "
+                    f"({'; '.join(result.missing)}); the caller's integer parameters take {shown} instead"
+                )
+                result = replace(retried, notes=(note, *retried.notes))
+                break
     line = data[: call.start_byte].count(b"\n") + 1
     where = file.name if file.resolve() != Path(model.path).resolve() else "this file"
     if not isinstance(result, ProblemSpec):

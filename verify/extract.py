@@ -264,6 +264,30 @@ using c10::Half;
 using c10::acc_type;
 using c10::opmath_type;
 }
+#include <cuda/std/limits>
+namespace at {
+template <typename T> struct numeric_limits {
+  using L = ::cuda::std::numeric_limits<T>;
+  static __host__ __device__ __forceinline__ T lowest() { return L::lowest(); }
+  static __host__ __device__ __forceinline__ T max() { return L::max(); }
+  static __host__ __device__ __forceinline__ T lower_bound() { return L::has_infinity ? -L::infinity() : L::lowest(); }
+  static __host__ __device__ __forceinline__ T upper_bound() { return L::has_infinity ? L::infinity() : L::max(); }
+};
+template <> struct numeric_limits<c10::Half> {
+  static __host__ __device__ __forceinline__ c10::Half lowest() { return c10::Half(-65504.0f); }
+  static __host__ __device__ __forceinline__ c10::Half max() { return c10::Half(65504.0f); }
+  static __host__ __device__ __forceinline__ c10::Half lower_bound() { return c10::Half(-__int_as_float(0x7f800000)); }
+  static __host__ __device__ __forceinline__ c10::Half upper_bound() { return c10::Half(__int_as_float(0x7f800000)); }
+};
+template <> struct numeric_limits<c10::BFloat16> {
+  static __host__ __device__ __forceinline__ c10::BFloat16 lowest() { return c10::BFloat16(-3.38953139e38f); }
+  static __host__ __device__ __forceinline__ c10::BFloat16 max() { return c10::BFloat16(3.38953139e38f); }
+  static __host__ __device__ __forceinline__ c10::BFloat16 lower_bound() {
+    return c10::BFloat16(-__int_as_float(0x7f800000)); }
+  static __host__ __device__ __forceinline__ c10::BFloat16 upper_bound() {
+    return c10::BFloat16(__int_as_float(0x7f800000)); }
+};
+}
 #define C10_WARP_SIZE 32
 template <typename T>
 __device__ __forceinline__ T WARP_SHFL(T v, int lane, int width = 32, unsigned mask = 0xffffffffu) {
@@ -840,7 +864,7 @@ class _Walk:
 _HOST_TYPES = re.compile(
     rb"\b(?:std\s*::\s*(?:vector|string|map|unordered_map|set|unordered_set|tuple|shared_ptr|unique_ptr|mutex|thread"
     rb"|function|ostream|istream|ofstream|ifstream|stringstream|ostringstream|hash|deque|list|queue|priority_queue"
-    rb"|chrono|cout|cerr)|torch\s*::|at\s*::\s*Tensor|py\s*::|cudaGraph_t)\b"
+    rb"|chrono|cout|cerr)|torch\s*::|at\s*::\s*(?:Tensor\w*|ScalarType|IntArrayRef)|py\s*::|cudaGraph_t)\b"
 )
 _DEVICE_STORAGE = ("__device__", "__constant__", "__shared__", "__managed__")
 

@@ -28,6 +28,7 @@ from warpwise.analyzers.parse import SourceFile
 from warpwise.verify import annotation, infer, torchext
 from warpwise.verify.cache import CacheKey, ResultCache, content_hash
 from warpwise.verify.extract import DeviceSource, device_source, qualified_name
+from warpwise.verify.instances import template_template_inner
 from warpwise.verify.project import BuildFlags, flags_for
 from warpwise.verify.spec import ProblemSpec, SpecMissing, kernel_function, resolve_spec
 from warpwise.verify.types import (
@@ -216,6 +217,10 @@ _BUILTIN_TYPES = frozenset(
 )
 
 
+_OPERATOR_WORDS = frozenset({"sizeof", "alignof", "static_cast", "const", "unsigned", "signed"})
+"""Words of a template argument that are C++ operators or qualifiers, not names (`sizeof(float4) / sizeof(T)`)."""
+
+
 def _file_scope_name(arg: str, model: object) -> bool:
     """Return whether a template argument means something at file scope (not a host function's local name)."""
     import re
@@ -227,7 +232,9 @@ def _file_scope_name(arg: str, model: object) -> bool:
     if not re.fullmatch(r"[A-Za-z_]\w*", a) or a in _BUILTIN_TYPES or a in model.constants:
         return True
     text = model.text
-    pattern = rb"(?:struct|class|typedef[^;]*|using|enum(?:\s+class)?)\s+" + re.escape(a.encode()) + rb"\b"
+    pattern = (
+        rb"(?:struct|class|typedef[^;]*|using(?:\s+\w+\s*::)*|enum(?:\s+class)?)\s*" + re.escape(a.encode()) + rb"\b"
+    )
     for m in re.finditer(pattern, text):
         fn = model.function_at(m.start())
         if fn is None or fn.is_kernel:
@@ -240,7 +247,7 @@ def _names_file_scope(arg: str, model: object) -> bool:
     import re
 
     names = re.finditer(r"(?<![\w:])([A-Za-z_]\w*)\b(?!\s*::)", arg)
-    return all(_file_scope_name(m.group(1), model) for m in names)
+    return all(m.group(1) in _OPERATOR_WORDS or _file_scope_name(m.group(1), model) for m in names)
 
 
 def enclosing_template_params(data: bytes, offset: int, tree: Any = None) -> set[str]:
@@ -255,6 +262,7 @@ def enclosing_template_params(data: bytes, offset: int, tree: Any = None) -> set
         if node.type == "template_declaration":
             params = node.child_by_field_name("parameters")
             for p in params.named_children if params is not None else []:
+                p = template_template_inner(p)
                 ident = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
                 if ident:
                     names.add(data[ident[-1].start_byte : ident[-1].end_byte].decode("utf-8", "replace"))

@@ -20,6 +20,7 @@ unknown call, a pointer, a global the file does not define) makes the whole valu
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,17 @@ MAX_CALL_DEPTH = 8
 
 Value = Any
 """An int, a float, a `Dim3` or a `Tensor`."""
+
+
+_MATH: dict[str, tuple[int, Callable[..., float]]] = {
+    **{n: (2, math.pow) for n in ("pow", "powf")},
+    **{n: (1, math.sqrt) for n in ("sqrt", "sqrtf")},
+    **{n: (1, math.exp) for n in ("exp", "expf")},
+    **{n: (1, math.log) for n in ("log", "logf")},
+    **{n: (1, math.fabs) for n in ("fabs", "fabsf")},
+}
+"""The C math functions a host computes a kernel's scalar argument with (`lr * std::sqrt(1 - std::pow(b2, step))`):
+pure functions of their arguments, evaluated in double precision; a domain error makes the value unknown."""
 
 
 class Unknown(Exception):
@@ -366,6 +378,14 @@ class HostEval(ExprWalk[Value]):
             if not all(isinstance(v, int | float) for v in vals):
                 return self.unknown(node)
             return min(vals) if base == "min" else max(vals)
+        if base in _MATH and len(args) == _MATH[base][0]:
+            vals = [self.walk(a, depth + 1) for a in args]
+            if not all(isinstance(v, int | float) for v in vals):
+                return self.unknown(node)
+            try:
+                return float(_MATH[base][1](*vals))
+            except (ValueError, OverflowError, ZeroDivisionError):
+                return self.unknown(node)
         if base in _CASTS and len(args) == 1:
             v = self.walk(args[0], depth + 1)
             if not isinstance(v, int | float):

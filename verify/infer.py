@@ -607,7 +607,7 @@ def infer_launch(
     launch: Launch,
     indent: str,
     n_launches: int,
-    int_value: int | None = None,
+    int_value: int | tuple[int, ...] | None = None,
 ) -> ProblemSpec | SpecMissing:
     """Return the spec one launch site of `fn` implies (its host function's code, then its torch tensors).
 
@@ -637,15 +637,32 @@ def _through_tensors(
     indent: str,
     n_launches: int,
     launch: Launch | None = None,
-    int_value: int | None = None,
+    int_value: int | tuple[int, ...] | None = None,
+    shapes: dict[int, tuple[int, ...]] | None = None,
 ) -> ProblemSpec | SpecMissing | None:
-    """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`)."""
+    """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`).
+
+    When those shapes make the launch too big (more memory than `MAX_SPEC_BYTES`, a grid past CUDA's limits), it
+    is read again with `torchspec.SMALL_SHAPES`, and the notes say so.
+    """
     from dataclasses import replace
 
     from warpwise.analyzers.build import analyze_text
 
+    if shapes is None:
+        first = _through_tensors(
+            model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.DEFAULT_SHAPES
+        )
+        if isinstance(first, SpecMissing) and first.missing and all(_TOO_BIG.search(m) for m in first.missing):
+            small = _through_tensors(
+                model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.SMALL_SHAPES
+            )
+            if isinstance(small, ProblemSpec):
+                note = f"the default representative shapes were too big ({'; '.join(first.missing)}): smaller ones used"
+                return replace(small, notes=(note, *small.notes))
+        return first
     try:
-        bound = torchspec.bind(model, caller, offset, int_value=int_value)
+        bound = torchspec.bind(model, caller, offset, int_value=int_value, shapes=shapes)
     except Exception:
         # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
         _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
@@ -1006,6 +1023,9 @@ def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[
         return (v, 1, 1)
     return None
 
+
+_TOO_BIG = re.compile(r"a spec from host code may use|exceeds CUDA's limits")
+"""A missing piece that smaller representative shapes may resolve."""
 
 MAX_SPEC_BYTES = 8 << 30
 """The most memory a spec inferred from host code may ask the gate for (representative shapes multiply)."""

@@ -22,6 +22,7 @@ builds from the whole file; it gives up (returns nothing) when a name stays unkn
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,60 @@ def _substitute_once(text: str, env: dict[str, str]) -> str:
     return re.sub(r"\b\w+\b", lambda m: env.get(m.group(0), m.group(0)), text)
 
 
+MAX_HEADERS = 2000
+"""At most this many headers of a project are listed when a quoted include is looked up in its tree."""
+
+_HEADER_SUFFIXES = frozenset({".h", ".cuh", ".hpp", ".hh", ".inl", ".cu"})
+
+
+def _small(f: Path) -> bool:
+    """Return whether a path is a readable file small enough to read as a header."""
+    try:
+        return f.is_file() and f.stat().st_size < 2_000_000
+    except OSError:
+        return False
+
+
+def project_header(path: Path, name: str) -> Path | None:
+    """Return the one header of the file's project whose path ends in the quoted include `name`, or None.
+
+    A project's build names its include folders (`include_dirs` in setup.py, `include_directories` in CMake);
+    without a configuration saying so, a quoted include that is neither next to the file nor in a configured
+    folder is looked up in the project's tree (the folders `callers.project_root` finds): when exactly one
+    header there has that path, it is the one the build's include folder gives. Two candidates are ambiguous
+    and neither is read.
+    """
+    from warpwise.verify.callers import _SKIP_DIRS, project_root
+
+    root = project_root(path)
+    if root == path.resolve().parent:
+        return None
+    tail = "/" + name.replace("\\", "/").lstrip("./")
+    matches: list[Path] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for f in files:
+            if Path(f).suffix not in _HEADER_SUFFIXES:
+                continue
+            seen += 1
+            full = Path(folder) / f
+            if full.as_posix().endswith(tail) and _small(full):
+                matches.append(full)
+        if seen >= MAX_HEADERS or len(matches) > 1:
+            break
+    return matches[0] if len(matches) == 1 else None
+
+
+def template_template_inner(param: Any) -> Any:
+    """Return the declaration that names a template template parameter (`template <class> class Op`: `class
+    Op`), or the parameter itself when it is another kind."""
+    if param.type != "template_template_parameter_declaration":
+        return param
+    inner = [c for c in param.named_children if c.type != "template_parameter_list"]
+    return inner[-1] if inner else param
+
+
 class _File:
     """A file's text and tree, with the macros of the file and of the local headers it includes."""
 
@@ -106,16 +161,17 @@ class _File:
                 self.macros.setdefault(m.group(1), (params, m.group(3).replace("\\\n", " ")))
 
     def _local_headers(self, include_dirs: tuple[str, ...]) -> list[str]:
-        """Return the texts of the quoted includes found next to the file or in the include folders."""
+        """Return the texts of the quoted includes found next to the file or in the include folders (else the
+        project's one header of that path: see `project_header`)."""
         path = Path(self.model.path)
         out: list[str] = []
         for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', self.text, re.M)[:32]:
-            for folder in (path.parent, *map(Path, include_dirs)):
-                f = folder / name
+            found = next((f for f in (d / name for d in (path.parent, *map(Path, include_dirs))) if _small(f)), None)
+            if found is None and self.model.path:
+                found = project_header(path, name)
+            if found is not None:
                 try:
-                    if f.is_file() and f.stat().st_size < 2_000_000:
-                        out.append(f.read_text(encoding="utf-8", errors="replace"))
-                        break
+                    out.append(found.read_text(encoding="utf-8", errors="replace"))
                 except OSError:
                     continue
         return out
@@ -136,6 +192,7 @@ class _File:
         params = tmpl.child_by_field_name("parameters")
         out: list[tuple[str, str | None]] = []
         for p in params.named_children if params is not None else []:
+            p = template_template_inner(p)
             named = p.child_by_field_name("name") or p.child_by_field_name("declarator")
             ident = (
                 [named]
@@ -159,7 +216,9 @@ class _File:
         for m in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", before):
             env[m.group(1)] = " ".join(m.group(2).split())
         for m in re.finditer(
-            r"\b(?:static\s+)?constexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);", before
+            r"\b(?:static\s+)?(?:constexpr|const(?=\s+(?:int|unsigned|size_t|int64_t|int32_t|uint32_t)\b))"
+            r"\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
+            before,
         ):
             env[m.group(1)] = " ".join(m.group(2).split())
         found = torchext.dispatched_types(self.src, offset, self.model.tree)
@@ -174,6 +233,7 @@ class _File:
         # A macro call around the offset that declares names (`BOOL_SWITCH(c, kIsVec, ...)`, a dispatch switch's
         # `using scalar_t_##LEVEL = float;`): each name takes the first value the macro's body gives it.
         env: dict[str, str] = {}
+        calls: list[tuple[str, str]] = []
         n = self.model.tree.root_node.descendant_for_byte_range(offset, offset)
         while n is not None and n is not node:
             if n.type == "call_expression":
@@ -181,21 +241,46 @@ class _File:
                 args = n.child_by_field_name("arguments")
                 name = _text(self.src, f) if f is not None else ""
                 if name in self.macros and args is not None:
-                    from warpwise.analyzers.expr import cexpr
-
-                    params, body = self.macros[name]
-                    values = [a.strip() for a in cexpr.split_top(_text(self.src, args)[1:-1])]
-                    bound = dict(zip([p for p in params if p != "..."], values, strict=False))
-                    body = re.sub(r"\s*##\s*", "##", body)
-                    body = _substitute_once(body, bound).replace("##", "")
-                    for m in re.finditer(
-                        r"\busing\s+(\w+)\s*=\s*([^;]+);|\bconstexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
-                        body,
-                    ):
-                        key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-                        env.setdefault(key, " ".join(value.split()))
+                    calls.append((name, _text(self.src, args)[1:-1]))
             n = n.parent
+        # A macro argument holding statements (`DISPATCH(t, 0, "op", using acc_t = ...; k<<<...>>>(...);)`) is
+        # no expression: the parser leaves an error node where the call is, so the calls around the offset are
+        # also read from the text (innermost first, like the walk up the tree).
+        calls += [c for c in self._calls_around(node, offset) if c not in calls]
+        for name, inner in calls:
+            from warpwise.analyzers.expr import cexpr
+
+            params, body = self.macros[name]
+            values = [a.strip() for a in cexpr.split_top(inner)]
+            bound = dict(zip([p for p in params if p != "..."], values, strict=False))
+            body = re.sub(r"\s*##\s*", "##", body)
+            body = _substitute_once(body, bound).replace("##", "")
+            for m in re.finditer(
+                r"\busing\s+(\w+)\s*=\s*([^;]+);|\bconstexpr\s+(?:static\s+|const\s+)*[\w:]+\s+(\w+)\s*=\s*([^;]+);",
+                body,
+            ):
+                key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                env.setdefault(key, " ".join(value.split()))
         return env
+
+    def _calls_around(self, node: Any, offset: int) -> list[tuple[str, str]]:
+        """Return the calls of the file's function-like macros in `node` whose parentheses hold `offset`, as
+        (name, argument text), innermost first."""
+        names = [n for n, (params, _) in self.macros.items() if params]
+        if not names:
+            return []
+        src = self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+        at = len(self.src[node.start_byte : offset].decode("utf-8", "replace"))
+        pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\s*\(")
+        out: list[tuple[str, int, str]] = []
+        for m in pattern.finditer(src, 0, at):
+            depth, i = 1, m.end()
+            while i < len(src) and depth:
+                depth += {"(": 1, ")": -1}.get(src[i], 0)
+                i += 1
+            if not depth and m.end() <= at < i:
+                out.append((m.group(1), m.start(), src[m.end() : i - 1]))
+        return [(name, inner) for name, _, inner in sorted(out, key=lambda c: -c[1])]
 
     def declared_types(self, fn: Function) -> dict[str, str]:
         """Return the declared types of a host function's parameters (`T*`, `const V*`)."""

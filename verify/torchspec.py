@@ -40,6 +40,15 @@ DEFAULT_SHAPES: dict[int, tuple[int, ...]] = {
 """The shape given to a tensor of each rank whose dimensions the binding leaves free (4M elements each: 16 MiB
 in fp32, so two or three tensors do not fit the H200's 50 MiB L2 together, and a launch takes tens of
 microseconds)."""
+SMALL_SHAPES: dict[int, tuple[int, ...]] = {
+    1: (1 << 16,),
+    2: (256, 256),
+    3: (16, 64, 64),
+    4: (4, 16, 16, 64),
+}
+"""The shapes tried when `DEFAULT_SHAPES` make a launch too big (tensors the binding makes from the product of
+several free dimensions, `empty({batch, T, U, hidden})`, or a grid past CUDA's limits): 64K elements each."""
+
 
 _TENSOR_TYPE = re.compile(r"\b(?:at|torch)::Tensor\b|^\s*(?:const\s+)?Tensor\b")
 _SAME_SHAPE_CALLS = ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like", "full_like")
@@ -169,11 +178,34 @@ def _acc_type(expr: str, types: dict[str, str]) -> str | None:
 _QUERY = r"\s*(?:\.|->)\s*"
 
 
-def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int | None = None) -> TorchBinding | str:
+def _computed_query(m: re.Match[str], query: Any) -> str:
+    """Return `t.size(e)` with `e` (arithmetic on numbers) evaluated and the size substituted, else unchanged."""
+    try:
+        i = cexpr.evaluate_int(m.group("e"), {})
+    except cexpr.ExprError:
+        return m.group(0)
+    probe = re.fullmatch(
+        r"(?P<t>\w+)\.(?P<what2>size|stride)\((?P<i2>-?\d+)\)(?P<what>)(?P<i3>)",
+        f"{m.group('t')}.{m.group('what')}({i})",
+    )
+    return str(query(_Q(probe))) if probe is not None else m.group(0)
+
+
+def bind(
+    model: FileModel,
+    caller: Function,
+    launch_offset: int,
+    int_value: int | tuple[int, ...] | None = None,
+    shapes: dict[int, tuple[int, ...]] | None = None,
+) -> TorchBinding | str:
     """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
 
-    With `int_value`, the binding's integer parameters take that representative value (each one noted).
+    `shapes`: the free shape of each rank (`DEFAULT_SHAPES` unless given; `SMALL_SHAPES` when those are too big).
+
+    With `int_value`, the binding's integer parameters take that representative value (each one noted); a tuple
+    gives the i-th integer parameter its i-th value (the last one repeated).
     """
+    free = shapes or DEFAULT_SHAPES
     src = model.text
     node = _definition(model, caller)
     body = node.child_by_field_name("body") if node is not None else None
@@ -286,6 +318,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             types[m.group(1)] = t
             if m.group(1) != "scalar_t":
                 out.notes.append(f"`{m.group(1)}` is {t} (`{' '.join(m.group(2).split())}` with that `scalar_t`)")
+    n_ints = 0
     for ty, name in params:
         if _TENSOR_TYPE.search(ty):
             continue
@@ -293,7 +326,11 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             out.scalars[name] = 1.0
             out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
         elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
-            rep = int_value if int_value is not None else BINDING_INT
+            if isinstance(int_value, tuple):
+                rep = int_value[min(n_ints, len(int_value) - 1)]
+            else:
+                rep = int_value if int_value is not None else BINDING_INT
+            n_ints += 1
             where = "project" if int_value is not None else "file"
             out.scalars[name] = rep
             out.notes.append(
@@ -307,7 +344,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
     def shape(t: str) -> tuple[int, ...]:
         r = root(t)
         n = ranks.get(r, 1)
-        default = DEFAULT_SHAPES.get(n, (*DEFAULT_SHAPES[4], *([1] * (n - 4))))
+        default = free.get(n, (*free[4], *([1] * (n - 4))))
         vals = []
         for i in range(n):
             key = dims.find((r, i))
@@ -318,7 +355,7 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         # A free dimension shared by tensors of different ranks takes the default of the highest-rank one.
         for t in sorted({root(t) for t in tensors} - set(made), key=lambda r: -ranks.get(r, 1)):
             n = ranks.get(t, 1)
-            default = DEFAULT_SHAPES.get(n, (*DEFAULT_SHAPES[4], *([1] * (n - 4))))
+            default = free.get(n, (*free[4], *([1] * (n - 4))))
             for i in range(n):
                 dims.value.setdefault(dims.find((t, i)), default[i])
 
@@ -347,7 +384,12 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
             lambda m: query(_Q(m)),
             text,
         )
-        return text
+        # `x.size(x.dim() - 1)`: the rank is known now, so an index written as arithmetic on it evaluates.
+        return re.sub(
+            rf"\b(?P<t>{names}){_QUERY}(?P<what>size|stride)\s*\((?P<e>[\d\s()+\-*/]*[+\-*/][\d\s()+\-*/]*)\)",
+            lambda m: _computed_query(m, query),
+            text,
+        )
 
     settle()
     # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.
@@ -447,7 +489,9 @@ def bind(model: FileModel, caller: Function, launch_offset: int, int_value: int 
         out.shapes[t] = s
         r = root(base)
         how = "its shape is that of " + f"`{r}`" if r != base else ""
-        chosen = "from the sizes it is made with" if r in made else _why_shape(r, ranks, dims, s)
+        chosen = (
+            "from the sizes it is made with" if r in made else _why_shape(r, ranks, dims, s, free is not DEFAULT_SHAPES)
+        )
         out.origin.setdefault(t, t)
         out.origin[t] = f"tensor `{base}` of shape {list(s)} ({how + '; ' if how else ''}{chosen})"
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
@@ -570,12 +614,12 @@ def _prod(s: tuple[int, ...]) -> int:
     return p
 
 
-def _why_shape(root: str, ranks: dict[str, int], dims: _Dims, s: tuple[int, ...]) -> str:
+def _why_shape(root: str, ranks: dict[str, int], dims: _Dims, s: tuple[int, ...], small: bool = False) -> str:
     """Say how a tensor's shape was chosen."""
     rank = ranks.get(root, 1)
     fixed = [i for i in range(rank) if dims.find((root, i)) in dims.checked]
     parts = [f"rank {rank} from the binding's size queries" if rank > 1 else "rank 1: the binding reads no dimension"]
     if fixed:
         parts.append("dimension " + ", ".join(str(i) for i in fixed) + " fixed by a check")
-    parts.append("free dimensions from the H200-sized defaults")
+    parts.append("free dimensions from the smaller shapes" if small else "free dimensions from the H200-sized defaults")
     return "; ".join(parts)

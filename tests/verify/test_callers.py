@@ -85,3 +85,16 @@ def test_a_launch_beyond_cudas_grid_limits_is_spec_missing_not_a_failed_run() ->
     spec = resolve_spec("o.cu", text, "k")
     assert isinstance(spec, SpecMissing)
     assert "grid (1, 70000) exceeds CUDA's limits" in spec.message
+
+
+def test_a_representative_that_leaves_the_launch_empty_is_replaced_by_distinct_values() -> None:
+    # `for (r = first; r < last; r++)` with `first == last == 1` launches `last - r == 0` rows: an empty grid.
+    # The caller's integers then take 1, 2, ...: `first` 1 and `last` 2, one row.
+    path = FIXTURES / "realworld" / "loop_caller" / "csrc" / "rowsub.cu"
+    spec = resolve_spec(str(path), path.read_text(), "rowsub_kernel")
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"rows": 1, "cols": DEFAULT_SHAPES[2][1]}
+    assert spec.run.original_geometry.grid == (DEFAULT_SHAPES[2][1] // 32, 1, 1)
+    assert "left the launch empty or past CUDA's limits" in spec.notes[0]
+    assert "take 1, 2, 3" in spec.notes[0]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from warpwise.analyzers.build import analyze_text
 from warpwise.verify import hosteval
 from warpwise.verify.spec import ProblemSpec, resolve_spec
@@ -408,9 +410,45 @@ def test_bare_tensors_a_pointer_set_later_static_cast_and_torch_constants() -> N
 
 
 def test_representative_shapes_that_ask_for_too_much_memory_are_refused_by_name() -> None:
-    huge = JOINT.replace(
+    # 2048 x 2048 x 2048 x 64 floats with the defaults: the smaller shapes (256 x 256 x 256 x 64) are used instead.
+    big = JOINT.replace(
         "sum = torch::empty({rows, hidden}, f.options());", "sum = torch::empty({rows, hidden, rows, 64}, f.options());"
     )
-    spec = _spec(huge, "joint")
-    assert not isinstance(spec, ProblemSpec)
-    assert "GiB" in spec.message and "`sum`" in spec.message
+    spec = _spec(big, "joint")
+    assert isinstance(spec, ProblemSpec), spec
+    assert "the default representative shapes were too big" in spec.notes[0] and "`sum`" in spec.notes[0]
+    assert {b.name: b.count for b in spec.run.buffers}["sum"] == 256 * 256 * 256 * 64
+    # 256^4 floats (16 GiB) even with the smaller shapes: refused, naming the tensor.
+    huge = JOINT.replace(
+        "sum = torch::empty({rows, hidden}, f.options());",
+        "sum = torch::empty({rows, hidden, rows, hidden}, f.options());",
+    )
+    refused = _spec(huge, "joint")
+    assert not isinstance(refused, ProblemSpec)
+    assert "GiB" in refused.message and "`sum`" in refused.message
+
+
+def test_c_math_functions_evaluate_and_a_domain_error_stays_unknown() -> None:
+    text = b"""
+void f(float lr, float b, int t) {
+  float a = lr * std::sqrt(1.0f - powf(b, t)) / (1 - std::pow(b, 2));
+  float c = sqrt(-lr);
+  float d = std::pow(b, t, t);
+  float e = fabsf(logf(expf(lr)) - 3);
+}
+"""
+    model = analyze_text(text, "x.cu")
+    functions = hosteval.host_functions(text, model.tree.root_node)
+    values = []
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "init_declarator":
+            values.append(
+                hosteval.value_of(text, functions, node.child_by_field_name("value"), {"lr": 2.0, "b": 0.5, "t": 3})
+            )
+        stack.extend(reversed(node.children))
+    # sqrt(1 - 0.125) * 2 / 0.75; the square root of a negative number and a call with too many arguments: unknown.
+    assert values[0] == pytest.approx(2.0 * (0.875**0.5) / 0.75)
+    assert values[1:3] == [None, None]
+    assert values[3] == pytest.approx(1.0)

@@ -60,3 +60,31 @@ def test_explicit_instantiations_of_blanked_host_templates_are_blanked_too() -> 
     dev = device_source(SWITCH, "s.cu")
     assert "template void fwd_cuda<float>" not in dev.text
     assert "__global__ void fwd" in dev.text
+
+
+EPILOGUE = """
+#define SWITCH_REAL(KIND, N, ...) switch (KIND) { case 0: { using real_##N = float; __VA_ARGS__; break; } }
+template <typename In, typename Acc, typename Out> struct ScaleEpilogue {
+  __device__ Out operator()(Acc v) const { return static_cast<Out>(v * Acc(2)); }
+};
+template <int VEC, typename T, typename Acc, template <typename, typename, typename> class Epi>
+__global__ void apply_epilogue(T* out, const T* in, int n) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+  Epi<T, Acc, T> epi;
+  for (int k = 0; k < VEC && i + k < n; ++k) out[i + k] = epi(static_cast<Acc>(in[i + k]));
+}
+template <template <typename, typename, typename> class Epi>
+void host_apply(void* out, const void* in, int kind, int n) {
+  SWITCH_REAL(kind, 0, using acc_t = double;
+              const int VEC = sizeof(float4) / sizeof(real_0);
+              apply_epilogue<VEC, real_0, acc_t, Epi><<<(n + 255) / 256, 256>>>((real_0*)out, (const real_0*)in, n););
+}
+void binding(void* out, const void* in, int n) { host_apply<ScaleEpilogue>(out, in, 0, n); }
+"""
+
+
+def test_a_template_template_parameter_and_a_const_int_in_a_macro_argument_are_bound() -> None:
+    model = analyze_text(EPILOGUE, "epilogue.cu")
+    found = kernel_instantiations(EPILOGUE, "epilogue.cu", "apply_epilogue", model)
+    # `VEC` is the `const int` the macro's argument declares; `Epi` the class template the binding passes.
+    assert found == [("sizeof(float4) / sizeof(float)", "float", "double", "ScaleEpilogue")]

@@ -200,3 +200,15 @@ def test_cubs_umbrella_header_keeps_its_block_level_and_builds_with_nvrtc() -> N
     build = _build(path, "block_sum")
     assert build.info.ok, build.info.log
     assert build.info.builder == "nvrtc", build.info.builder_reason
+
+
+@pytest.mark.parametrize("dtype", ["double", "float", "at::Half"])
+def test_host_type_aliases_a_using_declared_acc_type_and_at_numeric_limits_build_with_nvrtc(dtype: str) -> None:
+    path = REAL / "torch_ext" / "masked_max.cu"
+    found = kernel_instantiations(path.read_text(), str(path), "masked_max")
+    # `acc_type` is unqualified, but `using at::acc_type;` declares it at file scope: a name NVRTC can use.
+    assert (dtype, f"acc_type<{dtype}, true>") in found
+    build = _build(path, "masked_max", f"masked_max<{dtype}, acc_type<{dtype}, true>>")
+    # `using TensorList = at::TensorList;` is host-only and blanked; `at::numeric_limits` comes from the shim.
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvrtc", build.info.builder_reason

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import FIXTURES
 from warpwise.verify.spec import ProblemSpec, SpecMissing, resolve_spec
 from warpwise.verify.torchspec import DEFAULT_SHAPES
@@ -118,3 +120,46 @@ def test_a_tensor_made_from_a_local_size_gets_that_size() -> None:
     assert isinstance(spec, ProblemSpec), spec
     rows, cols = DEFAULT_SHAPES[2]
     assert {b.name: b.count for b in spec.run.buffers} == {"x": rows * cols, "s": cols}
+
+
+JOINT = """#include <torch/extension.h>
+template <typename scalar_t>
+__global__ void pair_sum(const scalar_t* a, const scalar_t* b, scalar_t* out, int64_t na, int64_t nb, int64_t h) {
+  const int64_t i = blockIdx.y, j = blockIdx.x, bt = blockIdx.z;
+  for (int64_t k = threadIdx.x; k < h; k += blockDim.x) {
+    out[((bt * na + i) * nb + j) * h + k] = a[(bt * na + i) * h + k] + b[(bt * nb + j) * h + k];
+  }
+}
+torch::Tensor pair_sum_cuda(torch::Tensor a, torch::Tensor b) {
+  const auto batch = a.size(0);
+  const auto na = a.size(1);
+  const auto nb = b.size(1);
+  const auto h = a.size(2);
+  auto out = torch::empty({batch, na, nb, h}, a.options());
+  const dim3 blocks(nb, na, batch);
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "pair_sum", ([&] {
+    pair_sum<scalar_t><<<blocks, 128>>>(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), na, nb, h);
+  }));
+  return out;
+}
+"""
+
+
+def test_a_tensor_made_from_several_free_dimensions_too_big_for_the_defaults_takes_the_smaller_shapes(
+    tmp_path: Path,
+) -> None:
+    from warpwise.verify.torchspec import SMALL_SHAPES
+
+    path = tmp_path / "pair_sum.cu"
+    path.write_text(JOINT)
+    spec = resolve_spec(str(path), JOINT, "pair_sum")
+    assert isinstance(spec, ProblemSpec), spec
+    batch, na, h = SMALL_SHAPES[3]
+    counts = {b.name: b.count for b in spec.run.buffers}
+    assert counts["a"] == batch * na * h
+    # `b` is read through `size(1)` only: rank 2. With the defaults `out` alone would be 16 x 512 x 2048 x 512.
+    assert counts["b"] == SMALL_SHAPES[2][0] * SMALL_SHAPES[2][1]
+    assert counts["out"] == batch * na * SMALL_SHAPES[2][1] * h
+    assert "the default representative shapes were too big" in spec.notes[0]
+    assert any("free dimensions from the smaller shapes" in n for n in spec.notes)
+    assert not any("H200-sized defaults" in n for n in spec.notes)
