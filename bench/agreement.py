@@ -64,6 +64,19 @@ class StepResult:
         """Return whether the expert's change is among the first three quick fixes."""
         return self.rank is not None and self.rank <= 3
 
+    @property
+    def cause(self) -> str:
+        """Return why the step is a hit or a miss: whether the expected card was found on version k at all."""
+        if not self.expected_builtin:
+            return "no built-in card"
+        if self.top3:
+            return "in the top 3"
+        if self.rank is not None:
+            return "offered below the top 3"
+        if set(self.expected_builtin) & set(self.matched_without_fix):
+            return "matched without a quick fix"
+        return "not detected on version k"
+
 
 def editor_order(text: bytes, path: str, kernel: str, model: Any) -> tuple[list[str], list[str]]:
     """Return the cards of a kernel's quick fixes in the editor's order, and the cards that match without a fix."""
@@ -229,6 +242,31 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{g['recall_at_3_of_those']} | {g['matched_without_fix']} |"
             )
         out.append("")
+    causes: dict[str, int] = {}
+    undetected: dict[str, int] = {}
+    for r in doc["steps"]:
+        if r["kind"] in LEFT_OUT_KINDS or r["error"]:
+            continue
+        causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+        if r["cause"] == "not detected on version k":
+            for c in r["expected_builtin"]:
+                undetected[c] = undetected.get(c, 0) + 1
+    out += [
+        "## Why steps are missed",
+        "",
+        "Each step, by where the expert's card stands in version k's analysis: in the first three quick fixes, "
+        "offered lower (a ranking problem), matched with no quick fix, not matched at all (a matcher or scope gap), "
+        "or named by no built-in card.",
+        "",
+        "| cause | steps |",
+        "| --- | --- |",
+        *(f"| {c} | {n} |" for c, n in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "",
+        "Built-in cards expected but not matched on version k, by steps: "
+        + (", ".join(f"`{c}` {n}" for c, n in sorted(undetected.items(), key=lambda kv: (-kv[1], kv[0]))) or "none")
+        + ".",
+        "",
+    ]
     out += [
         "## Per expected card",
         "",
@@ -286,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--date", default=_dt.date.today().isoformat())
     args = ap.parse_args(argv)
     results, meta = score(args.mirrors, args.index, args.changes, args.model, args.loro, args.loro_models)
-    rows = [{**asdict(r), "top1": r.top1, "top3": r.top3} for r in results]
+    rows = [{**asdict(r), "top1": r.top1, "top3": r.top3, "cause": r.cause} for r in results]
     doc = {
         "date": args.date,
         "command": "python bench/agreement.py " + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -852,8 +852,18 @@ def main(argv: list[str] | None = None) -> int:
         "--roundtrips", action="append", help="a date of admission roundtrip files (public_roundtrips-*-DATE.json)"
     )
     ap.add_argument("--write", action="store_true", help="add the evidence records to the cards, write reports")
+    ap.add_argument(
+        "--features-only",
+        action="store_true",
+        help="only re-derive lineages/public/features.json from the mirrors (after the ranking's features changed)",
+    )
     args = ap.parse_args(argv)
     doc = analyse(args.mirrors, args.results or [args.date])
+    if args.features_only:
+        feats = features_file(doc, evidence(doc))
+        (PUBLIC / "features.json").write_text(json.dumps(feats, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"{len(feats['features'])} records' features written to {PUBLIC / 'features.json'}")
+        return 0
     props = proposed(doc)
     adm = admission(doc, load_roundtrips(args.roundtrips or []))
     meta = {

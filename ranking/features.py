@@ -68,6 +68,8 @@ KERNEL_FEATURES = (
     "k_shared_log2",
     "k_flops_per_byte_log2",
     "k_balance_log2",
+    "k_traffic_factor_log2",
+    "k_untiled_loop_reads",
     "k_restrict_frac",
     *(f"k_dtype_{d}" for d in DTYPES),
     "k_block_log2",
@@ -108,6 +110,8 @@ WORDS: dict[str, str] = {
     "k_shared_log2": "the static shared memory the kernel declares",
     "k_flops_per_byte_log2": "the estimated arithmetic per byte of global traffic",
     "k_balance_log2": "the arithmetic per byte relative to the GPU's FLOP-rate-to-bandwidth balance",
+    "k_traffic_factor_log2": "how many times the DRAM sectors of a coalesced layout the worst strided access moves",
+    "k_untiled_loop_reads": "global data re-read in a loop with no shared-memory tile (an untiled kernel)",
     "k_restrict_frac": "the share of pointer parameters already `__restrict__`",
     "k_dtype_f32": "the data are 32-bit floats",
     "k_dtype_f16": "the data are 16-bit floats",
@@ -238,6 +242,41 @@ def flops_per_byte(model: FileModel, fn: Function) -> float:
     return _arithmetic_ops(model, fn) / nbytes if nbytes > 0 else NAN
 
 
+def traffic_factor(model: FileModel, fn: Function) -> float:
+    """Return the largest factor by which one of the kernel's strided global accesses multiplies the DRAM sectors a
+    coalesced layout would move (1 when no access is strided), from `warpwise.skills.traffic`."""
+    from warpwise.skills.traffic import access_traffic
+
+    worst = 1.0
+    for a in fn.accesses:
+        if a.space is not MemorySpace.GLOBAL or a.pattern is not AccessPattern.STRIDED:
+            continue
+        t = access_traffic(model, fn.name, fn.base + a.span[0])
+        if t is not None and math.isfinite(t.factor):
+            worst = max(worst, t.factor)
+    return worst
+
+
+def untiled_loop_reads(fn: Function) -> bool:
+    """Return whether the kernel reads global memory at the index of a loop that walks data the same way in every
+    thread (not a grid- or block-stride loop), and stages nothing in shared memory: each thread re-reads what its
+    neighbours read too, the shape of a naive matrix product or a row per thread."""
+    if fn.shared:
+        return False
+    # What a loop advances: its header's variable, or whatever its body assigns (a `while` loop's counter).
+    walks = {
+        lp.id: ({lp.var} if lp.var else set(lp.assigned))
+        for lp in fn.loops
+        if not lp.thread_dependent and (lp.trip_count or 0) != 1
+    }
+    for a in fn.accesses:
+        if a.space is not MemorySpace.GLOBAL or a.kind is AccessKind.WRITE or a.kind is AccessKind.ADDRESS:
+            continue
+        if any(lid in walks and walks[lid] & a.index_names for lid in a.loops):
+            return True
+    return False
+
+
 def _log2(x: float | None) -> float:
     return math.log2(x) if x is not None and x > 0 and math.isfinite(x) else NAN
 
@@ -296,6 +335,8 @@ def kernel_features(
         "k_shared_log2": math.log2(1 + smem),
         "k_flops_per_byte_log2": _log2(fpb + 1 / 64) if math.isfinite(fpb) else NAN,
         "k_balance_log2": _log2((fpb + 1 / 64) / gpu.balance) if gpu is not None and math.isfinite(fpb) else NAN,
+        "k_traffic_factor_log2": math.log2(traffic_factor(model, fn)),
+        "k_untiled_loop_reads": float(untiled_loop_reads(fn)),
         "k_restrict_frac": sum(p.is_restrict for p in pointers) / len(pointers) if pointers else 0.0,
         **{f"k_dtype_{d}": float(main == d) for d in DTYPES},
         "k_block_log2": _log2(block),

@@ -62,6 +62,8 @@ MODEL_FEATURES = (
     "k_frac_strided",
     "k_frac_uniform",
     "k_balance_log2",
+    "k_traffic_factor_log2",
+    "k_untiled_loop_reads",
     "k_threads_log2",
     "k_syncs",
     "k_atomics",

@@ -94,3 +94,64 @@ def test_broken_source_still_gives_features() -> None:
     assert fn is not None and model.syntax_problems
     f = kernel_features(model, fn, None)
     assert set(f) == set(KERNEL_FEATURES)
+
+
+UNTILED = b"""
+typedef float real;
+#define TILE 256
+__global__ void naive(const float* A, const float* B, float* C, int M, int N, int K) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  int col = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < M && col < N) {
+    float acc = 0.f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  }
+}
+
+__global__ void naive_restyled(const real *__restrict__ a, const real *__restrict__ b, real *c, int m, int n, int kk) {
+  const int r = threadIdx.x + blockDim.x * blockIdx.x;
+  const int q = threadIdx.y + blockDim.y * blockIdx.y;
+  if (r >= m || q >= n) return;
+  real sum = 0;
+  int k = 0;
+  while (k < kk) {
+    sum += b[q + k * n] * a[k + kk * r];
+    k++;
+  }
+  c[q + r * n] = sum;
+}
+
+__global__ void stride_loop(const float* x, float* y, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = 2.f * x[i];
+}
+
+__global__ void tiled(const float* A, float* C, int K) {
+  __shared__ float t[TILE];
+  float acc = 0.f;
+  for (int k = 0; k < K; k += TILE) {
+    t[threadIdx.x] = A[k + threadIdx.x];
+    __syncthreads();
+    for (int j = 0; j < TILE; ++j) acc += t[j];
+    __syncthreads();
+  }
+  C[threadIdx.x] = acc;
+}
+"""
+
+
+def test_untiled_reads_and_traffic_factor_separate_naive_kernels() -> None:
+    model = analyze_text(UNTILED, "u.cu")
+    feats = {}
+    for name in ("naive", "naive_restyled", "stride_loop", "tiled"):
+        fn = model.function(name)
+        assert fn is not None
+        feats[name] = kernel_features(model, fn, H200)
+    # Both spellings of the naive product: each thread walks a row of `A` (lanes a row apart) with no shared tile.
+    for name in ("naive", "naive_restyled"):
+        assert feats[name]["k_untiled_loop_reads"] == 1.0, name
+        assert feats[name]["k_traffic_factor_log2"] >= 3.0, name
+    # A grid-stride loop reads each element once, and a shared tile stages the reuse: neither is untiled.
+    for name in ("stride_loop", "tiled"):
+        assert feats[name]["k_untiled_loop_reads"] == 0.0, name
+        assert feats[name]["k_traffic_factor_log2"] == 0.0, name
