@@ -158,3 +158,50 @@ def view_width(view_type: str | None) -> int | None:
 
     base = view_type.removeprefix("const ").strip()
     return type_size(base) or None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionMacro:
+    """A function-like macro whose body is one expression (`#define IDX2C(i, j, ld) (((j) * (ld)) + (i))`)."""
+
+    name: str
+    params: tuple[str, ...]
+    source: bytes
+    """The body wrapped as a function of its own; `expr` is a node of this text's tree."""
+    expr: Node
+
+
+def expression_macros(root: Node, src: bytes) -> dict[str, ExpressionMacro]:
+    """Return the file's function-like macros whose body parses as one expression (the last definition wins)."""
+    found: dict[str, ExpressionMacro | None] = {}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        if d.type != "preproc_function_def":
+            stack.extend(reversed(d.named_children))
+            continue
+        name_node = d.child_by_field_name("name")
+        params_node = d.child_by_field_name("parameters")
+        value = d.child_by_field_name("value")
+        if name_node is None or params_node is None:
+            continue
+        name = _text(src, name_node)
+        found[name] = None
+        if value is None or value.end_byte - value.start_byte > _MAX_BODY:
+            continue
+        params = tuple(_text(src, p) for p in params_node.named_children if p.type == "identifier")
+        body = src[value.start_byte : value.end_byte].replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
+        wrapped = _WRAPPER_HEAD + body + _WRAPPER_TAIL
+        # The macro's body is a text of its own (wrapped in a function), parsed once as its own source.
+        tree = SourceFile(wrapped).tree
+        if tree.root_node.has_error:
+            continue
+        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+        block = fn.child_by_field_name("body") if fn is not None else None
+        stmts = _named(block)
+        if len(stmts) != 1 or stmts[0].type != "expression_statement":
+            continue
+        expr = _named(stmts[0])
+        if len(expr) == 1:
+            found[name] = ExpressionMacro(name, params, wrapped, expr[0])
+    return {k: v for k, v in found.items() if v is not None}

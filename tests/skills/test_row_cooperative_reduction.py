@@ -31,6 +31,7 @@ SUITE_KERNELS = {
     "bench/suite/gemv/naive.cu": "sum of `sum`",
     "bench/suite_ood/batched_gemv_bias/per_batch_divmod.cu": "sum of `s`",
     "bench/suite_ood/batched_gemv_bias/shared_weight_2d.cu": "sum of `acc`",
+    "bench/suite_ood/column_sums/colmajor_mean.cu": "sum of `acc`",  # the row index is read through `IDX2C`
     "bench/suite_ood/cross_entropy/online_ignore_index.cu": "online max-and-sum of `m`, `s`",
     "bench/suite_ood/cross_entropy/row_per_thread.cu": "max of `mx`, sum of `s`",
     "bench/suite_ood/gemv/row_per_thread_alpha_beta.cu": "sum of `dot`",
@@ -169,6 +170,8 @@ GPU_CASES = [
     ("bench/suite_ood/layernorm/row_per_thread.cu", "layernorm_row_per_thread", rc.Mapping("block", threads=256)),
     ("bench/suite_ood/rmsnorm_residual/macro_hidden_out.cu", "fused_add_rms_norm", rc.Mapping("block", threads=1024)),
     ("bench/suite_ood/cross_entropy/online_ignore_index.cu", "xent_online", rc.Mapping("warp", 2)),
+    # The row index is read through the function-like macro `IDX2C` (issue 19).
+    ("bench/suite_ood/column_sums/colmajor_mean.cu", "column_mean_colmajor", rc.Mapping("warp", 4)),
 ]
 
 
