@@ -12,9 +12,20 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from warpwise.analyzers.findings import Severity
+from warpwise.analyzers.model import Span
 from warpwise.server.analysis import Analysis
 from warpwise.server.providers import Item
-from warpwise.skills.presentation import Outlook, measured_best, shown_severity, unproven_benefit, why_shown
+from warpwise.skills.presentation import (
+    Contender,
+    Outlook,
+    alternative_note,
+    contender,
+    measured_best,
+    one_per_region,
+    shown_severity,
+    unproven_benefit,
+    why_shown,
+)
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 if TYPE_CHECKING:
@@ -70,20 +81,53 @@ def _card_outlook(
     )
 
 
-def shown(verification: VerificationService, analysis: Analysis) -> list[tuple[Item, Severity]]:
-    """Return every item of an analysis with the severity it is shown with."""
+def _ranked(
+    verification: VerificationService, analysis: Analysis
+) -> tuple[list[tuple[Item, Severity]], dict[int, int]]:
+    """Return every item with its shown severity, and which items another one's region and problem absorb."""
     show_all = analysis.settings.diagnostics_show_all
     preds = _predictions(verification, analysis)
-    out = []
+    out: list[tuple[Item, Severity]] = []
+    contenders: list[Contender | None] = []
     for item in analysis.items:
         if item.configured:  # The project configuration's severity is the last word.
             out.append((item, item.severity))
+            contenders.append(None)
             continue
         look = None if show_all else outlook(verification, analysis, item, preds)
-        out.append(
-            (item, shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all))
-        )
-    return out
+        severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all)
+        out.append((item, severity))
+        card = item.source == "card" and item.payload is not None and not show_all
+        contenders.append(contender(item.payload, severity, look) if card else None)
+    return out, one_per_region(contenders)
+
+
+def alternatives(verification: VerificationService, analysis: Analysis, items: list[Item]) -> list[Item]:
+    """Return the items absorbed into any of `items` (their fixes are quick fixes wherever the kept one is)."""
+    out, absorbed = _ranked(verification, analysis)
+    wanted = {(i.id, i.span) for i in items}
+    return [out[i][0] for i, into in absorbed.items() if (out[into][0].id, out[into][0].span) in wanted]
+
+
+def shown(verification: VerificationService, analysis: Analysis) -> list[tuple[Item, Severity]]:
+    """Return every item of an analysis with the severity it is shown with, one per region and problem.
+
+    Card items that address one region and problem collapse into the best-ranked one
+    (`warpwise.skills.presentation.one_per_region`, the rule the command line applies too): the others are not
+    drawn, are named in its related information, and stay quick fixes (`Analysis.items_at`). `showAll` shows all.
+    """
+    out, absorbed = _ranked(verification, analysis)
+    if not absorbed:
+        return out
+    notes: dict[int, list[tuple[str, Span]]] = {}
+    for i, into in absorbed.items():
+        alt = out[i][0]
+        notes.setdefault(into, []).append((alternative_note(alt.id, alt.fix_title), alt.span))
+    return [
+        (dataclasses.replace(item, related=(*item.related, *notes[i])) if i in notes else item, severity)
+        for i, (item, severity) in enumerate(out)
+        if i not in absorbed
+    ]
 
 
 def explain(verification: VerificationService, analysis: Analysis, item: Item) -> tuple[Severity, str]:

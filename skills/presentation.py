@@ -24,11 +24,12 @@ and the command line share this one rule without this layer knowing the ranking 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from warpwise.analyzers.findings import RULES, Severity
+from warpwise.analyzers.model import Span
 from warpwise.skills.regions import VerdictStatus
 
 MIN_SPEEDUP = 1.1
@@ -162,3 +163,103 @@ def unproven_benefit(verdicts: Iterable[Any]) -> str | None:
 def measured_best(speedups: Iterable[float]) -> float | None:
     """Return the largest of a card's measured speedups (None when it has none)."""
     return max(speedups, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    """A card finding that may share its region and problem with another card's (`one_per_region`)."""
+
+    card_id: str
+    function: str
+    span: Span
+    """The finding's own span (where the squiggle is)."""
+    extent: Span
+    """The code the card binds to: the whole kernel for a kernel-anchored card, else the finding's span."""
+    conflicts: frozenset[str]
+    provides: frozenset[str]
+    rank: tuple[float, ...]
+    """Larger is better: the finding kept for a region is the best-ranked (`contender_rank`)."""
+
+    def same_problem(self, other: Contender) -> bool:
+        """Return whether two card findings address one region and one problem: in one kernel, either card names
+        the other in `conflicts` (the card says both rewrite the same code for the same problem), or their code
+        overlaps and both provide one feature (both fixes do the same thing there)."""
+        if self.card_id == other.card_id or self.function != other.function:
+            return False
+        if other.card_id in self.conflicts or self.card_id in other.conflicts:
+            return True
+        (a0, a1), (b0, b1) = self.extent, other.extent
+        return a0 < b1 and b0 < a1 and not self.provides.isdisjoint(other.provides)
+
+
+def contender(match: Any, severity: Severity, outlook: Outlook | None) -> Contender:
+    """Return a card match (`skills.engine.Match`) as a contender, ranked by the severity it is shown with."""
+    header = match.card.header
+    region = match.region
+    extent = region.function.extent if str(header.anchor.kind) == "kernel" else match.span
+    return Contender(
+        card_id=match.card_id,
+        function=match.function,
+        span=match.span,
+        extent=extent,
+        conflicts=frozenset(header.conflicts),
+        provides=frozenset(header.provides),
+        rank=contender_rank(match, severity, outlook),
+    )
+
+
+_APPLICABILITY_RANK = {"safe": 2.0, "unsafe": 1.0}
+
+
+def contender_rank(match: Any, severity: Severity, outlook: Outlook | None) -> tuple[float, ...]:
+    """Return how a card finding ranks among those of its region: the loudest shown severity first, then a
+    verified fix, then the ranking's expected pay-off (predicted speedup times the chance to verify), then a safe
+    fix over an unsafe one over advice, then the card that addresses more of the problem (more provided features),
+    then the narrower region (the more specific card)."""
+    pay = 0.0
+    if outlook is not None and outlook.speedup is not None and outlook.p_verified is not None:
+        pay = outlook.speedup * outlook.p_verified
+    applicability = _APPLICABILITY_RANK.get(str(match.applicability), 0.0) if match.has_rewrite else 0.0
+    lo, hi = match.span
+    return (
+        float(-_SEVERITY_ORDER.index(severity)),
+        1.0 if outlook is not None and outlook.verified else 0.0,
+        pay,
+        applicability,
+        float(len(match.card.header.provides)),
+        float(lo - hi),
+    )
+
+
+_SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO, Severity.HINT)
+
+
+def one_per_region(contenders: Sequence[Contender | None]) -> dict[int, int]:
+    """Return, for each contender that another one's region and problem absorb, the index of the one shown.
+
+    Contenders are taken best-ranked first; each is absorbed by the first kept contender that addresses its
+    region and problem (`Contender.same_problem`), else it is kept. An absorbed finding is not drawn: the kept
+    one lists it as an alternative, and its fix stays a quick fix. `None` entries (findings that are not card
+    matches) never take part. This is the one place the choice is made: the command line and the server ask it.
+    """
+    order = sorted(
+        (i for i, c in enumerate(contenders) if c is not None),
+        key=lambda i: (tuple(-x for x in contenders[i].rank), contenders[i].card_id, contenders[i].span),  # type: ignore[union-attr]
+    )
+    kept: list[int] = []
+    absorbed: dict[int, int] = {}
+    for i in order:
+        c = contenders[i]
+        assert c is not None
+        into = next((k for k in kept if contenders[k].same_problem(c)), None)  # type: ignore[union-attr]
+        if into is None:
+            kept.append(i)
+        else:
+            absorbed[i] = into
+    return absorbed
+
+
+def alternative_note(card_id: str, fix_title: str | None) -> str:
+    """Return the related-information line that names an absorbed card finding as an alternative."""
+    tail = f": {fix_title}" if fix_title else ""
+    return f"alternative for this region: `{card_id}`{tail} (also offered as a quick fix)"

@@ -12,9 +12,19 @@ import dataclasses
 import logging
 from typing import Any
 
-from warpwise.analyzers.findings import Finding
+from warpwise.analyzers.findings import Finding, Related
 from warpwise.engine import FileReport
-from warpwise.skills.presentation import Outlook, measured_best, rule_concern, shown_severity, unproven_benefit
+from warpwise.skills.presentation import (
+    Contender,
+    Outlook,
+    alternative_note,
+    contender,
+    measured_best,
+    one_per_region,
+    rule_concern,
+    shown_severity,
+    unproven_benefit,
+)
 from warpwise.skills.traffic import access_traffic, traffic_ids
 
 log = logging.getLogger(__name__)
@@ -40,6 +50,7 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
         return report
     preds = _predictions(report)
     out: list[Finding] = []
+    contenders: list[Contender | None] = []
     for f in report.findings:
         match = report.match_for(f)
         concern = rule_concern(f.rule, str(match.card.header.concern) if match is not None else None)
@@ -62,5 +73,36 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
         if severity is not f.severity:
             f = dataclasses.replace(f, severity=severity, data={**f.data, "declared_severity": f.severity.value})
         out.append(f)
-    report.findings = out
+        contenders.append(contender(match, severity, look) if match is not None else None)
+    report.findings = collapse(out, contenders, report)
     return report
+
+
+def collapse(findings: list[Finding], contenders: list[Contender | None], report: FileReport) -> list[Finding]:
+    """Return the findings with one per region and problem (`skills.presentation.one_per_region`): each kept card
+    finding names the ones it absorbed in its related information and in `data.alternatives`."""
+    absorbed = one_per_region(contenders)
+    if not absorbed:
+        return findings
+    extra: dict[int, list[Finding]] = {}
+    for i, into in absorbed.items():
+        extra.setdefault(into, []).append(findings[i])
+    out: list[Finding] = []
+    for i, f in enumerate(findings):
+        if i in absorbed:
+            continue
+        alts = extra.get(i)
+        if alts:
+            notes = []
+            for a in alts:
+                m = report.match_for(a)
+                notes.append(
+                    Related(alternative_note(a.rule, m.fix_title if m is not None and m.has_rewrite else None), a.span)
+                )
+            f = dataclasses.replace(
+                f,
+                related=(*f.related, *notes),
+                data={**f.data, "alternatives": [a.rule for a in alts]},
+            )
+        out.append(f)
+    return out

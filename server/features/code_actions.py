@@ -20,7 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 
 from warpwise.analyzers.suppressions import UNUSED_RULE, suppression_edit
-from warpwise.server import convert
+from warpwise.server import convert, presentation
 from warpwise.server.analysis import Analysis
 from warpwise.server.features import ranking
 from warpwise.server.providers import Item
@@ -90,9 +90,14 @@ async def code_action(
     base = {"uri": uri, "version": analysis.version, "hash": analysis.content_hash}
     if _wanted(only, types.CodeActionKind.QuickFix):
         listed = analysis.items_at(start, end)
+        if listed:
+            # A card finding another one's region absorbed is not drawn; its fix is offered where the kept one is.
+            seen = {(i.id, i.span) for i in listed}
+            alts = await asyncio.to_thread(presentation.alternatives, verification, analysis, listed)
+            listed += [a for a in alts if (a.id, a.span) not in seen]
         preds = await asyncio.to_thread(ranking.predictions, verification, analysis) if listed else {}
         fixes: list[tuple[tuple[float, int], types.CodeAction]] = []
-        for item in analysis.items_at(start, end):
+        for item in listed:
             if not item.has_fix:
                 continue
             state = verification.candidate_state(uri, analysis.content_hash, item.id, item.span)
