@@ -100,6 +100,20 @@ def scaled_dims(body: str) -> tuple[bool, bool, bool]:
     return out[0], out[1], out[2]
 
 
+def crossed_dims(body: str) -> bool:
+    """Return whether the kernel multiplies a block index by the block size of another axis (`blockIdx.y *
+    blockDim.x`): its grid axes do not pair with its block axes, so scaling the grid per axis would not keep the
+    threads covering the same work (the search's block-size action then offers nothing)."""
+    for a in _DIMS:
+        for b in _DIMS:
+            if a == b:
+                continue
+            pat = rf"blockIdx\s*\.\s*{a}\s*\*\s*blockDim\s*\.\s*{b}|blockDim\s*\.\s*{b}\s*\*\s*blockIdx\s*\.\s*{a}"
+            if re.search(pat, body):
+                return True
+    return False
+
+
 class ParamActions:
     """Lists the parameter choices that can be set exactly in a version."""
 
@@ -229,6 +243,8 @@ class ParamActions:
         if cur is None or fn is None or cur[2] != 1:
             return []
         body = _body(model, fn)
+        if crossed_dims(body):
+            return []
         scale = scaled_dims(body)
         two_d = cur[1] > 1
         shapes: list[tuple[int, int, int]] = (
