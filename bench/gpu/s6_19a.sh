@@ -43,7 +43,10 @@ t0=$(date +%s)
 timeout 60 python3 bench/row_coop/gate_check.py "$PREP/sel" "$OUT/gate.jsonl" --budget-s 45 >> "$LOG" 2>&1
 echo "gate: $(( $(date +%s) - t0 )) s" >> "$LOG"
 t0=$(date +%s)
-timeout 55 python3 -m pytest -p no:cacheprovider -m gpu tests/skills/test_row_cooperative_reduction.py -v \
-  -k colmajor >> "$LOG" 2>&1
+# From /tmp with --import-mode=append, as bench/gpu/run_all.sh: in the repository root the source folder `warpwise/`
+# would shadow the installed package (whose subpackages map to other folders).
+REPO=$(pwd)
+(cd /tmp && timeout 55 python3 -m pytest -p no:cacheprovider --import-mode=append --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+  -m gpu "$REPO/tests/skills/test_row_cooperative_reduction.py" -v -k colmajor) >> "$LOG" 2>&1
 echo "gpu tests: $(( $(date +%s) - t0 )) s" >> "$LOG"
 tail -5 "$LOG"
