@@ -62,7 +62,9 @@ def suite_rows(folder: Path) -> list[KernelRow]:
         row = rows.get((ROOT / f["path"]).resolve())
         if row is None:
             continue
-        row.fired.update(x["rule"] for x in f["findings"])
+        # A finding shown for its region names the cards it absorbed (one diagnostic per region and problem):
+        # they fired on the kernel too.
+        row.fired.update(r for x in f["findings"] for r in [x["rule"], *(x.get("data") or {}).get("alternatives", [])])
     for path, row in rows.items():
         row.rewrites = [c.card for c in card_candidates(by_path[path])]
     return sorted(rows.values(), key=lambda r: r.name)
