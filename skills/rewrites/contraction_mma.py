@@ -61,12 +61,15 @@ class MmaTiles:
     stages: int = 2
     min_blocks: int = 1  # > 0: add `__launch_bounds__(threads, min_blocks)`
     tf32: bool = False
+    # > 0: blocks walk the output tiles in bands of `group` tile rows (all columns of a band before the next band),
+    # so blocks running together share A and B tiles in L2; 0 keeps blockIdx.y / blockIdx.x as tile row / column.
+    group: int = 0
 
     @property
     def key(self) -> str:
         """Return the sizes as `mma128x128x32w2x4s2` (`tf32...` for the TF32 option, `xB` for launch bounds)."""
         base = f"{'tf32' if self.tf32 else 'mma'}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
-        return base + (f"x{self.min_blocks}" if self.min_blocks else "")
+        return base + (f"x{self.min_blocks}" if self.min_blocks else "") + (f"g{self.group}" if self.group else "")
 
     @property
     def threads(self) -> int:
@@ -127,6 +130,31 @@ class MmaTiles:
         return out
 
 
+def _tile_origin(t: MmaTiles) -> str:
+    """Return the statements that set the block's first output row `ww_m0` and column `ww_n0`.
+
+    With `t.group`, the block's linear index walks bands of `group` tile rows: within a band, consecutive blocks take
+    consecutive tile rows, then the next tile column. The map is a bijection of the grid onto the output tiles for
+    any grid (the last band holds the remaining rows), so every tile is computed once, by the same code: only
+    which block computes it changes, never a result.
+    """
+    if not t.group:
+        return (
+            f"  const long long ww_m0 = (long long)blockIdx.y * {t.bm};\n"
+            f"  const long long ww_n0 = (long long)blockIdx.x * {t.bn};"
+        )
+    g = t.group
+    return (
+        "  const unsigned ww_bid = blockIdx.y * gridDim.x + blockIdx.x;\n"
+        f"  const unsigned ww_band = {g}u * gridDim.x;\n"
+        f"  const unsigned ww_row0 = ww_bid / ww_band * {g}u;\n"
+        f"  const unsigned ww_rows = min(gridDim.y - ww_row0, {g}u);\n"
+        "  const unsigned ww_in = ww_bid % ww_band;\n"
+        f"  const long long ww_m0 = (long long)(ww_row0 + ww_in % ww_rows) * {t.bm};\n"
+        f"  const long long ww_n0 = (long long)(ww_in / ww_rows) * {t.bn};"
+    )
+
+
 MMA_CHOICES = (
     MmaTiles(128, 128, 32, 2, 2, 3, 2),
     MmaTiles(64, 128, 32, 2, 2, 4, 3),
@@ -136,6 +164,7 @@ MMA_CHOICES = (
     MmaTiles(128, 128, 32, 2, 4, 2, 2),
     MmaTiles(128, 256, 32, 2, 4, 2, 1),
     MmaTiles(256, 128, 32, 4, 2, 2, 1),
+    MmaTiles(128, 128, 32, 2, 2, 3, 2, group=8),
 )
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
 as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
@@ -145,6 +174,7 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 2, 2, 2, tf32=True),
     MmaTiles(128, 64, 16, 2, 2, 3, tf32=True),
+    MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
 )
 """TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`)."""
 
@@ -449,8 +479,7 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
   const int ww_lane = ww_tid & 31, ww_warp = ww_tid >> 5;
   const int ww_wm = ww_warp / {t.wn}, ww_wn = ww_warp % {t.wn};
   const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
-  const long long ww_m0 = (long long)blockIdx.y * {t.bm};
-  const long long ww_n0 = (long long)blockIdx.x * {t.bn};
+{_tile_origin(t)}
   float ww_acc[{mi_n}][{ni_n}][4];
 #pragma unroll
   for (int ww_i = 0; ww_i < {mi_n}; ++ww_i) {{

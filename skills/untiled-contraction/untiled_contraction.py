@@ -1103,7 +1103,7 @@ def generate_step_body(c: Contraction, t: SimtStep) -> str:
 
 
 _TILE_ARGS = ("bm", "bn", "bk", "tm", "tn", "min_blocks")
-_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32")
+_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32", "group")
 # Tile sizes a search may choose from (each generated, compiled and measured on the H200: see card.md).
 TILE_CHOICES = (
     Tiles(128, 128, 8, 8, 8, 2),
@@ -1466,7 +1466,8 @@ def tile_args(t: Tiles | MmaTiles | SimtStep) -> dict[str, Any]:
     if isinstance(t, SimtStep):
         return {"step": t.kind, "bs": t.bs}
     names = _MMA_ARGS if isinstance(t, MmaTiles) else _TILE_ARGS
-    return {k: getattr(t, k) for k in names}
+    # `group` is named only when set, so the arguments of the shapes that predate it are unchanged.
+    return {k: getattr(t, k) for k in names if k != "group" or getattr(t, k)}
 
 
 def choices_for(c: Contraction, tolerance: tuple[float, float] | None = None) -> tuple[Tiles | MmaTiles, ...]:
