@@ -168,7 +168,8 @@ MMA_CHOICES = (
 )
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
 as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
-64 x 64 outputs at two blocks per SM 0.380 ms, then 0.446, 0.448, 0.477, 0.514, 0.557, 0.558 and 0.559 ms)."""
+64 x 64 outputs at two blocks per SM 0.380 ms, then 0.446, 0.448, 0.477, 0.514, 0.557, 0.558 and 0.559 ms); the
+grouped tile order last: 0.387 ms against its plain twin's 0.377 (bench/results/contraction_mma2-2026-12-02-s6.md)."""
 TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
