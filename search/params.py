@@ -200,7 +200,8 @@ class ParamActions:
                 by = {(ch.part, ch.axis): ch.python for ch in changes}
                 code = (
                     "def launch(inputs):\n"
-                    f"    return (({by['grid', 0]}, {by['grid', 1]}, 1), ({tiles.threads}, 1, 1), 0)\n"
+                    f"    return (({by['grid', 0]}, {by['grid', 1]}, 1), ({tiles.threads}, 1, 1), "
+                    f"{by.get(('smem', 0), '0')})\n"
                 )
                 label = f"grid of {tiles.bm}x{tiles.bn} output tiles, {tiles.threads} threads"
                 launch = (launch or LaunchOverride()).then(Transform("python", code=code, label=label))

@@ -22,6 +22,8 @@ from typing import Any
 class LaunchChange:
     """One dimension of the simpler kernel's launch, as a Python expression over the current value and inputs.
 
+    `part` is "grid", "block" (with `axis` 0, 1 or 2) or "smem" (the dynamic shared memory in bytes, `axis` 0).
+
     `python` is evaluated inside the problem file (see `warpwise.lineages.launch`) with `value` bound to
     the current kernel's value of that dimension and `inputs` to the problem's inputs; `text` says the same in C
     terms for people.
@@ -68,6 +70,9 @@ def _ww_geometry(inputs, changes):
 
     geo = [dim3(g[0]), dim3(g[1]), int(g[2]) if len(g) > 2 else 0]
     for part, axis, fn in changes:
+        if part == "smem":
+            geo[2] = int(fn(geo[2], inputs, geo))
+            continue
         i = 0 if part == "grid" else 1
         geo[i][axis] = int(fn(geo[i][axis], inputs, geo))
     return tuple(geo[0]), tuple(geo[1]), geo[2]
@@ -121,6 +126,12 @@ def apply_lines(changes: Sequence[LaunchChange], indent: str = "    ") -> list[s
     and `inputs` in scope), as `problem_source`'s generated `launch_candidate` does."""
     lines = []
     for c in changes:
+        if c.part == "smem":
+            lines.append(
+                f"{indent}_smem = int((lambda value, inputs, g: {c.python})(_smem, inputs, (_grid, _block, _smem)))"
+                f"  # {c.text}"
+            )
+            continue
         dim = "_grid" if c.part == "grid" else "_block"
         lines.append(
             f"{indent}{dim}[{c.axis}] = int((lambda value, inputs, g: {c.python})"

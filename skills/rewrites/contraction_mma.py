@@ -9,6 +9,10 @@ products on tensor cores:
 - BK-deep tiles of A and B are copied global -> shared by `cp.async.cg` 16-byte copies in a pipeline of
   `stages` buffers (2: double buffering, 3 or 4: deeper), each operand in the orientation it has in global
   memory (k-contiguous or contiguous along its output coordinate) so that every copy is one 16-byte vector;
+- a pipeline that needs more than the 48 KiB a block may declare statically (`SMEM_LIMIT`) keeps its stages in
+  dynamic shared memory (one `extern __shared__` array), up to sm_90's 227 KiB per block (`SMEM_OPTIN`); each
+  launch then passes the bytes and raises the kernel's limit first (`cudaFuncSetAttribute`), which the card's
+  launch rewrite and a problem file's launch change (`smem`) both do;
 - shared rows are padded by 16 bytes (8 halves; 4 floats on the k-contiguous side of TF32, 8 on the other),
   which keeps every row 16-byte aligned and makes the eight row addresses of each `ldmatrix` phase (and the
   32-bit fragment reads of TF32) fall in distinct banks;
@@ -46,7 +50,12 @@ rounded to TF32 (unit roundoff 2^-11), so each product is off by up to 2^-10 of 
 uniform rounding); summed with independent signs over K = 4096 terms of RMS 1/3 the error has an RMS of about
 sqrt(4096) * 4e-4 / 3 = 8.5e-3, and its largest value over 16M outputs about 6 times that (5e-2)."""
 SMEM_LIMIT = 48 * 1024
-"""Static shared memory a block may declare without an opt-in attribute."""
+"""Static shared memory a block may declare without an opt-in attribute; larger pipelines use dynamic shared memory."""
+SMEM_OPTIN = 227 * 1024
+"""Dynamic shared memory one block may use on sm_90 after `cudaFuncSetAttribute(...,
+cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` (the device's `sharedMemPerBlockOptin`, 232,448 bytes)."""
+SMEM_PER_SM = 228 * 1024
+"""Shared memory of one sm_90 SM (`sharedMemPerMultiprocessor`); each resident block also reserves 1 KiB."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,11 @@ class MmaTiles:
         rb, cb = self.shape(self.bn, b_layout)
         return self.stages * (ra * ca + rb * cb) * self.elem_bytes
 
+    def dynamic(self, a_layout: str = "o", b_layout: str = "k") -> bool:
+        """Return whether the pipeline needs more than `SMEM_LIMIT` bytes: then its tiles live in dynamic shared
+        memory, and every launch passes `smem_bytes` and raises the kernel's limit first."""
+        return self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT
+
     def problems(self, a_layout: str = "o", b_layout: str = "k") -> list[str]:
         """Return why these sizes cannot be generated for these operand layouts (empty when they can)."""
         out = []
@@ -125,8 +139,11 @@ class MmaTiles:
                 out.append("each thread must copy one 16-byte column of each tile")
         if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
             out.append("an operand is contiguous along neither k nor its output coordinate")
-        if self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT:
-            out.append(f"{self.smem_bytes(a_layout, b_layout)} bytes of shared memory is more than 48 KiB")
+        smem = self.smem_bytes(a_layout, b_layout)
+        if smem > SMEM_OPTIN:
+            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
+        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
+            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
         return out
 
 
@@ -165,6 +182,12 @@ MMA_CHOICES = (
     MmaTiles(128, 256, 32, 2, 4, 2, 1),
     MmaTiles(256, 128, 32, 4, 2, 2, 1),
     MmaTiles(128, 128, 32, 2, 2, 3, 2, group=8),
+    # Pipelines past 48 KiB (dynamic shared memory): deeper k tiles, deeper pipelines, 8-warp 128 x 256 tiles.
+    MmaTiles(128, 128, 64, 2, 2, 3, 2),
+    MmaTiles(128, 128, 32, 2, 2, 4, 2),
+    MmaTiles(128, 256, 32, 2, 4, 3, 1),
+    MmaTiles(256, 128, 32, 4, 2, 3, 1),
+    MmaTiles(128, 256, 64, 2, 4, 3, 1),
 )
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
 as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
@@ -176,6 +199,9 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 2, 2, 2, tf32=True),
     MmaTiles(128, 64, 16, 2, 2, 3, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
+    MmaTiles(128, 128, 32, 2, 2, 3, 2, tf32=True),
+    MmaTiles(128, 128, 16, 2, 2, 4, 2, tf32=True),
+    MmaTiles(128, 256, 16, 2, 4, 4, 1, tf32=True),
 )
 """TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`)."""
 
@@ -412,6 +438,23 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
         lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
         return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
 
+    smem = t.smem_bytes(c.a.layout, c.b.layout)
+    if t.dynamic(c.a.layout, c.b.layout):
+        # Past 48 KiB a block's shared memory must be dynamic: one extern array of 16-byte words (so 16-byte
+        # aligned), A's stages then B's (B's byte offset, stages * BM * BK elements, is a multiple of 16, as
+        # `cp.async` and `ldmatrix` need).
+        smem_decl = (
+            "  extern __shared__ uint4 ww_dsmem[];\n"
+            f"  {u} *const ww_As = reinterpret_cast<{u} *>(ww_dsmem);\n"
+            f"  {u} *const ww_Bs = ww_As + {t.stages * la.elems};\n"
+        )
+        launched = f", {smem} bytes of dynamic shared memory (after cudaFuncSetAttribute)"
+    else:
+        smem_decl = (
+            f"  __shared__ alignas(128) {u} ww_As[{t.stages * la.elems}];\n"
+            f"  __shared__ alignas(128) {u} ww_Bs[{t.stages * lb.elems}];\n"
+        )
+        launched = ""
     frag_fn = _fragments_tf32 if t.tf32 else _fragments_half
     if t.tf32:
         frag_decl = f"unsigned ww_fa0[{mi_n}][4], ww_fb0[{ni_n}][2], ww_fa1[{mi_n}][4], ww_fb1[{ni_n}][2];"
@@ -462,7 +505,7 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
     return f"""{{
   // warpwise untiled-contraction (tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage cp.async pipeline, {t.wm}x{t.wn} warps, {what};
-  // launched as <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>.
+  // launched as <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>{launched}.
   const long long ww_M = {poly_text(c.m_bound)};
   const long long ww_N = {poly_text(c.n_bound)};
   const long long ww_K = {poly_text(c.k_bound)};
@@ -472,9 +515,7 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
   const bool ww_vec_B = {vec_test(c.b, "B")};
   const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});
   const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});
-  __shared__ alignas(128) {u} ww_As[{t.stages * la.elems}];
-  __shared__ alignas(128) {u} ww_Bs[{t.stages * lb.elems}];
-  const unsigned ww_sA = (unsigned)__cvta_generic_to_shared(ww_As);
+{smem_decl}  const unsigned ww_sA = (unsigned)__cvta_generic_to_shared(ww_As);
   const unsigned ww_sB = (unsigned)__cvta_generic_to_shared(ww_Bs);
   const int ww_tid = threadIdx.x;
   const int ww_lane = ww_tid & 31, ww_warp = ww_tid >> 5;
@@ -533,6 +574,8 @@ __all__ = [
     "MMA_CHOICES",
     "MMA_TOLERANCE",
     "SMEM_LIMIT",
+    "SMEM_OPTIN",
+    "SMEM_PER_SM",
     "TF32_CHOICES",
     "TF32_TOLERANCE",
     "MmaTiles",

@@ -1345,6 +1345,7 @@ def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles | SimtStep)
     n, m = py(c.n_bound), py(c.m_bound)
     if n is None or m is None:
         return None
+    smem = dynamic_smem(c, t)
     return (
         LaunchChange("grid", 0, f"max(1, -(-({n}) // {t.bn}))", f"grid.x = ceil(N / {t.bn})"),
         LaunchChange("grid", 1, f"max(1, -(-({m}) // {t.bm}))", f"grid.y = ceil(M / {t.bm})"),
@@ -1352,7 +1353,54 @@ def launch_changes(c: Contraction, fn: Function, t: Tiles | MmaTiles | SimtStep)
         LaunchChange("block", 0, str(t.threads), f"block.x = {t.threads}"),
         LaunchChange("block", 1, "1", "block.y = 1"),
         LaunchChange("block", 2, "1", "block.z = 1"),
+        LaunchChange("smem", 0, str(smem), f"{smem} bytes of dynamic shared memory" if smem else "no dynamic smem"),
     )
+
+
+def dynamic_smem(c: Contraction, t: Tiles | MmaTiles | SimtStep) -> int:
+    """Return the dynamic shared memory (bytes) a launch of the rewritten kernel passes: 0 unless a tensor-core
+    pipeline needs more than the 48 KiB a block may declare statically."""
+    if isinstance(t, MmaTiles) and t.dynamic(c.a.layout, c.b.layout):
+        return t.smem_bytes(c.a.layout, c.b.layout)
+    return 0
+
+
+def _smem_launch_edits(model: FileModel, ls: Any, kernel: str, smem: int) -> list[Edit] | None:
+    """Return the edits that give one in-file launch `smem` bytes of dynamic shared memory, or None when they
+    cannot be made exactly.
+
+    The launch gets `smem` as its third configuration argument (one written as a literal 0 is replaced; any
+    other value, which the naive kernel does not use, is refused), and the statement before it raises the
+    kernel's limit: `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);`. That
+    statement is inserted only where the launch is a statement of a brace-enclosed block (anything else, such
+    as the body of a brace-less `if`, would change what runs).
+    """
+    config = ls.block.parent
+    if config is None:
+        return None
+    args = [ch for ch in config.named_children if ch.type != "comment"]
+    edits: list[Edit] = []
+    if len(args) >= 3:
+        if node_text(model, args[2]).strip() != "0":
+            return None
+        edits.append(Edit(args[2].start_byte, args[2].end_byte, str(smem)))
+    else:
+        edits.append(Edit(ls.block.end_byte, ls.block.end_byte, f", {smem}"))
+    call = config.parent
+    stmt = call.parent if call is not None else None
+    if stmt is None or stmt.type != "expression_statement" or stmt.parent is None:
+        return None
+    if stmt.parent.type != "compound_statement":
+        return None
+    callee = call.child_by_field_name("function")
+    name = node_text(model, callee).strip() if callee is not None else kernel
+    line_start = model.text.rfind(b"\n", 0, stmt.start_byte) + 1
+    indent = model.text[line_start : stmt.start_byte]
+    if indent.strip():
+        indent = b""
+    text = f"cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
+    edits.append(Edit(stmt.start_byte, stmt.start_byte, text + indent.decode("utf-8", "surrogateescape")))
+    return edits
 
 
 def problem_launch_changes(matches: list[Any]) -> tuple[LaunchChange, ...] | None:
@@ -1447,6 +1495,12 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
             return None
         edits.append(Edit(ls.grid.start_byte, ls.grid.end_byte, texts[0]))
         edits.append(Edit(ls.block.start_byte, ls.block.end_byte, texts[1]))
+        smem = dynamic_smem(c, t)
+        if smem:
+            more = _smem_launch_edits(ctx.model, ls, c.kernel, smem)
+            if more is None:
+                return None
+            edits += more
     return sorted(edits)
 
 
@@ -1518,6 +1572,7 @@ __all__ = [
     "Tiles",
     "choices_for",
     "contraction_launches_rewritable",
+    "dynamic_smem",
     "generate_body",
     "generate_step_body",
     "lanes_walk_rows",

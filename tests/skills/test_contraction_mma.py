@@ -84,7 +84,10 @@ def test_problem_tolerance_is_read_literally() -> None:
 
 def test_shape_problems() -> None:
     assert all(t.problems("k", "o") == [] for t in cm.MMA_CHOICES + cm.TF32_CHOICES)
-    assert cm.MmaTiles(128, 128, 32, 2, 4, 4).problems("k", "o")  # 64 KiB of static shared memory
+    assert cm.MmaTiles(128, 128, 32, 2, 4, 4).problems("k", "o") == []  # 64 KiB: dynamic shared memory
+    assert cm.MmaTiles(128, 128, 32, 2, 4, 4).dynamic("k", "o") and not cm.MMA_CHOICES[0].dynamic("k", "o")
+    assert cm.MmaTiles(256, 256, 64, 4, 4, 4).problems("k", "o")  # 256 KiB: more than a block may use
+    assert cm.MmaTiles(128, 128, 64, 2, 2, 4, 2).problems("k", "o")  # two blocks of 128 KiB do not fit an SM
     assert cm.MmaTiles(128, 128, 24, 2, 4, 2).problems()  # BK not a multiple of 16
     assert cm.MmaTiles(96, 128, 32, 2, 4, 2).problems()  # 96 rows are not whole swizzle rows
     assert cm.MmaTiles().problems("-", "o")  # an operand contiguous along neither side
@@ -168,7 +171,7 @@ def test_every_tensor_core_shape_compiles() -> None:
                 continue  # two fixtures are called hgemm_nn: compile one of them per shape
             sources.append(out)
             labels.append(label)
-    assert len(sources) < 28
+    assert len(sources) < 40
     for label, (ok, log) in zip(labels, compile_many(sources), strict=True):
         assert ok, f"{label}: {log}"
 
@@ -215,3 +218,60 @@ def test_padded_tf32_fragment_reads_are_conflict_free(t: cm.MmaTiles, layout: st
             row, col = (g, t4) if layout == "k" else (t4, g)
             banks.add((row * lay.pcols + col) % 32)
     assert len(banks) == 32
+
+
+DYNAMIC = cm.MmaTiles(128, 128, 64, 2, 2, 3, 2)
+
+
+def test_a_pipeline_past_48_kib_uses_dynamic_shared_memory_and_raises_the_limit_at_each_launch() -> None:
+    model, fn, c = _kernel(FIXTURES / "pos_half_nn.cu")
+    smem = DYNAMIC.smem_bytes(c.a.layout, c.b.layout)
+    assert smem > cm.SMEM_LIMIT and uc.dynamic_smem(c, DYNAMIC) == smem and uc.dynamic_smem(c, cm.MMA_CHOICES[0]) == 0
+    out = uc.rewrite_source(model, fn.name, DYNAMIC)
+    assert out is not None
+    text = out.decode()
+    assert "extern __shared__ uint4 ww_dsmem[];" in text and "__shared__ alignas(128)" not in text
+    # The launch passes the bytes, and the statement before it raises the kernel's limit, at the launch's indent.
+    assert (
+        f"  cudaFuncSetAttribute(hgemm_nn, cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n  hgemm_nn<<<" in text
+    )
+    assert re.search(rf"hgemm_nn<<<dim3\([^;]*\), dim3\(128\), {smem}>>>\(A, B, C, M, N, K\);", text)
+    assert analyze_text(out).syntax_problems == ()
+    # A problem file's launch gets the same bytes.
+    changes = uc.launch_changes(c, fn, DYNAMIC)
+    assert changes is not None and ("smem", 0, str(smem)) in [(ch.part, ch.axis, ch.python) for ch in changes]
+    static = uc.launch_changes(c, fn, cm.MMA_CHOICES[0])
+    assert static is not None and ("smem", 0, "0") in [(ch.part, ch.axis, ch.python) for ch in static]
+
+
+def _with_launch(launch: str) -> bytes:
+    src = (FIXTURES / "pos_half_nn.cu").read_bytes()
+    return src.replace(b"  hgemm_nn<<<grid, block>>>(A, B, C, M, N, K);", launch.encode())
+
+
+@pytest.mark.parametrize(
+    ("launch", "offered"),
+    [
+        ("  hgemm_nn<<<grid, block, 0, 0>>>(A, B, C, M, N, K);", True),  # a literal 0 is replaced, the stream kept
+        ("  hgemm_nn<<<grid, block, 1024>>>(A, B, C, M, N, K);", False),  # bytes the kernel did not use: refused
+        ("  if (M > 0) hgemm_nn<<<grid, block>>>(A, B, C, M, N, K);", False),  # no statement before it to add
+    ],
+)
+def test_dynamic_shared_memory_launch_edits_are_exact_or_refused(launch: str, offered: bool) -> None:
+    data = _with_launch(launch)
+    model = analyze_text(data, "launch.cu")
+    out = uc.rewrite_source(model, "hgemm_nn", DYNAMIC)
+    assert (out is not None) == offered
+    if out is not None:
+        assert re.search(r"dim3\(128\), \d+, 0>>>", out.decode())
+    # The static shapes need none of this and are offered on every launch form.
+    assert uc.rewrite_source(model, "hgemm_nn", cm.MMA_CHOICES[0]) is not None
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
+def test_dynamic_shared_memory_rewrite_with_its_host_launch_compiles() -> None:
+    model, fn, _ = _kernel(FIXTURES / "pos_half_nn.cu")
+    out = uc.rewrite_source(model, fn.name, DYNAMIC)
+    assert out is not None
+    ((ok, log),) = compile_many([out])
+    assert ok, log

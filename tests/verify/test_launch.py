@@ -71,3 +71,17 @@ def test_a_whole_launch_from_a_lineage_is_no_launch_change() -> None:
     override = LaunchOverride().then(Transform("grid_div", factor=2)).then(Transform("python", code=BASE))
     assert override.changes() is None
     assert LaunchOverride().changes() == ()
+
+
+def test_a_dynamic_shared_memory_change_sets_the_bytes_in_both_launch_forms() -> None:
+    from warpwise.verify.launch import apply_lines
+
+    changes = (*set_block((128, 1, 1)), LaunchChange("smem", 0, "98304", "98304 bytes of dynamic shared memory"))
+    inputs = {"n": 1000, "rows": 3}
+    gated = _run(problem_source(BASE, (), changes), "launch_candidate", inputs)
+    assert gated == (((1000 + 255) // 256, 3, 1), (128, 1, 1), 98304)
+    # The original keeps its own 64 bytes; `apply_lines` (the search's form) sets the same bytes.
+    assert _run(problem_source(BASE, (), changes), "launch", inputs)[2] == 64
+    ns = {"_grid": [4, 3, 1], "_block": [256, 2, 1], "_smem": 64, "inputs": inputs}
+    exec("\n".join(line.strip() for line in apply_lines(changes)), ns)
+    assert (ns["_block"], ns["_smem"]) == ([128, 1, 1], 98304)
