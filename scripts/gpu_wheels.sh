@@ -11,7 +11,7 @@ PKGS="pygls lsprotocol cattrs tree-sitter tree-sitter-cuda pydantic pydantic-cor
 openai jiter sniffio distro httpx2 httpcore2 truststore idna jsonschema jsonschema-specifications referencing rpds-py
 dask distributed partd locket tblib zict tornado pytest-asyncio pytest-lsp"
 for p in $PKGS; do
-  v=$("$VENV/bin/pip" show "$p" 2>/dev/null | awk '/^Version/{print $2}')
+  v=$("$VENV/bin/pip" show "$p" 2>/dev/null | awk '/^Version/{print $2}' || true)  # a package this venv lacks: the newest
   spec=$p${v:+==$v}
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \

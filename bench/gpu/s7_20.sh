@@ -5,8 +5,8 @@
 #   bash bench/gpu/s7_20.sh RESULT_DIR [STEPS] [DEADLINE_S]     (STEPS default perf,cublas; bounded by the caller)
 set -uo pipefail
 OUT=${1:?usage: bash bench/gpu/s7_20.sh RESULT_DIR [STEPS] [DEADLINE_S]}
-STEPS=${2:-perf,cublas}
-DEADLINE=${3:-200}
+STEPS=${2:-${STEPS:-perf,cublas}}
+DEADLINE=${3:-${DEADLINE:-200}}
 mkdir -p "$OUT"
 LOG="$OUT/s7_20.log"
 REPO=$(pwd)
