@@ -213,7 +213,8 @@ class ParamActions:
                 tol = rules.TF32_TOLERANCE if tiles.tf32 else rules.MMA_TOLERANCE
                 why = (
                     f"{c.layout} contraction `{c.a.name}` x `{c.b.name}` on tensor cores "
-                    f"({'TF32' if tiles.tf32 else 'mma.sync m16n8k16, float accumulation'}): {tiles.bm}x{tiles.bn} "
+                    f"({'TF32' if tiles.tf32 else ('wgmma' if tiles.wgmma else 'mma.sync m16n8k16')}, float "
+                    f"accumulation): {tiles.bm}x{tiles.bn} "
                     f"tiles, BK {tiles.bk}, {tiles.stages} cp.async stages, {tiles.wm}x{tiles.wn} warps; unsafe: "
                     f"another summation order, within rtol {tol[0]:g} / atol {tol[1]:g}; the card's prior from {source}"
                 )

@@ -19,6 +19,15 @@ from pathlib import Path
 FLAGS = ("-arch=sm_90", "-c")
 
 
+def _flags(source: bytes) -> tuple[str, ...]:
+    """Return the flags for one source: the architecture-specific target for what only it has, as the gate's builder
+    chooses (`target_arch`)."""
+    from warpwise.verify.worker.nvbuild import target_arch
+
+    arch = target_arch(source.decode("utf-8", "surrogateescape"), "sm_90")
+    return (f"-arch={arch}", *FLAGS[1:])
+
+
 @functools.cache
 def _version() -> str:
     nvcc = shutil.which("nvcc")
@@ -36,7 +45,7 @@ def _cache_dir() -> Path:
 def _key(source: bytes) -> str:
     h = hashlib.sha256()
     h.update(_version().encode())
-    h.update(" ".join(FLAGS).encode())
+    h.update(" ".join(_flags(source)).encode())
     h.update(source)
     return h.hexdigest()
 
@@ -52,7 +61,7 @@ def compile_source(source: bytes) -> tuple[bool, str]:
         path = Path(tmp) / "source.cu"
         path.write_bytes(source)
         proc = subprocess.run(
-            ["nvcc", *FLAGS, str(path), "-o", str(Path(tmp) / "out.o")],
+            ["nvcc", *_flags(source), str(path), "-o", str(Path(tmp) / "out.o")],
             capture_output=True,
             text=True,
             timeout=300,

@@ -73,17 +73,21 @@ class MmaTiles:
     # > 0: blocks walk the output tiles in bands of `group` tile rows (all columns of a band before the next band),
     # so blocks running together share A and B tiles in L2; 0 keeps blockIdx.y / blockIdx.x as tile row / column.
     group: int = 0
+    # Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a) instead of `mma.sync`: `wm` warpgroups of 128 threads
+    # each compute 64 x BN outputs (`wn` is 1), reading both operands from 128-byte-swizzled shared tiles.
+    wgmma: bool = False
 
     @property
     def key(self) -> str:
         """Return the sizes as `mma128x128x32w2x4s2` (`tf32...` for the TF32 option, `xB` for launch bounds)."""
-        base = f"{'tf32' if self.tf32 else 'mma'}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
+        kind = "wg" if self.wgmma else ("tf32" if self.tf32 else "mma")
+        base = f"{kind}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
         return base + (f"x{self.min_blocks}" if self.min_blocks else "") + (f"g{self.group}" if self.group else "")
 
     @property
     def threads(self) -> int:
         """Threads per block."""
-        return 32 * self.wm * self.wn
+        return (128 if self.wgmma else 32) * self.wm * self.wn
 
     @property
     def elem_bytes(self) -> int:
@@ -107,18 +111,21 @@ class MmaTiles:
         return r, cols + (ce if layout == "k" else 8)
 
     def smem_bytes(self, a_layout: str, b_layout: str) -> int:
-        """Return the static shared memory of both operands' pipelines."""
+        """Return the shared memory of both operands' pipelines (for wgmma, with 1 KiB to align the first stage to
+        the 1024-byte period of the 128-byte swizzle)."""
         ra, ca = self.shape(self.bm, a_layout)
         rb, cb = self.shape(self.bn, b_layout)
-        return self.stages * (ra * ca + rb * cb) * self.elem_bytes
+        return self.stages * (ra * ca + rb * cb) * self.elem_bytes + (1024 if self.wgmma else 0)
 
     def dynamic(self, a_layout: str = "o", b_layout: str = "k") -> bool:
         """Return whether the pipeline needs more than `SMEM_LIMIT` bytes: then its tiles live in dynamic shared
         memory, and every launch passes `smem_bytes` and raises the kernel's limit first."""
-        return self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT
+        return self.wgmma or self.smem_bytes(a_layout, b_layout) > SMEM_LIMIT
 
     def problems(self, a_layout: str = "o", b_layout: str = "k") -> list[str]:
         """Return why these sizes cannot be generated for these operand layouts (empty when they can)."""
+        if self.wgmma:
+            return self._wgmma_problems(a_layout, b_layout)
         out = []
         ce = 16 // self.elem_bytes
         if self.bm % (16 * self.wm) or self.bn % (16 * self.wn):
@@ -139,6 +146,31 @@ class MmaTiles:
                 out.append("each thread must copy one 16-byte column of each tile")
         if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
             out.append("an operand is contiguous along neither k nor its output coordinate")
+        smem = self.smem_bytes(a_layout, b_layout)
+        if smem > SMEM_OPTIN:
+            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
+        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
+            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
+        return out
+
+    def _wgmma_problems(self, a_layout: str, b_layout: str) -> list[str]:
+        out = []
+        if self.tf32:
+            out.append("the warpgroup MMA rewrite takes half and bfloat16 operands only")
+        if self.wn != 1 or self.bm != 64 * self.wm or self.wm not in (1, 2, 3, 4):
+            out.append("BM must be 64 rows per warpgroup (1 to 4 warpgroups along M, wn = 1)")
+        if self.bn % 64 or not 64 <= self.bn <= 256:
+            out.append("BN must be 64, 128, 192 or 256 (whole 64-column swizzle atoms, one wgmma's N)")
+        if self.bk != 64:
+            out.append("BK must be 64 (one 128-byte swizzle row of halves)")
+        if not 2 <= self.stages <= 8:
+            out.append("2 to 8 pipeline stages")
+        if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
+            out.append("an operand is contiguous along neither k nor its output coordinate")
+        t = self.threads
+        for rows in (self.bm, self.bn):
+            if (rows * self.bk // 8) % t:
+                out.append("each thread must copy whole 16-byte vectors of each tile")
         smem = self.smem_bytes(a_layout, b_layout)
         if smem > SMEM_OPTIN:
             out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
@@ -188,6 +220,10 @@ MMA_CHOICES = (
     MmaTiles(128, 256, 32, 2, 4, 3, 1),
     MmaTiles(256, 128, 32, 4, 2, 3, 1),
     MmaTiles(128, 256, 64, 2, 4, 3, 1),
+    # Hopper's warpgroup MMA (sm_90a): two warpgroups of 64 x BN outputs each.
+    MmaTiles(128, 128, 64, 2, 1, 3, 2, wgmma=True),
+    MmaTiles(128, 256, 64, 2, 1, 3, 1, wgmma=True),
+    MmaTiles(128, 128, 64, 2, 1, 4, 1, wgmma=True),
 )
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
 as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
@@ -239,9 +275,28 @@ class _Layout:
         return f"({row}) * {self.cols} + ((({chunk}) ^ {bits}) * {self.ce})"
 
 
+@dataclass(frozen=True)
+class _AtomLayout(_Layout):
+    """An MN-major operand tile in wgmma's 128-byte-swizzle atoms: `rows` k rows of `cols` output elements, stored
+    as `cols / 64` atoms of rows x 64 elements one after the other (each k row 128 bytes, the 16-byte chunk index
+    XORed with `row & 7`), so 8 k rows of one atom are 1024 contiguous bytes (the stride-dimension offset) and the
+    atoms are `rows * 128` bytes apart (the leading-dimension offset). `pcols` is 64: one k row of one atom."""
+
+    @property
+    def elems(self) -> int:
+        """Elements per stage."""
+        return self.rows * self.cols
+
+    def off(self, row: str, chunk: str) -> str:
+        """Return the element offset within a stage of chunk `chunk` (along the output coordinate) of k row `row`."""
+        return f"((({chunk}) >> 3) * {self.rows * 64} + ({row}) * 64 + (((({chunk}) & 7) ^ (({row}) & 7)) * 8))"
+
+
 def _layout(t: MmaTiles, rows: int, layout: str) -> _Layout:
     r, pc = t.shape(rows, layout)
     cols = rows if layout == "o" else t.bk
+    if t.wgmma and layout == "o":
+        return _AtomLayout(r, cols, 64, 8, True)
     return _Layout(r, cols, pc, 16 // t.elem_bytes, not t.tf32)
 
 
@@ -426,6 +481,8 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
     """
     if t.tf32 != (not c.convert) or t.problems(c.a.layout, c.b.layout):
         return None
+    if t.wgmma:
+        return _generate_wgmma_body(c, t, poly_text)
     wtm, wtn = t.bm // t.wm, t.bn // t.wn
     mi_n, ni_n = wtm // 16, wtn // 8
     ce = 16 // t.elem_bytes
@@ -564,6 +621,140 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
         if ({epi_guard}) {{
           {c.store}
         }}
+      }}
+    }}
+  }}
+}}"""
+
+
+def _descriptor_bits(lbo: int, sbo: int) -> int:
+    """Return the constant bits of a wgmma shared-memory descriptor: the leading- and stride-dimension byte offsets
+    (each >> 4, bits 16-29 and 32-45) and the 128-byte swizzle mode (1 in bits 62-63); base offset 0, as every
+    stage starts on a 1024-byte boundary."""
+    return ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
+
+
+def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> str:
+    """Return the warpgroup-MMA kernel body: `wgmma.mma_async` m64nBNk16 on 128-byte-swizzled shared tiles.
+
+    Each of the `wm` warpgroups computes 64 x BN outputs. A k-contiguous operand's tile is rows of 64 halves (128
+    bytes) with 16-byte chunks XORed by `row & 7` (wgmma's K-major 128-byte swizzle: 8 rows 1024 bytes apart, the
+    descriptor advancing 32 bytes per k16 step); a tile contiguous along its output coordinate is stored in
+    64-element atoms (`_AtomLayout`, MN-major, the transpose flag set, advancing 2048 bytes per k16 step). The
+    pipeline: at each tile the thread waits for its own `cp.async` copies of the tile, fences them to the async
+    proxy (`fence.proxy.async`, which wgmma reads through), and all threads meet at a barrier; the copy of the tile
+    `stages - 1` ahead then goes to the stage the previous tile's wgmmas read (all of them finished: each
+    warpgroup waited for its group before that barrier), and the tile's four wgmmas are issued, committed and
+    awaited. Products are exact in float and summed by the tensor core in its own order, as with `mma.sync`:
+    `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for `wgmma`).
+    """
+    kind = "bf16" if "bfloat16" in c.convert else "f16"
+    u = "unsigned short"
+    ce = 8
+    la, lb = _layout(t, t.bm, c.a.layout), _layout(t, t.bn, c.b.layout)
+    a_decl, a_copy = _copy(c.a, "A", t, la)
+    b_decl, b_copy = _copy(c.b, "B", t, lb)
+    a_stage, b_stage = la.elems * 2, lb.elems * 2
+    smem = t.smem_bytes(c.a.layout, c.b.layout)
+    n_acc = t.bn // 2
+
+    def vec_test(op: Any, which: str) -> str:
+        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
+        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
+
+    # Per operand: the byte offset of the warpgroup's part, the step per k16, the descriptor's constant bits.
+    if c.a.layout == "k":
+        a_wg, a_ks, a_bits, tr_a = 64 * 128, 32, _descriptor_bits(16, 1024), 0
+    else:
+        a_wg, a_ks, a_bits, tr_a = t.bk * 128, 2048, _descriptor_bits(t.bk * 128, 1024), 1
+    if c.b.layout == "k":
+        b_ks, b_bits, tr_b = 32, _descriptor_bits(16, 1024), 0
+    else:
+        b_ks, b_bits, tr_b = 2048, _descriptor_bits(t.bk * 128, 1024), 1
+    regs = ", ".join(f"%{i}" for i in range(n_acc))
+    outs = ", ".join(f'"+f"(ww_acc[{i}])' for i in range(n_acc))
+    mmas = []
+    for ks in range(t.bk // 16):
+        mmas.append(
+            f"      {{\n"
+            f"        const unsigned long long ww_da = (unsigned long long)(((ww_a0 + {ks * a_ks}u) & 0x3FFFFu) >> 4)"
+            f" | {a_bits}ull;\n"
+            f"        const unsigned long long ww_db = (unsigned long long)(((ww_b0 + {ks * b_ks}u) & 0x3FFFFu) >> 4)"
+            f" | {b_bits}ull;\n"
+            f'        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n_acc + 2}, 0;\\n'
+            f"wgmma.mma_async.sync.aligned.m64n{t.bn}k16.f32.{kind}.{kind} {{{regs}}}, %{n_acc}, %{n_acc + 1}, p, "
+            f'1, 1, {tr_a}, {tr_b};\\n}}\\n" : {outs} : "l"(ww_da), "l"(ww_db), "r"(1));\n'
+            f"      }}\n"
+        )
+    epi_guard = c.guard or "true"
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    return f"""{{
+  // warpwise untiled-contraction (warpgroup tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
+  // {t.stages}-stage cp.async pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{t.bn}k16 with float
+  // accumulation on 128-byte-swizzled shared tiles (sm_90a); launched as
+  // <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>, {smem} bytes of dynamic shared memory (after
+  // cudaFuncSetAttribute).
+  const long long ww_M = {poly_text(c.m_bound)};
+  const long long ww_N = {poly_text(c.n_bound)};
+  const long long ww_K = {poly_text(c.k_bound)};
+  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
+  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
+  const bool ww_vec_A = {vec_test(c.a, "A")};
+  const bool ww_vec_B = {vec_test(c.b, "B")};
+  const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});
+  const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});
+  extern __shared__ uint4 ww_dsmem[];
+  const unsigned ww_sA = ((unsigned)__cvta_generic_to_shared(ww_dsmem) + 1023u) & ~1023u;
+  const unsigned ww_sB = ww_sA + {t.stages * a_stage}u;
+  const int ww_tid = threadIdx.x;
+  const int ww_lane = ww_tid & 31, ww_wg = ww_tid >> 7, ww_wq = (ww_tid >> 5) & 3;
+  const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
+{_tile_origin(t)}
+  float ww_acc[{n_acc}];
+#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc}; ++ww_i) {{
+    ww_acc[ww_i] = 0.0f;
+  }}
+{a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
+  int ww_st = 0, ww_rs = 0;
+#pragma unroll
+  for (int ww_s = 0; ww_s < {t.stages - 1}; ++ww_s) {{
+    if (ww_s < ww_T) {{
+      const long long ww_kt = (long long)ww_s * {t.bk};
+{_ind(a_copy + b_copy, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+    ww_st = ww_st + 1;
+  }}
+  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
+    asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+    __syncthreads();
+    if (ww_t + {t.stages - 1} < ww_T) {{
+      const long long ww_kt = (long long)(ww_t + {t.stages - 1}) * {t.bk};
+{_ind(a_copy + b_copy, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;
+    const unsigned ww_a0 = ww_sA + ww_rs * {a_stage}u + ww_wg * {a_wg}u;
+    const unsigned ww_b0 = ww_sB + ww_rs * {b_stage}u;
+    asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+{"".join(mmas)}    asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+    ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;
+  }}
+  asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
+#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
+#pragma unroll
+    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+      const long long ww_mi = ww_m0 + ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;
+      const long long ww_nj = ww_n0 + ww_i * 8 + ww_t4 * 2 + (ww_e & 1);
+      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+      {c.i_type} {c.i} = ({c.i_type})ww_mi;
+      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
+      if ({epi_guard}) {{
+        {c.store}
       }}
     }}
   }}

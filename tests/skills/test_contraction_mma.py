@@ -191,7 +191,7 @@ def _bank_groups(lay: cm._Layout, rows: list[int], chunk: int) -> set[int]:
     return out
 
 
-@pytest.mark.parametrize("t", cm.MMA_CHOICES, ids=lambda t: t.key)
+@pytest.mark.parametrize("t", [t for t in cm.MMA_CHOICES if not t.wgmma], ids=lambda t: t.key)
 @pytest.mark.parametrize("layout", ["k", "o"])
 def test_swizzled_tiles_make_every_ldmatrix_phase_conflict_free(t: cm.MmaTiles, layout: str) -> None:
     for outer in (t.bm, t.bn):
@@ -275,3 +275,47 @@ def test_dynamic_shared_memory_rewrite_with_its_host_launch_compiles() -> None:
     assert out is not None
     ((ok, log),) = compile_many([out])
     assert ok, log
+
+
+WGMMA = [t for t in cm.MMA_CHOICES if t.wgmma]
+
+
+def _chunk_address(lay: object, row: int, chunk: int) -> int:
+    return _value(lay.off(str(row), str(chunk))) * 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("t", WGMMA, ids=lambda t: t.key)
+def test_wgmma_tiles_are_the_128_byte_swizzle_canonical_layouts(t: cm.MmaTiles) -> None:
+    # K-major: element chunk c of row r lies at r * 128 + ((c ^ (r & 7)) * 16): rows of 128 bytes, 8 rows per
+    # 1024-byte swizzle period (the descriptor's stride-dimension offset), the chunk XORed by the row's low bits.
+    k = cm._layout(t, t.bm, "k")
+    for r in range(t.bm):
+        for ch in range(8):
+            assert _chunk_address(k, r, ch) == r * 128 + ((ch ^ (r & 7)) * 16)
+    # MN-major: 64-element atoms of BK k rows (the leading-dimension offset BK * 128 bytes apart), each k row 128
+    # bytes, chunks XORed by the k row's low bits; every byte of a stage is used once.
+    mn = cm._layout(t, t.bn, "o")
+    seen = set()
+    for r in range(t.bk):
+        for ch in range(t.bn // 8):
+            addr = _chunk_address(mn, r, ch)
+            assert addr == (ch // 8) * t.bk * 128 + r * 128 + (((ch % 8) ^ (r & 7)) * 16)
+            seen.add(addr)
+    assert len(seen) * 16 == mn.elems * 2 == t.bk * t.bn * 2
+    assert t.threads == 128 * t.wm and t.dynamic("k", "o") and t.problems("k", "o") == []
+    assert cm.MmaTiles(128, 128, 32, 2, 1, 3, wgmma=True).problems()  # BK must be one 128-byte row
+    assert cm.MmaTiles(128, 128, 64, 2, 1, 3, tf32=True, wgmma=True).problems()  # half and bfloat16 only
+
+
+def test_wgmma_kernels_are_built_for_the_architecture_specific_target() -> None:
+    from warpwise.verify.worker.nvbuild import target_arch
+
+    model, fn, _ = _kernel(FIXTURES / "pos_half_nn.cu")
+    out = uc.rewrite_source(model, fn.name, WGMMA[0])
+    assert out is not None
+    text = out.decode()
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in text and "fence.proxy.async.shared::cta" in text
+    assert target_arch(text, "sm_90") == "sm_90a"
+    plain = uc.rewrite_source(model, fn.name, cm.MMA_CHOICES[0])
+    assert plain is not None and target_arch(plain.decode(), "sm_90") == "sm_90"
+    assert target_arch(text, "sm_100") == "sm_100"  # only sm_90 has an `a` target that runs wgmma

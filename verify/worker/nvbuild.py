@@ -212,8 +212,23 @@ class BuildCache:
             return
 
 
+_ARCH_SPECIFIC = re.compile(r"\b(?:wgmma|setmaxnreg)\.")
+"""PTX instructions only an architecture-specific target (`sm_90a`) has: Hopper's warpgroup tensor-core MMA and
+register reallocation, written in inline assembly."""
+
+
+def target_arch(text: str, arch: str) -> str:
+    """Return the target to build a kernel's `text` for on a GPU of `arch`: `sm_90a` for a kernel on sm_90 whose
+    inline assembly uses instructions only the architecture-specific target has, else `arch` itself. (An `a` cubin
+    runs only on its own architecture, which is the GPU it is built for here.)"""
+    if arch == "sm_90" and _ARCH_SPECIFIC.search(text):
+        return "sm_90a"
+    return arch
+
+
 def build(source: Source, arch: str, cache: BuildCache | None = None) -> Build:
     """Compile one kernel for `arch` (e.g. `sm_90`): NVRTC first, `nvcc -cubin` when NVRTC is missing or fails."""
+    arch = target_arch(source.text, arch)
     nvrtc_label = nvrtc_version()
     nvcc_label = nvcc_version() if (nvrtc_label is None or source.host_text) else None
     compiler = " + ".join(x for x in (nvrtc_label, nvcc_label) if x)
