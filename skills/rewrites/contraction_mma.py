@@ -224,6 +224,7 @@ MMA_CHOICES = (
     MmaTiles(128, 128, 64, 2, 1, 3, 2, wgmma=True),
     MmaTiles(128, 256, 64, 2, 1, 3, 1, wgmma=True),
     MmaTiles(128, 128, 64, 2, 1, 4, 1, wgmma=True),
+    MmaTiles(128, 256, 64, 2, 1, 4, 1, wgmma=True),
 )
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
 as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
@@ -645,7 +646,8 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     proxy (`fence.proxy.async`, which wgmma reads through), and all threads meet at a barrier; the copy of the tile
     `stages - 1` ahead then goes to the stage the previous tile's wgmmas read (all of them finished: each
     warpgroup waited for its group before that barrier), and the tile's four wgmmas are issued, committed and
-    awaited. Products are exact in float and summed by the tensor core in its own order, as with `mma.sync`:
+    awaited (with 4 or more stages, awaited only after the next tile's are issued: the copies then go two tiles
+    behind, `stages - 2` ahead). Products are exact in float and summed by the tensor core in its own order, as with `mma.sync`:
     `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for `wgmma`).
     """
     kind = "bf16" if "bfloat16" in c.convert else "f16"
@@ -657,6 +659,11 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     a_stage, b_stage = la.elems * 2, lb.elems * 2
     smem = t.smem_bytes(c.a.layout, c.b.layout)
     n_acc = t.bn // 2
+    # With 4 or more stages one group of wgmmas stays in flight across the next tile's barrier (the copies then
+    # run `stages - 2` tiles ahead, into the stage read two tiles back); with 3 or fewer each tile's group is
+    # awaited before the next barrier and the copies run `stages - 1` ahead.
+    flight = 1 if t.stages >= 4 else 0
+    ahead = t.stages - 1 - flight
 
     def vec_test(op: Any, which: str) -> str:
         lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
@@ -719,7 +726,7 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
 {a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
   int ww_st = 0, ww_rs = 0;
 #pragma unroll
-  for (int ww_s = 0; ww_s < {t.stages - 1}; ++ww_s) {{
+  for (int ww_s = 0; ww_s < {ahead}; ++ww_s) {{
     if (ww_s < ww_T) {{
       const long long ww_kt = (long long)ww_s * {t.bk};
 {_ind(a_copy + b_copy, "")}    }}
@@ -727,11 +734,11 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     ww_st = ww_st + 1;
   }}
   for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
-    asm volatile("cp.async.wait_group {t.stages - 2};\\n" ::: "memory");
+    asm volatile("cp.async.wait_group {ahead - 1};\\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
     __syncthreads();
-    if (ww_t + {t.stages - 1} < ww_T) {{
-      const long long ww_kt = (long long)(ww_t + {t.stages - 1}) * {t.bk};
+    if (ww_t + {ahead} < ww_T) {{
+      const long long ww_kt = (long long)(ww_t + {ahead}) * {t.bk};
 {_ind(a_copy + b_copy, "")}    }}
     asm volatile("cp.async.commit_group;\\n" ::);
     ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;
@@ -739,9 +746,10 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     const unsigned ww_b0 = ww_sB + ww_rs * {b_stage}u;
     asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 {"".join(mmas)}    asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned {flight};\\n" ::: "memory");
     ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;
   }}
+  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
 #pragma unroll
   for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
