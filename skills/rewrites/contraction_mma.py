@@ -647,8 +647,8 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     `stages - 1` ahead then goes to the stage the previous tile's wgmmas read (all of them finished: each
     warpgroup waited for its group before that barrier), and the tile's four wgmmas are issued, committed and
     awaited (with 4 or more stages, awaited only after the next tile's are issued: the copies then go two tiles
-    behind, `stages - 2` ahead). Products are exact in float and summed by the tensor core in its own order, as with `mma.sync`:
-    `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for `wgmma`).
+    behind, `stages - 2` ahead). Products are exact in float and summed by the tensor core in its own order, as
+    with `mma.sync`: `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for `wgmma`).
     """
     kind = "bf16" if "bfloat16" in c.convert else "f16"
     u = "unsigned short"

@@ -171,7 +171,7 @@ def test_every_tensor_core_shape_compiles() -> None:
                 continue  # two fixtures are called hgemm_nn: compile one of them per shape
             sources.append(out)
             labels.append(label)
-    assert len(sources) < 40
+    assert len(sources) < 50
     for label, (ok, log) in zip(labels, compile_many(sources), strict=True):
         assert ok, f"{label}: {log}"
 
