@@ -19,7 +19,7 @@ from warpwise.analyzers.model import FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, matcher
 from warpwise.skills.rewrite import Edit, RewriteContext
-from warpwise.skills.rewrites.contraction_mma import MMA_CHOICES, MmaTiles
+from warpwise.skills.rewrites.contraction_mma import PORTABLE, MmaTiles
 from warpwise.verify.launch import LaunchChange
 
 CARD = "contraction-without-tensor-cores"
@@ -67,7 +67,7 @@ def tensor_core_launches_rewritable(ctx: CheckContext) -> Verdict:
 
 def _tiles(args: dict[str, Any]) -> MmaTiles:
     rules = _rules()
-    return rules.tiles_of(dict(args)) if "wm" in args else MMA_CHOICES[0]
+    return rules.tiles_of(dict(args)) if "wm" in args else PORTABLE
 
 
 def rewrite(ctx: RewriteContext) -> list[Edit] | None:

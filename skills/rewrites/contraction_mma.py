@@ -205,31 +205,33 @@ def _tile_origin(t: MmaTiles) -> str:
 
 
 MMA_CHOICES = (
+    MmaTiles(128, 256, 64, 2, 1, 4, 1, wgmma=True),
+    MmaTiles(128, 128, 64, 2, 1, 3, 2, wgmma=True),
+    MmaTiles(128, 256, 64, 2, 1, 3, 1, wgmma=True),
+    MmaTiles(128, 128, 64, 2, 1, 4, 1, wgmma=True),
     MmaTiles(128, 128, 32, 2, 2, 3, 2),
+    MmaTiles(128, 256, 64, 2, 4, 3, 1),
+    MmaTiles(256, 128, 32, 4, 2, 3, 1),
+    MmaTiles(128, 256, 32, 2, 4, 3, 1),
+    MmaTiles(128, 128, 64, 2, 2, 3, 2),
+    MmaTiles(128, 128, 32, 2, 2, 4, 2),
+    MmaTiles(128, 128, 32, 2, 2, 3, 2, group=8),
     MmaTiles(64, 128, 32, 2, 2, 4, 3),
     MmaTiles(128, 128, 32, 2, 4, 3, 2),
     MmaTiles(128, 128, 16, 2, 4, 6, 2),
     MmaTiles(128, 128, 32, 2, 4, 3, 1),
-    MmaTiles(128, 128, 32, 2, 4, 2, 2),
     MmaTiles(128, 256, 32, 2, 4, 2, 1),
     MmaTiles(256, 128, 32, 4, 2, 2, 1),
-    MmaTiles(128, 128, 32, 2, 2, 3, 2, group=8),
-    # Pipelines past 48 KiB (dynamic shared memory): deeper k tiles, deeper pipelines, 8-warp 128 x 256 tiles.
-    MmaTiles(128, 128, 64, 2, 2, 3, 2),
-    MmaTiles(128, 128, 32, 2, 2, 4, 2),
-    MmaTiles(128, 256, 32, 2, 4, 3, 1),
-    MmaTiles(256, 128, 32, 4, 2, 3, 1),
-    MmaTiles(128, 256, 64, 2, 4, 3, 1),
-    # Hopper's warpgroup MMA (sm_90a): two warpgroups of 64 x BN outputs each.
-    MmaTiles(128, 128, 64, 2, 1, 3, 2, wgmma=True),
-    MmaTiles(128, 256, 64, 2, 1, 3, 1, wgmma=True),
-    MmaTiles(128, 128, 64, 2, 1, 4, 1, wgmma=True),
-    MmaTiles(128, 256, 64, 2, 1, 4, 1, wgmma=True),
+    MmaTiles(128, 128, 32, 2, 4, 2, 2),
 )
-"""Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior): fastest first
-as timed by the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_mma2-2026-12-02.md: 4 warps of
-64 x 64 outputs at two blocks per SM 0.380 ms, then 0.446, 0.448, 0.477, 0.514, 0.557, 0.558 and 0.559 ms); the
-grouped tile order last: 0.387 ms against its plain twin's 0.377 (bench/results/contraction_mma2-2026-12-02-s6.md)."""
+"""Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior), as timed by
+the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_wgmma-2026-12-03-s7.md): Hopper's
+warpgroup MMA first (sm_90a only; on another GPU they do not build and the search moves on), fastest first (0.265,
+0.306, 0.325, 0.328 ms); then `mma.sync`, led by the 48 KiB static-shared-memory shape that builds and runs on
+every GPU with tensor cores (0.377 ms; the card's default quick fix, `PORTABLE`), then the rest fastest first (0.374
+to 0.548 ms: deeper k tiles, deeper pipelines and 8-warp tiles past 48 KiB change less than 1%)."""
+PORTABLE = MMA_CHOICES[4]
+"""The shape of the card's default quick fix: `mma.sync`, static shared memory, any GPU with tensor cores."""
 TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
@@ -772,6 +774,7 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
 __all__ = [
     "MMA_CHOICES",
     "MMA_TOLERANCE",
+    "PORTABLE",
     "SMEM_LIMIT",
     "SMEM_OPTIN",
     "SMEM_PER_SM",
