@@ -22,7 +22,7 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode, hosteval, members, torchspec
+from warpwise.verify import enums, hostcode, hosteval, members, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -639,11 +639,14 @@ def _through_tensors(
     launch: Launch | None = None,
     int_value: int | tuple[int, ...] | None = None,
     shapes: dict[int, tuple[int, ...]] | None = None,
+    float_value: float | None = None,
 ) -> ProblemSpec | SpecMissing | None:
     """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`).
 
     When those shapes make the launch too big (more memory than `MAX_SPEC_BYTES`, a grid past CUDA's limits), it
-    is read again with `torchspec.SMALL_SHAPES`, and the notes say so.
+    is read again with `torchspec.SMALL_SHAPES`, and the notes say so. When the binding's float parameters at
+    `torchspec.BINDING_FLOAT` leave a scalar of the launch unknown (`1 - pow(beta1, step)` is 0 at 1.0 and a
+    division by it has no value), it is read again with `torchspec.FLOAT_RETRY`, and the notes say so.
     """
     from dataclasses import replace
 
@@ -651,18 +654,34 @@ def _through_tensors(
 
     if shapes is None:
         first = _through_tensors(
-            model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.DEFAULT_SHAPES
+            model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.DEFAULT_SHAPES, float_value
         )
         if isinstance(first, SpecMissing) and first.missing and all(_TOO_BIG.search(m) for m in first.missing):
             small = _through_tensors(
-                model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.SMALL_SHAPES
+                model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.SMALL_SHAPES, float_value
             )
             if isinstance(small, ProblemSpec):
                 note = f"the default representative shapes were too big ({'; '.join(first.missing)}): smaller ones used"
                 return replace(small, notes=(note, *small.notes))
+        if (
+            float_value is None
+            and isinstance(first, SpecMissing)
+            and any(m.startswith("value of `") for m in first.missing)
+        ):
+            again = _through_tensors(
+                model, fn, caller, offset, indent, n_launches, launch, int_value, None, torchspec.FLOAT_RETRY
+            )
+            if isinstance(again, ProblemSpec):
+                values = [m for m in first.missing if m.startswith("value of `")]
+                note = (
+                    f"the representative float {torchspec.BINDING_FLOAT} left {'; '.join(values)} without a value "
+                    f"(a division by zero or an undefined math call): the binding's floats take "
+                    f"{torchspec.FLOAT_RETRY} instead"
+                )
+                return replace(again, notes=(note, *again.notes))
         return first
     try:
-        bound = torchspec.bind(model, caller, offset, int_value=int_value, shapes=shapes)
+        bound = torchspec.bind(model, caller, offset, int_value=int_value, shapes=shapes, float_value=float_value)
     except Exception:
         # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
         _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
@@ -867,11 +886,17 @@ def _from_launch(
             offer_buffers[p.name] = (role.value, count_text)
         else:
             ctype = scalar_ctype(p, bindings)
-            if ctype is None:
+            enum = enums.enum_of(model, p.type) if ctype is None else None
+            if ctype is None and enum is None:
                 missing.append(f"a value of type `{p.type}` for `{p.name}` (the gate passes only scalars)")
                 continue
+            expr = raw
+            constants: dict[str, int | float] = {}
+            if enum is not None:
+                # An enum is passed as the integer it is; its enumerators are named constants of the argument.
+                ctype, expr, constants = enum.ctype, enums.argument_text(raw, enum), dict(enum.values)
             try:
-                value = cexpr.evaluate(raw, {"true": 1, "false": 0, **facts.names})
+                value = cexpr.evaluate(expr, {"true": 1, "false": 0, **constants, **facts.names})
             except cexpr.ExprError:
                 arg_nodes = _launch_args(model, caller, launch)
                 found = _evaluate(model.text, arg_nodes[i], facts) if len(arg_nodes) == len(fn.params) else None
@@ -880,6 +905,8 @@ def _from_launch(
                     missing.append(f"value of `{p.name}` (passed `{raw.strip()}`" + (f": {member})" if member else ")"))
                     continue
                 value = found
+            if enum is not None:
+                value = _enum_value(enum, p.name, value, notes)
             if ctype not in ("float", "double"):
                 if isinstance(value, float) and not value.is_integer():
                     missing.append(f"an integer value for `{p.name}` (passed `{raw.strip()}`)")
@@ -972,6 +999,20 @@ def _from_launch(
         symbols=symbols,
         notes=tuple(notes),
     )
+
+
+def _enum_value(enum: enums.EnumType, param: str, value: int | float, notes: list[str]) -> int | float:
+    """Return the value an enum parameter is passed (an enumerator's; the first one when the host's is none)."""
+    by_value = {v: n for n, v in reversed(enum.values)}
+    if value in by_value:
+        notes.append(f"`{param}` is the enum `{enum.name}`, passed as {enum.ctype} {_fmt(value)} (`{by_value[value]}`)")
+        return value
+    first, first_value = enum.values[0] if enum.values else ("0", 0)
+    notes.append(
+        f"`{param}` is the enum `{enum.name}`; the host's value {_fmt(value)} is no enumerator of it, so the first "
+        f"one, `{first}` ({first_value}), is passed as {enum.ctype}"
+    )
+    return first_value
 
 
 def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[Any]:

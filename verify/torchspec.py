@@ -197,13 +197,15 @@ def bind(
     launch_offset: int,
     int_value: int | tuple[int, ...] | None = None,
     shapes: dict[int, tuple[int, ...]] | None = None,
+    float_value: float | None = None,
 ) -> TorchBinding | str:
     """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
 
     `shapes`: the free shape of each rank (`DEFAULT_SHAPES` unless given; `SMALL_SHAPES` when those are too big).
 
     With `int_value`, the binding's integer parameters take that representative value (each one noted); a tuple
-    gives the i-th integer parameter its i-th value (the last one repeated).
+    gives the i-th integer parameter its i-th value (the last one repeated). With `float_value`, its float
+    parameters take that value instead of `BINDING_FLOAT`.
     """
     free = shapes or DEFAULT_SHAPES
     src = model.text
@@ -323,8 +325,11 @@ def bind(
         if _TENSOR_TYPE.search(ty):
             continue
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
-            out.scalars[name] = 1.0
-            out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
+            rep_f = BINDING_FLOAT if float_value is None else float_value
+            out.scalars[name] = rep_f
+            out.notes.append(
+                f"`{name}` is a parameter of `{caller.name}()`; using {rep_f} (nothing in the file gives it)"
+            )
         elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
             if isinstance(int_value, tuple):
                 rep = int_value[min(n_ints, len(int_value) - 1)]
@@ -567,6 +572,12 @@ TORCH_CONSTANTS: dict[str, float] = {"C10_WARP_SIZE": 32}
 
 BINDING_INT = 1
 """The value given to a binding's integer parameter that nothing in the file gives (the smallest positive size)."""
+BINDING_FLOAT = 1.0
+"""The value given to a binding's float parameter that nothing in the file gives (a scale, a rate, a mean)."""
+FLOAT_RETRY = 0.5
+"""The float tried when `BINDING_FLOAT` leaves a scalar the launch needs unknown: a value strictly between 0 and 1,
+so expressions built for rates and momenta (`1 - pow(beta, step)`, `log(p)`, `p * (1 - p)`) are neither zero nor
+undefined. Used only when the first reading fails, and said in the notes."""
 
 _OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
 

@@ -93,6 +93,9 @@ def c_div(a: int | float, b: int | float) -> int | float:
             raise ExprError("division by zero")
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
+    if b == 0:
+        # C gives an infinity or a NaN here: no value a size or a launch argument can be read from.
+        raise ExprError("floating-point division by zero")
     return a / b
 
 

@@ -163,3 +163,27 @@ def test_a_tensor_made_from_several_free_dimensions_too_big_for_the_defaults_tak
     assert "the default representative shapes were too big" in spec.notes[0]
     assert any("free dimensions from the smaller shapes" in n for n in spec.notes)
     assert not any("H200-sized defaults" in n for n in spec.notes)
+
+
+def test_a_degenerate_representative_float_is_retried_and_an_enum_is_passed_as_its_integer() -> None:
+    spec = _spec("momentum_step.cu", "momentum_step")
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: (a.ctype, a.value) for a in spec.run.args if a.buffer is None}
+    # At 1.0, `1 - pow(beta, step)` is 0 and `lr / correction` has no value: the floats take 0.5.
+    assert args["beta"] == ("float", 0.5)
+    assert args["step_size"] == ("float", 1.0)
+    assert args["mode"] == ("int", 1)
+    # 7 is no enumerator of `Clip`: its first one is passed, as the enum's base type.
+    assert args["clip"] == ("unsigned char", 0)
+    assert any("the representative float 1.0 left value of `step_size`" in n and "take 0.5" in n for n in spec.notes)
+    assert any("`mode` is the enum `updateMode_t`, passed as int 1 (`UPDATE_NESTEROV`)" in n for n in spec.notes)
+    assert any("no enumerator of it, so the first one, `None` (0)" in n for n in spec.notes)
+
+
+def test_an_enum_the_file_does_not_declare_is_still_missing() -> None:
+    path = TORCH / "momentum_step.cu"
+    text = path.read_text().replace("typedef enum {", "typedef struct {").replace("UPDATE_PLAIN = 0,", "int a;")
+    text = text.replace("UPDATE_NESTEROV = 1", "int b;")
+    spec = resolve_spec(str(path), text, "momentum_step")
+    assert isinstance(spec, SpecMissing)
+    assert any("a value of type `updateMode_t` for `mode`" in m for m in spec.missing)
