@@ -707,9 +707,22 @@ def _through_tensors(
         {k: v for k, v in bound.scalars.items() if k not in model2.constants},
         tensors=bound.shapes,
     )
+    numel = dict(bound.numel)
+    for t, parts in bound.deferred.items():
+        # Made from a local the binding changes before the launch: its sizes with the values the launch sees.
+        try:
+            sizes = [cexpr.evaluate_int(q, facts.names) for q in parts]
+        except cexpr.ExprError:
+            continue
+        if sizes and all(v > 0 for v in sizes):
+            n = 1
+            for v in sizes:
+                n *= v
+            numel[t] = n
+            bound.origin[t] = f"{bound.origin[t]} = {sizes} at the launch"
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
-        if not p.is_pointer or host not in bound.numel or host in facts.allocs:
+        if not p.is_pointer or host not in numel or host in facts.allocs:
             continue
         ty = bound.elem_types.get(host)
         et = element_type(ty) if ty else None
@@ -726,7 +739,7 @@ def _through_tensors(
             )
         if et is None:
             continue
-        facts.allocs[host] = bound.numel[host] * DTYPE_BYTES[et[0]] * et[1]
+        facts.allocs[host] = numel[host] * DTYPE_BYTES[et[0]] * et[1]
         facts.alloc_texts[host] = bound.origin[host]
         facts.alloc_origin[host] = bound.origin[host]
     notes = list(bound.notes)

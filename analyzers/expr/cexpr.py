@@ -45,6 +45,8 @@ SIZEOF: dict[str, int] = {
     "float4": 16,
     "int2": 8,
     "int4": 16,
+    "uint2": 8,
+    "uint4": 16,
     "double2": 16,
     "half2": 4,
     "__half2": 4,

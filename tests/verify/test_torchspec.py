@@ -187,3 +187,47 @@ def test_an_enum_the_file_does_not_declare_is_still_missing() -> None:
     spec = resolve_spec(str(path), text, "momentum_step")
     assert isinstance(spec, SpecMissing)
     assert any("a value of type `updateMode_t` for `mode`" in m for m in spec.missing)
+
+
+def test_a_list_of_tensor_lists_and_an_optional_flag_are_read_and_a_size_from_a_changed_local_waits_for_the_launch() -> (
+    None
+):
+    from warpwise.verify.torchspec import TENSOR_LIST_LEN
+
+    spec = _spec("list_norms.cu", "reduce_partials")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[1][0]
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # `max_chunks` is -1 where it is declared; the loop over the list makes it the element count (chunk size 1).
+    assert counts == {"partials": TENSOR_LIST_LEN * n, "out": TENSOR_LIST_LEN}
+    assert spec.run.original_geometry.grid == (TENSOR_LIST_LEN, 1, 1)
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"per_tensor": 1, "max_chunks": n}
+    assert any("`tensor_lists` is a list of tensor lists" in note for note in spec.notes)
+    assert any("`per_tensor_python` is an optional bool: taken as present" in note for note in spec.notes)
+    assert any("made with sizes ['ntensors * max_chunks']" in note and "at the launch" in note for note in spec.notes)
+
+
+def test_a_size_from_a_local_changed_after_the_tensor_is_made_is_not_taken() -> None:
+    path = TORCH / "list_norms.cu"
+    text = path.read_text().replace("  at::Tensor out = at::zeros", "  max_chunks += 1;\n  at::Tensor out = at::zeros")
+    spec = resolve_spec(str(path), text, "reduce_partials")
+    assert isinstance(spec, SpecMissing), spec
+    assert any("size of `partials`" in m for m in spec.missing)
+
+
+def test_a_tensors_element_size_is_the_type_it_is_read_as_and_sizeof_follows_a_file_typedef() -> None:
+    spec = _spec("vector_scale.cu", "vector_scale")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[1][0]
+    # `x` is read as `scalar_t` (float): 4 bytes, so 16 / 4 = 4 elements per thread.
+    assert spec.run.original_geometry.grid == ((n + 256 * 4 - 1) // (256 * 4), 1, 1)
+    assert any("`x.element_size()` is 4 bytes" in note for note in spec.notes)
+
+
+def test_a_binding_that_only_makes_its_tensor_is_read_as_a_binding() -> None:
+    spec = _spec("made_counter.cu", "spin")
+    assert isinstance(spec, ProblemSpec), spec
+    assert [(b.name, b.dtype, b.count) for b in spec.run.buffers] == [("counter", "i32", 1)]
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rounds": 1}
+    assert "torch binding `spin_cuda()`" in spec.origin
