@@ -289,6 +289,13 @@ def bind(
         ranks[root(t)] = max(ranks.get(root(t), 1), need)
     for t, i in _helper_queries(model, btext, set(tensors)):
         ranks[root(t)] = max(ranks.get(root(t), 1), i + 1)
+    # `x.numel() / head_dim / batch` reads `x` as having a dimension per divisor and one more (rows of them).
+    divisions = [
+        (m.group(1), re.findall(r"/\s*(\w+)", m.group(2)))
+        for m in re.finditer(rf"\b({names}){_QUERY}numel\s*\(\s*\)((?:\s*/\s*\w+)+)", btext)
+    ]
+    for t, divisors in divisions:
+        ranks[root(t)] = max(ranks.get(root(t), 1), len(divisors) + 1)
     for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
         ranks[root(m.group(1))] = int(m.group(2))
     for t in made:
@@ -308,6 +315,41 @@ def bind(
             dims.union(slot(*left), slot(*right))
         elif g[8]:
             dims.fix(slot(*left), int(g[8]))
+    # `head_dim == cos.size(-1)` ties an integer parameter to a dimension: it takes that dimension's value.
+    int_params = [n for ty, n in params if re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES]
+    ties: dict[str, tuple[str, int]] = {}
+    if int_params:
+        ip = "|".join(re.escape(n) for n in sorted(int_params, key=len, reverse=True))
+        fixed_rank = {
+            root(m.group(1))
+            for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext)
+        }
+        for m in re.finditer(rf"(?<![\w.])({ip})\s*==\s*{one}|{one}\s*==\s*({ip})\b(?!\s*[.(\[])", btext):
+            g = m.groups()
+            name, t, i = (g[0], *(g[1:3] if g[1] else g[3:5])) if g[0] else (g[9], *(g[5:7] if g[5] else g[7:9]))
+            k = int(i)
+            r = root(t)
+            if k < 0 and r not in fixed_rank and ranks.get(r, 1) == -k:
+                # Only `t.size(-k)` is read: `t` is a table of such rows (`cos` of `head_dim` columns per position),
+                # so it gets one leading dimension more, kept free (rather than a single row).
+                ranks[r] = -k + 1
+                out.notes.append(
+                    f"`{t}` is read only through `size({k})`, checked against `{name}`: taken as rank {ranks[r]}"
+                )
+            sl = slot(t, k)
+            if name in ties:
+                dims.union(sl, ties[name])
+            else:
+                ties[name] = sl
+    for t, divisors in divisions:
+        for d in divisors:
+            if d in ties:
+                # A divisor tied to another tensor's dimension is read as `t`'s innermost one (rows of `d`).
+                dims.union((root(t), ranks[root(t)] - 1), ties[d])
+                out.notes.append(
+                    f"`{t}.numel() / {' / '.join(divisors)}`: `{t}` is read as rank {ranks[root(t)]}, its last "
+                    f"dimension `{d}`"
+                )
 
     # Constants torch's headers define for every CUDA build.
     out.scalars.update(TORCH_CONSTANTS)
@@ -417,6 +459,15 @@ def bind(
         )
 
     settle()
+    for tied, sl in ties.items():
+        dim_value = dims.value.get(dims.find(sl))
+        if dim_value is None:
+            continue
+        out.scalars[tied] = dim_value
+        out.notes = [n for n in out.notes if not n.startswith(f"`{tied}` is an integer parameter of")]
+        out.notes.append(
+            f"`{tied}` is checked equal to dimension {sl[1]} of `{sl[0]}`: using that dimension, {dim_value}"
+        )
     # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.
     for m in re.finditer(
         r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext

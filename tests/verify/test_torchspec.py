@@ -231,3 +231,21 @@ def test_a_binding_that_only_makes_its_tensor_is_read_as_a_binding() -> None:
     assert [(b.name, b.dtype, b.count) for b in spec.run.buffers] == [("counter", "i32", 1)]
     assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rounds": 1}
     assert "torch binding `spin_cuda()`" in spec.origin
+
+
+def test_an_integer_parameter_checked_against_a_dimension_takes_it_and_a_divided_numel_gives_the_rank() -> None:
+    spec = _spec("rows_by_table.cu", "add_table_row")
+    assert isinstance(spec, ProblemSpec), spec
+    b, rows, head_dim = DEFAULT_SHAPES[3]
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    # `head_dim == table.size(-1)`; `x.numel() / head_dim / batch` makes `x` rank 3 with `head_dim` last.
+    assert args == {"rows": rows, "head_dim": head_dim, "pos": 1}
+    counts = {buf.name: buf.count for buf in spec.run.buffers}
+    # The table is read only through `size(-1)`: a table of rows, its leading dimension free.
+    assert counts == {"x": b * rows * head_dim, "table": DEFAULT_SHAPES[2][0] * head_dim}
+    assert spec.run.original_geometry.grid == ((head_dim + 127) // 128, rows, b)
+    assert any(
+        f"`head_dim` is checked equal to dimension 1 of `table`: using that dimension, {head_dim}" in n
+        for n in spec.notes
+    )
+    assert any("`table` is read only through `size(-1)`" in n for n in spec.notes)
