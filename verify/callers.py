@@ -165,7 +165,14 @@ def _calls(src: bytes, root: Any, name: str) -> list[tuple[Any, Any]]:
             if fn is not None and _callee(src, fn) == name:
                 stmt = node.parent
                 outer = _definition(root, node.start_byte)
-                if stmt is not None and stmt.type in ("expression_statement", "argument_list") and outer is not None:
+                if stmt is not None and stmt.type == "init_declarator" and stmt.parent is not None:
+                    # `auto result = launcher(args);`: the launcher runs where the declaration stands.
+                    stmt = stmt.parent if stmt.parent.type == "declaration" else None
+                if (
+                    stmt is not None
+                    and stmt.type in ("expression_statement", "argument_list", "declaration")
+                    and outer is not None
+                ):
                     out.append((outer, node))
                 continue
         stack.extend(reversed(node.children))
@@ -430,6 +437,9 @@ def _through_call(
     block = "{ " + usings + decls + " " + _text(src, body)[1:-1] + " }"
     # A statement is replaced whole; a call inside a macro's arguments is replaced where it stands.
     stmt = call.parent if call.parent is not None and call.parent.type == "expression_statement" else call
+    if call.parent is not None and call.parent.type == "init_declarator" and call.parent.parent is not None:
+        # The declaration the call initialises is replaced whole (its result is no value the launch needs).
+        stmt = call.parent.parent
     outer_text = (
         data[outer.start_byte : stmt.start_byte].decode("utf-8", "replace")
         + block

@@ -118,3 +118,16 @@ def test_arguments_that_deduce_two_types_for_one_parameter_give_no_deduction() -
     assert _deduced("V", decls, ["g.data_ptr<double>()", "p ? o->data_ptr<double>() : nullptr", "4"], {}) == "double"
     assert _deduced("V", decls, ["g.data_ptr<double>()", "o.data_ptr<float>()", "4"], {}) is None
     assert _deduced("V", decls, ["g", "o", "4"], {}) is None
+
+
+def test_a_launcher_called_as_a_declarations_initialiser_is_inlined_there() -> None:
+    path = CALLERS / "csrc" / "norm_grad.cu"
+    text = path.read_text().replace("void host_sum_parts(", "int host_sum_parts(")
+    text = text.replace("(partial, n_parts, n, out);\n}", "(partial, n_parts, n, out);\n  return 0;\n}")
+    text = text.replace(
+        "  host_sum_parts(grad.data_ptr", "  [[maybe_unused]] auto status = host_sum_parts(grad.data_ptr"
+    )
+    assert "auto status = host_sum_parts(" in text
+    spec = resolve_spec(str(path), text, "sum_parts")
+    assert isinstance(spec, ProblemSpec), spec
+    assert "through the call of `host_sum_parts()` in `sum_parts_binding()`" in spec.origin
