@@ -324,7 +324,9 @@ def bind(
             root(m.group(1))
             for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext)
         }
-        for m in re.finditer(rf"(?<![\w.])({ip})\s*==\s*{one}|{one}\s*==\s*({ip})\b(?!\s*[.(\[])", btext):
+        # Only the whole operand on each side: `out.size(0) == p_grid + 1` ties nothing (p_grid is one less).
+        start, end = r"(?:^|(?<=[(,!])|(?<=&&)|(?<=\|\|))\s*", r"(?=\s*(?:[),;]|&&|\|\|))"
+        for m in re.finditer(rf"{start}({ip})\s*==\s*{one}{end}|{start}{one}\s*==\s*({ip}){end}", btext, re.M):
             g = m.groups()
             name, t, i = (g[0], *(g[1:3] if g[1] else g[3:5])) if g[0] else (g[9], *(g[5:7] if g[5] else g[7:9]))
             k = int(i)

@@ -249,3 +249,15 @@ def test_an_integer_parameter_checked_against_a_dimension_takes_it_and_a_divided
         for n in spec.notes
     )
     assert any("`table` is read only through `size(-1)`" in n for n in spec.notes)
+
+
+def test_a_parameter_in_arithmetic_on_one_side_of_a_check_is_not_tied_to_the_dimension() -> None:
+    path = TORCH / "rows_by_table.cu"
+    text = path.read_text().replace("head_dim == table.size(-1)", "head_dim + 1 == table.size(-1)")
+    spec = resolve_spec(str(path), text, "add_table_row")
+    notes = spec.notes if isinstance(spec, ProblemSpec) else (spec.message,)
+    assert not any("`head_dim` is checked equal to dimension" in n for n in notes)
+    text = path.read_text().replace("head_dim == table.size(-1)", "table.size(-1) == head_dim + 1")
+    spec = resolve_spec(str(path), text, "add_table_row")
+    notes = spec.notes if isinstance(spec, ProblemSpec) else (spec.message,)
+    assert not any("`head_dim` is checked equal to dimension" in n for n in notes)
