@@ -747,7 +747,7 @@ def _through_tensors(
         if var not in facts.names:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    deduced = _deduce_templates(fn2, launch2, bound.elem_types)
+    deduced = _deduce_templates(fn2, launch2, {**_pointer_types(model2, caller2), **bound.elem_types})
     result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes), deduced)
     if isinstance(result, ProblemSpec):
         return replace(
@@ -756,6 +756,38 @@ def _through_tensors(
             f"representative shapes ({result.origin.removeprefix('inferred from ')})",
         )
     return replace(result, message=f"{result.message} (its tensors given representative shapes)")
+
+
+def _pointer_types(model: FileModel, caller: Function) -> dict[str, str]:
+    """Return the element type of each pointer a host function declares with a scalar type (`float *a, *b;`)."""
+    node = model.tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    if node is None:
+        return {}
+    src = model.text
+    out: dict[str, str] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.named_children)
+        if n.type != "declaration":
+            continue
+        ty = n.child_by_field_name("type")
+        if ty is None:
+            continue
+        base = normalise_type(_text(src, ty))
+        if base not in SCALAR_CTYPES and element_type(base) is None:
+            continue
+        for d in n.children_by_field_name("declarator"):
+            if d.type == "init_declarator":
+                d = d.child_by_field_name("declarator")
+            if d is None or d.type != "pointer_declarator":
+                continue
+            name = d.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier":
+                out.setdefault(_text(src, name), base)
+    return out
 
 
 def _deduce_templates(fn: Function, launch: Launch, elem_types: dict[str, str]) -> dict[str, str]:
