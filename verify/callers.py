@@ -165,7 +165,14 @@ def _calls(src: bytes, root: Any, name: str) -> list[tuple[Any, Any]]:
             if fn is not None and _callee(src, fn) == name:
                 stmt = node.parent
                 outer = _definition(root, node.start_byte)
-                if stmt is not None and stmt.type in ("expression_statement", "argument_list") and outer is not None:
+                if stmt is not None and stmt.type == "init_declarator" and stmt.parent is not None:
+                    # `auto result = launcher(args);`: the launcher runs where the declaration stands.
+                    stmt = stmt.parent if stmt.parent.type == "declaration" else None
+                if (
+                    stmt is not None
+                    and stmt.type in ("expression_statement", "argument_list", "declaration")
+                    and outer is not None
+                ):
                     out.append((outer, node))
                 continue
         stack.extend(reversed(node.children))
@@ -331,19 +338,59 @@ def _template_params(src: bytes, fn_node: Any) -> list[tuple[str, str | None]] |
     return out
 
 
-def _template_usings(data: bytes, call: Any, params: list[tuple[str, str | None]]) -> str | None:
+_READ_AS = re.compile(
+    r"(?:\.|->)\s*(?:data_ptr|mutable_data_ptr|const_data_ptr|data)\s*<\s*([\w:]+)\s*>\s*\(\s*\)\s*$"
+    r"|^\(\s*(?:const\s+)?([\w:]+)\s*\*\s*\)"
+    r"|^(?:static|reinterpret)_cast\s*<\s*(?:const\s+)?([\w:]+)\s*\*\s*>"
+)
+
+
+def _deduced(name: str, decls: list[tuple[str, str]] | None, args: list[str], explicit: dict[str, str]) -> str | None:
+    """Return the type a call's arguments give a template parameter, as C++ deduces it from a `T*` parameter.
+
+    `f(x.data_ptr<float>(), ...)` for `template <typename V> void f(const V* x, ...)` gives `V` = float; a
+    conditional argument (`p ? t->data_ptr<X>() : nullptr`) gives the type of its pointer branch. Every argument
+    of a `name*` parameter must agree, else there is no deduction.
+    """
+    seen: set[str] = set()
+    for (decl, _), arg in zip(decls or [], args, strict=False):
+        if not re.match(rf"\s*(?:const\s+)?{re.escape(name)}\s*\*", decl):
+            continue
+        branch = arg
+        cond = re.match(r"^[^?]+\?\s*(.+?)\s*:\s*(?:nullptr|NULL|0)\s*$", arg, re.S)
+        if cond:
+            branch = cond.group(1)
+        m = _READ_AS.search(branch.strip())
+        if m is None:
+            continue
+        ty = m.group(1) or m.group(2) or m.group(3)
+        seen.add(explicit.get(ty, ty))
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _template_usings(
+    data: bytes,
+    call: Any,
+    params: list[tuple[str, str | None]],
+    decls: list[tuple[str, str]] | None = None,
+    args: list[str] | None = None,
+) -> str | None:
     """Return `using T = A;` for each type parameter of a template launcher (the call's explicit arguments, else
-    the parameter's default), or None when one has neither. A plain launcher needs none."""
+    the type its arguments deduce, else the parameter's default), or None when one has none of them. A plain
+    launcher needs none."""
     if not params:
         return ""
     fn = call.child_by_field_name("function")
-    args: list[str] = []
+    targs_text: list[str] = []
     if fn is not None and fn.type == "template_function":
         targs = fn.child_by_field_name("arguments")
-        args = [_text(data, a) for a in targs.named_children] if targs is not None else []
+        targs_text = [_text(data, a) for a in targs.named_children] if targs is not None else []
     out = []
     for i, (name, default) in enumerate(params):
-        value = args[i] if i < len(args) else default
+        value = targs_text[i] if i < len(targs_text) else _deduced(name, decls, args or [], {})
+        if value is None and default is not None:
+            # A default naming an earlier parameter (`typename V = T`) is that parameter's type.
+            value = default
         if value is None:
             return None
         out.append(f"using {name} = {value};")
@@ -368,8 +415,13 @@ def _through_call(
     from warpwise.verify import infer
 
     args_node = call.child_by_field_name("arguments")
-    inner = _text(data, args_node)[1:-1] if args_node is not None else ""
-    args = [a.strip() for a in cexpr.split_top(inner)] if inner.strip() else []
+    nodes = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+    if args_node is not None and args_node.type == "argument_list" and not any(n.type == "ERROR" for n in nodes):
+        # The argument nodes, not the text split at commas: a comment between arguments may hold commas.
+        args = [_text(data, a).strip() for a in nodes]
+    else:
+        inner = _text(data, args_node)[1:-1] if args_node is not None else ""
+        args = [a.strip() for a in cexpr.split_top(inner)] if inner.strip() else []
     if len(args) > len(params):
         return None
     src = model.text
@@ -379,12 +431,15 @@ def _through_call(
     decls += "".join(f" {decl};" for decl, _ in params[len(args) :])
     lnode = body.parent
     tparams = _template_params(src, lnode) if lnode is not None else None
-    usings = _template_usings(data, call, tparams) if tparams is not None else None
+    usings = _template_usings(data, call, tparams, params, args) if tparams is not None else None
     if usings is None:
         return None
     block = "{ " + usings + decls + " " + _text(src, body)[1:-1] + " }"
     # A statement is replaced whole; a call inside a macro's arguments is replaced where it stands.
     stmt = call.parent if call.parent is not None and call.parent.type == "expression_statement" else call
+    if call.parent is not None and call.parent.type == "init_declarator" and call.parent.parent is not None:
+        # The declaration the call initialises is replaced whole (its result is no value the launch needs).
+        stmt = call.parent.parent
     outer_text = (
         data[outer.start_byte : stmt.start_byte].decode("utf-8", "replace")
         + block

@@ -337,8 +337,18 @@ class HostEval(ExprWalk[Value]):
         if node.type == "false":
             return 0
         if node.type == "sizeof_expression":
+            text = _text(self.src, node)
             try:
-                return cexpr.evaluate(_text(self.src, node), {})
+                return cexpr.evaluate(text, {})
+            except cexpr.ExprError:
+                pass
+            # `sizeof(vector_t)` for a file's `typedef uint4 vector_t;`: the size of the type it names.
+            m = re.fullmatch(r"sizeof\s*\(\s*(\w+)\s*\)", text)
+            alias = _alias(self.src, m.group(1)) if m else None
+            if alias is None:
+                return self.unknown(node)
+            try:
+                return cexpr.evaluate(f"sizeof({alias})", {})
             except cexpr.ExprError:
                 return self.unknown(node)
         if node.type == "call_expression":
@@ -600,6 +610,15 @@ class HostEval(ExprWalk[Value]):
             if conv is not None and isinstance(v, int | float):
                 v = conv(v)
             self.frame.names[name] = v
+
+
+def _alias(src: bytes, name: str) -> str | None:
+    """Return the type a file's `typedef T name;` or `using name = T;` names (one level), if it has one."""
+    n = re.escape(name).encode()
+    m = re.search(rb"\btypedef\s+([\w:]+(?:\s+[\w:]+)*?)\s+" + n + rb"\s*;", src) or re.search(
+        rb"\busing\s+" + n + rb"\s*=\s*([\w:]+(?:\s+[\w:]+)*?)\s*;", src
+    )
+    return m.group(1).decode("utf-8", "replace") if m else None
 
 
 def condition_value(node: Any) -> Any:

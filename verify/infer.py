@@ -22,7 +22,7 @@ from typing import Any
 
 from warpwise.analyzers.expr import cexpr
 from warpwise.analyzers.model import FileModel, Function, Launch
-from warpwise.verify import hostcode, hosteval, members, torchspec
+from warpwise.verify import enums, hostcode, hosteval, members, torchspec
 from warpwise.verify.annotation import _default_range, format_annotation, kernel_line
 from warpwise.verify.spec import (
     ProblemSpec,
@@ -639,11 +639,14 @@ def _through_tensors(
     launch: Launch | None = None,
     int_value: int | tuple[int, ...] | None = None,
     shapes: dict[int, tuple[int, ...]] | None = None,
+    float_value: float | None = None,
 ) -> ProblemSpec | SpecMissing | None:
     """Return the spec of a launch in a torch binding, its tensors given representative shapes (`torchspec`).
 
     When those shapes make the launch too big (more memory than `MAX_SPEC_BYTES`, a grid past CUDA's limits), it
-    is read again with `torchspec.SMALL_SHAPES`, and the notes say so.
+    is read again with `torchspec.SMALL_SHAPES`, and the notes say so. When the binding's float parameters at
+    `torchspec.BINDING_FLOAT` leave a scalar of the launch unknown (`1 - pow(beta1, step)` is 0 at 1.0 and a
+    division by it has no value), it is read again with `torchspec.FLOAT_RETRY`, and the notes say so.
     """
     from dataclasses import replace
 
@@ -651,18 +654,34 @@ def _through_tensors(
 
     if shapes is None:
         first = _through_tensors(
-            model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.DEFAULT_SHAPES
+            model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.DEFAULT_SHAPES, float_value
         )
         if isinstance(first, SpecMissing) and first.missing and all(_TOO_BIG.search(m) for m in first.missing):
             small = _through_tensors(
-                model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.SMALL_SHAPES
+                model, fn, caller, offset, indent, n_launches, launch, int_value, torchspec.SMALL_SHAPES, float_value
             )
             if isinstance(small, ProblemSpec):
                 note = f"the default representative shapes were too big ({'; '.join(first.missing)}): smaller ones used"
                 return replace(small, notes=(note, *small.notes))
+        if (
+            float_value is None
+            and isinstance(first, SpecMissing)
+            and any(m.startswith("value of `") for m in first.missing)
+        ):
+            again = _through_tensors(
+                model, fn, caller, offset, indent, n_launches, launch, int_value, None, torchspec.FLOAT_RETRY
+            )
+            if isinstance(again, ProblemSpec):
+                values = [m for m in first.missing if m.startswith("value of `")]
+                note = (
+                    f"the representative float {torchspec.BINDING_FLOAT} left {'; '.join(values)} without a value "
+                    f"(a division by zero or an undefined math call): the binding's floats take "
+                    f"{torchspec.FLOAT_RETRY} instead"
+                )
+                return replace(again, notes=(note, *again.notes))
         return first
     try:
-        bound = torchspec.bind(model, caller, offset, int_value=int_value, shapes=shapes)
+        bound = torchspec.bind(model, caller, offset, int_value=int_value, shapes=shapes, float_value=float_value)
     except Exception:
         # Inference reads arbitrary host code: a case it does not handle leaves the plain result, never a crash.
         _LOG.exception("reading the torch binding `%s()` of %s failed", caller.name, model.path)
@@ -688,9 +707,22 @@ def _through_tensors(
         {k: v for k, v in bound.scalars.items() if k not in model2.constants},
         tensors=bound.shapes,
     )
+    numel = dict(bound.numel)
+    for t, parts in bound.deferred.items():
+        # Made from a local the binding changes before the launch: its sizes with the values the launch sees.
+        try:
+            sizes = [cexpr.evaluate_int(q, facts.names) for q in parts]
+        except cexpr.ExprError:
+            continue
+        if sizes and all(v > 0 for v in sizes):
+            n = 1
+            for v in sizes:
+                n *= v
+            numel[t] = n
+            bound.origin[t] = f"{bound.origin[t]} = {sizes} at the launch"
     for p, raw in zip(fn2.params, launch2.args, strict=False):
         host = _strip_cast(raw)
-        if not p.is_pointer or host not in bound.numel or host in facts.allocs:
+        if not p.is_pointer or host not in numel or host in facts.allocs:
             continue
         ty = bound.elem_types.get(host)
         et = element_type(ty) if ty else None
@@ -707,7 +739,7 @@ def _through_tensors(
             )
         if et is None:
             continue
-        facts.allocs[host] = bound.numel[host] * DTYPE_BYTES[et[0]] * et[1]
+        facts.allocs[host] = numel[host] * DTYPE_BYTES[et[0]] * et[1]
         facts.alloc_texts[host] = bound.origin[host]
         facts.alloc_origin[host] = bound.origin[host]
     notes = list(bound.notes)
@@ -715,7 +747,7 @@ def _through_tensors(
         if var not in facts.names:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
-    deduced = _deduce_templates(fn2, launch2, bound.elem_types)
+    deduced = _deduce_templates(fn2, launch2, {**_pointer_types(model2, caller2), **bound.elem_types})
     result = _from_launch(model2, fn2, caller2, launch2, facts, indent, n_launches, tuple(notes), deduced)
     if isinstance(result, ProblemSpec):
         return replace(
@@ -724,6 +756,38 @@ def _through_tensors(
             f"representative shapes ({result.origin.removeprefix('inferred from ')})",
         )
     return replace(result, message=f"{result.message} (its tensors given representative shapes)")
+
+
+def _pointer_types(model: FileModel, caller: Function) -> dict[str, str]:
+    """Return the element type of each pointer a host function declares with a scalar type (`float *a, *b;`)."""
+    node = model.tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    if node is None:
+        return {}
+    src = model.text
+    out: dict[str, str] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.named_children)
+        if n.type != "declaration":
+            continue
+        ty = n.child_by_field_name("type")
+        if ty is None:
+            continue
+        base = normalise_type(_text(src, ty))
+        if base not in SCALAR_CTYPES and element_type(base) is None:
+            continue
+        for d in n.children_by_field_name("declarator"):
+            if d.type == "init_declarator":
+                d = d.child_by_field_name("declarator")
+            if d is None or d.type != "pointer_declarator":
+                continue
+            name = d.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier":
+                out.setdefault(_text(src, name), base)
+    return out
 
 
 def _deduce_templates(fn: Function, launch: Launch, elem_types: dict[str, str]) -> dict[str, str]:
@@ -867,11 +931,17 @@ def _from_launch(
             offer_buffers[p.name] = (role.value, count_text)
         else:
             ctype = scalar_ctype(p, bindings)
-            if ctype is None:
+            enum = enums.enum_of(model, p.type) if ctype is None else None
+            if ctype is None and enum is None:
                 missing.append(f"a value of type `{p.type}` for `{p.name}` (the gate passes only scalars)")
                 continue
+            expr = raw
+            constants: dict[str, int | float] = {}
+            if enum is not None:
+                # An enum is passed as the integer it is; its enumerators are named constants of the argument.
+                ctype, expr, constants = enum.ctype, enums.argument_text(raw, enum), dict(enum.values)
             try:
-                value = cexpr.evaluate(raw, {"true": 1, "false": 0, **facts.names})
+                value = cexpr.evaluate(expr, {"true": 1, "false": 0, **constants, **facts.names})
             except cexpr.ExprError:
                 arg_nodes = _launch_args(model, caller, launch)
                 found = _evaluate(model.text, arg_nodes[i], facts) if len(arg_nodes) == len(fn.params) else None
@@ -880,6 +950,8 @@ def _from_launch(
                     missing.append(f"value of `{p.name}` (passed `{raw.strip()}`" + (f": {member})" if member else ")"))
                     continue
                 value = found
+            if enum is not None:
+                value = _enum_value(enum, p.name, value, notes)
             if ctype not in ("float", "double"):
                 if isinstance(value, float) and not value.is_integer():
                     missing.append(f"an integer value for `{p.name}` (passed `{raw.strip()}`)")
@@ -972,6 +1044,20 @@ def _from_launch(
         symbols=symbols,
         notes=tuple(notes),
     )
+
+
+def _enum_value(enum: enums.EnumType, param: str, value: int | float, notes: list[str]) -> int | float:
+    """Return the value an enum parameter is passed (an enumerator's; the first one when the host's is none)."""
+    by_value = {v: n for n, v in reversed(enum.values)}
+    if value in by_value:
+        notes.append(f"`{param}` is the enum `{enum.name}`, passed as {enum.ctype} {_fmt(value)} (`{by_value[value]}`)")
+        return value
+    first, first_value = enum.values[0] if enum.values else ("0", 0)
+    notes.append(
+        f"`{param}` is the enum `{enum.name}`; the host's value {_fmt(value)} is no enumerator of it, so the first "
+        f"one, `{first}` ({first_value}), is passed as {enum.ctype}"
+    )
+    return first_value
 
 
 def _launch_config(model: FileModel, caller: Function, launch: Launch) -> list[Any]:

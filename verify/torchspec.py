@@ -51,6 +51,7 @@ several free dimensions, `empty({batch, T, U, hidden})`, or a grid past CUDA's l
 
 
 _TENSOR_TYPE = re.compile(r"\b(?:at|torch)::Tensor\b|^\s*(?:const\s+)?Tensor\b")
+_MAKES_TENSOR = re.compile(r"\b(?:at|torch)::(?:empty|zeros|ones|full|rand|randn)(?:_like)?\s*\(")
 _SAME_SHAPE_CALLS = ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like", "full_like")
 _SAME_SHAPE_METHODS = ("contiguous", "clone", "detach", "to", "type_as", "float", "half", "cuda")
 _FLOAT_TYPES = frozenset({"double", "float"})
@@ -71,6 +72,9 @@ class TorchBinding:
     scalars: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    deferred: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Tensors made from sizes that name a local the binding changes after declaring it (`max_chunks` updated
+    in a loop): their sizes as expressions, evaluated with the host code's values at the launch."""
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -151,7 +155,11 @@ def applies(model: FileModel, caller: Function) -> bool:
     if any(_TENSOR_TYPE.search(t) for t, _ in _params(src, node)):
         return True
     body = node.child_by_field_name("body")
-    return body is not None and bool(_TENSOR_TYPE.search(_text(src, body)))
+    if body is None:
+        return False
+    text = _text(src, body)
+    # `auto t = torch::empty({1}, ...)` makes a tensor without naming its type.
+    return bool(_TENSOR_TYPE.search(text) or _MAKES_TENSOR.search(text))
 
 
 def _dispatch_choice(model: FileModel, offset: int) -> tuple[str, str] | None:
@@ -197,13 +205,15 @@ def bind(
     launch_offset: int,
     int_value: int | tuple[int, ...] | None = None,
     shapes: dict[int, tuple[int, ...]] | None = None,
+    float_value: float | None = None,
 ) -> TorchBinding | str:
     """Return the binding's text with tensors replaced by representative sizes, or why it cannot be done.
 
     `shapes`: the free shape of each rank (`DEFAULT_SHAPES` unless given; `SMALL_SHAPES` when those are too big).
 
     With `int_value`, the binding's integer parameters take that representative value (each one noted); a tuple
-    gives the i-th integer parameter its i-th value (the last one repeated).
+    gives the i-th integer parameter its i-th value (the last one repeated). With `float_value`, its float
+    parameters take that value instead of `BINDING_FLOAT`.
     """
     free = shapes or DEFAULT_SHAPES
     src = model.text
@@ -213,6 +223,8 @@ def bind(
         return f"`{caller.name}()` has no body"
     btext = _text(src, body)
     params = _params(src, node)
+    btext, params, list_notes = _tensor_lists(btext, params)
+    btext, params, optional_notes = _optional_scalars(btext, params)
     btext, present = _optional_present(btext, params)
     btext, present_notes = present_pointers(btext)
     tensors: dict[str, str] = {}  # name -> the tensor it shares its shape with (itself for a root)
@@ -225,6 +237,8 @@ def bind(
         for name in present
     )
     out.notes.extend(present_notes)
+    out.notes.extend(list_notes)
+    out.notes.extend(optional_notes)
     decl = re.compile(
         r"(?:(?:at|torch)::Tensor|auto|Tensor)\s*&?\s+(\w+)\s*=\s*([^;]+);",
     )
@@ -275,6 +289,13 @@ def bind(
         ranks[root(t)] = max(ranks.get(root(t), 1), need)
     for t, i in _helper_queries(model, btext, set(tensors)):
         ranks[root(t)] = max(ranks.get(root(t), 1), i + 1)
+    # `x.numel() / head_dim / batch` reads `x` as having a dimension per divisor and one more (rows of them).
+    divisions = [
+        (m.group(1), re.findall(r"/\s*(\w+)", m.group(2)))
+        for m in re.finditer(rf"\b({names}){_QUERY}numel\s*\(\s*\)((?:\s*/\s*\w+)+)", btext)
+    ]
+    for t, divisors in divisions:
+        ranks[root(t)] = max(ranks.get(root(t), 1), len(divisors) + 1)
     for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext):
         ranks[root(m.group(1))] = int(m.group(2))
     for t in made:
@@ -294,6 +315,43 @@ def bind(
             dims.union(slot(*left), slot(*right))
         elif g[8]:
             dims.fix(slot(*left), int(g[8]))
+    # `head_dim == cos.size(-1)` ties an integer parameter to a dimension: it takes that dimension's value.
+    int_params = [n for ty, n in params if re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES]
+    ties: dict[str, tuple[str, int]] = {}
+    if int_params:
+        ip = "|".join(re.escape(n) for n in sorted(int_params, key=len, reverse=True))
+        fixed_rank = {
+            root(m.group(1))
+            for m in re.finditer(rf"\b({names}){_QUERY}(?:dim|ndimension)\s*\(\s*\)\s*==\s*(\d+)", btext)
+        }
+        # Only the whole operand on each side: `out.size(0) == p_grid + 1` ties nothing (p_grid is one less).
+        start, end = r"(?:^|(?<=[(,!])|(?<=&&)|(?<=\|\|))\s*", r"(?=\s*(?:[),;]|&&|\|\|))"
+        for m in re.finditer(rf"{start}({ip})\s*==\s*{one}{end}|{start}{one}\s*==\s*({ip}){end}", btext, re.M):
+            g = m.groups()
+            name, t, i = (g[0], *(g[1:3] if g[1] else g[3:5])) if g[0] else (g[9], *(g[5:7] if g[5] else g[7:9]))
+            k = int(i)
+            r = root(t)
+            if k < 0 and r not in fixed_rank and ranks.get(r, 1) == -k:
+                # Only `t.size(-k)` is read: `t` is a table of such rows (`cos` of `head_dim` columns per position),
+                # so it gets one leading dimension more, kept free (rather than a single row).
+                ranks[r] = -k + 1
+                out.notes.append(
+                    f"`{t}` is read only through `size({k})`, checked against `{name}`: taken as rank {ranks[r]}"
+                )
+            sl = slot(t, k)
+            if name in ties:
+                dims.union(sl, ties[name])
+            else:
+                ties[name] = sl
+    for t, divisors in divisions:
+        for d in divisors:
+            if d in ties:
+                # A divisor tied to another tensor's dimension is read as `t`'s innermost one (rows of `d`).
+                dims.union((root(t), ranks[root(t)] - 1), ties[d])
+                out.notes.append(
+                    f"`{t}.numel() / {' / '.join(divisors)}`: `{t}` is read as rank {ranks[root(t)]}, its last "
+                    f"dimension `{d}`"
+                )
 
     # Constants torch's headers define for every CUDA build.
     out.scalars.update(TORCH_CONSTANTS)
@@ -323,8 +381,11 @@ def bind(
         if _TENSOR_TYPE.search(ty):
             continue
         if re.sub(r"\bconst\b", "", ty).strip() in _FLOAT_TYPES:
-            out.scalars[name] = 1.0
-            out.notes.append(f"`{name}` is a parameter of `{caller.name}()`; using 1.0 (nothing in the file gives it)")
+            rep_f = BINDING_FLOAT if float_value is None else float_value
+            out.scalars[name] = rep_f
+            out.notes.append(
+                f"`{name}` is a parameter of `{caller.name}()`; using {rep_f} (nothing in the file gives it)"
+            )
         elif re.sub(r"\bconst\b", "", ty).strip() in _INT_TYPES:
             if isinstance(int_value, tuple):
                 rep = int_value[min(n_ints, len(int_value) - 1)]
@@ -371,6 +432,14 @@ def bind(
                 return f"({_prod(s)})"
             if what in ("dim", "ndimension"):
                 return f"({len(s)})"
+            if what in ("element_size", "itemsize"):
+                size = _element_size(btext, t, types)
+                if size is None:
+                    return m.group(0)
+                note = f"`{t}.{what}()` is {size} bytes, the type its `data_ptr<...>()` reads it as"
+                if note not in out.notes:
+                    out.notes.append(note)
+                return f"({size})"
             i = int(m.group("i"))
             i = i + len(s) if i < 0 else i
             if not 0 <= i < len(s):
@@ -380,7 +449,7 @@ def bind(
             return f"({s[i]})"
 
         text = re.sub(
-            rf"\b(?P<t>{names}){_QUERY}(?:(?P<what>numel|dim|ndimension)\s*\(\s*\)|(?P<what2>size|stride)\s*\(\s*(?P<i2>-?\d+)\s*\)|sizes\s*\(\s*\)\s*\[\s*(?P<i3>-?\d+)\s*\])",
+            rf"\b(?P<t>{names}){_QUERY}(?:(?P<what>numel|dim|ndimension|element_size|itemsize)\s*\(\s*\)|(?P<what2>size|stride)\s*\(\s*(?P<i2>-?\d+)\s*\)|sizes\s*\(\s*\)\s*\[\s*(?P<i3>-?\d+)\s*\])",
             lambda m: query(_Q(m)),
             text,
         )
@@ -392,6 +461,15 @@ def bind(
         )
 
     settle()
+    for tied, sl in ties.items():
+        dim_value = dims.value.get(dims.find(sl))
+        if dim_value is None:
+            continue
+        out.scalars[tied] = dim_value
+        out.notes = [n for n in out.notes if not n.startswith(f"`{tied}` is an integer parameter of")]
+        out.notes.append(
+            f"`{tied}` is checked equal to dimension {sl[1]} of `{sl[0]}`: using that dimension, {dim_value}"
+        )
     # Integer locals the sizes of made tensors may name (`const auto cols = x.size(1);`), in the body's order.
     for m in re.finditer(
         r"(?:\bconst\s+)?\b(?:auto|int|int64_t|int32_t|long|size_t|unsigned|uint32_t)\s+(\w+)\s*=\s*([^;{}]+);", btext
@@ -402,12 +480,23 @@ def bind(
             )
         except cexpr.ExprError:
             values.pop(m.group(1), None)
+    # A local assigned again after its declaration (`int best = -1; for (...) if (...) best = c;`) does not keep
+    # its first value: it is left to the host code's reading at the launch.
+    changing = {name for name in values if _assigned_again(btext, name)}
+    for name in changing:
+        del values[name]
     for t, parts in list(made.items()):
         sizes = []
         for p in parts:
             try:
                 sizes.append(cexpr.evaluate_int(substitute(p), {**model.constants, **out.scalars, **values}))
             except cexpr.ExprError:
+                words = set(re.findall(r"\b[A-Za-z_]\w*\b", p))
+                if words & changing and not _assigned_after(btext, t, words & changing):
+                    out.deferred[t] = tuple(substitute(q) for q in parts)
+                    for i in range(len(parts)):
+                        dims.fix((t, i), 1)
+                    break
                 # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
                 out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
                 for other in [o for o in tensors if root(o) == t]:
@@ -484,6 +573,10 @@ def bind(
         new_body = re.sub(rf"\b{re.escape(name)}\b(?!\s*=)", types[name], new_body)
     for t in tensors:
         base = out.origin.get(t, t)
+        if root(base) in out.deferred:
+            out.deferred[t] = out.deferred[root(base)]
+            out.origin[t] = f"tensor `{root(base)}` made with sizes {list(out.deferred[t])}"
+            continue
         s = shape(base)
         out.numel[t] = _prod(s)
         out.shapes[t] = s
@@ -496,6 +589,43 @@ def bind(
         out.origin[t] = f"tensor `{base}` of shape {list(s)} ({how + '; ' if how else ''}{chosen})"
     out.text = src[: body.start_byte] + new_body.encode() + src[body.end_byte :]
     return out
+
+
+def _element_size(body: str, tensor: str, types: dict[str, str]) -> int | None:
+    """Return a tensor's `element_size()` in bytes: the size of the type its `data_ptr<T>()` reads it as (the
+    dispatch's type for `scalar_t`), or None when the body reads it as no one type."""
+    from warpwise.verify.spec import element_type
+    from warpwise.verify.types import DTYPE_BYTES
+
+    read_as = rf"\b{re.escape(tensor)}{_QUERY}(?:data_ptr|mutable_data_ptr|const_data_ptr)\s*<\s*([\w:\s]+?)\s*>"
+    seen = {types.get(m.group(1).strip(), m.group(1).strip()) for m in re.finditer(read_as, body)}
+    sizes = set()
+    for ty in seen:
+        et = element_type(ty)
+        if et is None:
+            return None
+        sizes.add(DTYPE_BYTES[et[0]] * et[1])
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def _assigned_again(body: str, name: str) -> bool:
+    """Whether a body assigns a local more than once (its declaration included), or steps it (`n++`)."""
+    n = re.escape(name)
+    sets = re.findall(rf"(?<![\w.>]){n}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", body)
+    steps = re.search(rf"(?:\+\+|--)\s*{n}\b|(?<![\w.>]){n}\s*(?:\+\+|--)", body)
+    return len(sets) > 1 or steps is not None
+
+
+def _assigned_after(body: str, tensor: str, names: set[str]) -> bool:
+    """Whether one of `names` is assigned after the tensor is made (its first `tensor = ...`), or where unknown."""
+    made = re.search(rf"(?<![\w.>]){re.escape(tensor)}\s*=(?!=)", body)
+    if made is None:
+        return True
+    for name in names:
+        n = re.escape(name)
+        if re.search(rf"(?<![\w.>]){n}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{n}\b", body[made.end() :]):
+            return True
+    return False
 
 
 _NULL = r"(?:nullptr|NULL)\b"
@@ -567,8 +697,80 @@ TORCH_CONSTANTS: dict[str, float] = {"C10_WARP_SIZE": 32}
 
 BINDING_INT = 1
 """The value given to a binding's integer parameter that nothing in the file gives (the smallest positive size)."""
+BINDING_FLOAT = 1.0
+"""The value given to a binding's float parameter that nothing in the file gives (a scale, a rate, a mean)."""
+FLOAT_RETRY = 0.5
+"""The float tried when `BINDING_FLOAT` leaves a scalar the launch needs unknown: a value strictly between 0 and 1,
+so expressions built for rates and momenta (`1 - pow(beta, step)`, `log(p)`, `p * (1 - p)`) are neither zero nor
+undefined. Used only when the first reading fails, and said in the notes."""
 
 _OPTIONAL_TENSOR = re.compile(r"\boptional\s*<\s*(?:(?:at|torch)::)?Tensor\s*>")
+_OPTIONAL_SCALAR = re.compile(r"\boptional\s*<\s*(bool|double|float|int|int64_t|int32_t|long)\s*>")
+_TENSOR_LIST = re.compile(
+    r"\bvector\s*<\s*(?:std::)?vector\s*<\s*(?:(?:at|torch)::)?Tensor\s*>\s*>|\bvector\s*<\s*(?:(?:at|torch)::)?Tensor\s*>"
+)
+TENSOR_LIST_LEN = 4
+"""How many tensors a binding's `std::vector<at::Tensor>` parameter holds (and how many lists a nested one holds)
+when nothing in the file says: a few, so per-tensor outputs and loops over the list are not degenerate."""
+_INDEX = r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]"
+
+
+def _tensor_lists(body: str, params: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]], list[str]]:
+    """Return the body with each list-of-tensors parameter read as `TENSOR_LIST_LEN` tensors of one shape.
+
+    For `std::vector<std::vector<at::Tensor>> lists`, `lists[i][j]` (any indices) becomes the tensor `lists__item`
+    and `lists[i].size()` and `lists.size()` become `TENSOR_LIST_LEN`; a flat `std::vector<at::Tensor> v` the
+    same with one index. The parameter is replaced by that one tensor (every element shares its shape, so a size
+    read from one element holds for all of them).
+    """
+    out: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for ty, name in params:
+        m = _TENSOR_LIST.search(ty)
+        if m is None:
+            out.append((ty, name))
+            continue
+        nested = m.group(0).count("vector") == 2
+        n = re.escape(name)
+        item = f"{name}__item"
+        depth = 2 if nested else 1
+        body = re.sub(rf"\b{n}\s*" + r"\s*".join([_INDEX] * depth), item, body)
+        size = r"\s*(?:\.|->)\s*size\s*\(\s*\)"
+        if nested:
+            body = re.sub(rf"\b{n}\s*{_INDEX}{size}", f"({TENSOR_LIST_LEN})", body)
+        body = re.sub(rf"\b{n}{size}", f"({TENSOR_LIST_LEN})", body)
+        out.append(("at::Tensor", item))
+        kind = "a list of tensor lists" if nested else "a list of tensors"
+        notes.append(
+            f"`{name}` is {kind}: read as {TENSOR_LIST_LEN}{' lists of ' + str(TENSOR_LIST_LEN) if nested else ''} "
+            f"tensors of one representative shape (every `{name}{'[i][j]' if nested else '[i]'}` is the tensor "
+            f"`{item}`)"
+        )
+    return body, out, notes
+
+
+def _optional_scalars(body: str, params: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]], list[str]]:
+    """Return the body with each `c10::optional<bool>` (int, float) parameter taken as present, read as a plain one.
+
+    `p.has_value() ? p.value() : false` becomes `p`; the parameter is then given a representative value like any
+    scalar parameter of its type.
+    """
+    out: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for ty, name in params:
+        m = _OPTIONAL_SCALAR.search(ty)
+        if m is None:
+            out.append((ty, name))
+            continue
+        n = re.escape(name)
+        has = rf"\b{n}\s*\.\s*has_value\s*\(\s*\)"
+        value = rf"(?:\b{n}\s*\.\s*value\s*\(\s*\)|\*\s*{n}\b)"
+        body = re.sub(rf"{has}\s*\?\s*{value}\s*:\s*[^;,)]+", name, body)
+        body = re.sub(value, name, body)
+        body = re.sub(has, "true", body)
+        out.append((m.group(1), name))
+        notes.append(f"`{name}` is an optional {m.group(1)}: taken as present")
+    return body, out, notes
 
 
 def _optional_present(body: str, params: list[tuple[str, str]]) -> tuple[str, list[str]]:

@@ -45,6 +45,8 @@ SIZEOF: dict[str, int] = {
     "float4": 16,
     "int2": 8,
     "int4": 16,
+    "uint2": 8,
+    "uint4": 16,
     "double2": 16,
     "half2": 4,
     "__half2": 4,
@@ -93,6 +95,9 @@ def c_div(a: int | float, b: int | float) -> int | float:
             raise ExprError("division by zero")
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
+    if b == 0:
+        # C gives an infinity or a NaN here: no value a size or a launch argument can be read from.
+        raise ExprError("floating-point division by zero")
     return a / b
 
 

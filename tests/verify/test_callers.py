@@ -98,3 +98,36 @@ def test_a_representative_that_leaves_the_launch_empty_is_replaced_by_distinct_v
     assert spec.run.original_geometry.grid == (DEFAULT_SHAPES[2][1] // 32, 1, 1)
     assert "left the launch empty or past CUDA's limits" in spec.notes[0]
     assert "take 1, 2, 3" in spec.notes[0]
+
+
+def test_a_template_launchers_types_are_deduced_from_the_calls_arguments_through_comments_with_commas() -> None:
+    path = CALLERS / "csrc" / "norm_grad.cu"
+    spec = resolve_spec(str(path), path.read_text(), "sum_parts")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[2][1]
+    # `V` from `grad.data_ptr<double>()` (and the conditional `out`), `U` from `partial.data_ptr<float>()`.
+    assert spec.template_args == ("float", "double")
+    assert [(b.name, b.dtype, b.count) for b in spec.run.buffers] == [("parts", "f32", 16 * n), ("out", "f64", n)]
+    assert "through the call of `host_sum_parts()`" in spec.origin
+
+
+def test_arguments_that_deduce_two_types_for_one_parameter_give_no_deduction() -> None:
+    from warpwise.verify.callers import _deduced
+
+    decls = [("const V* grad", "grad"), ("V* out", "out"), ("int n", "n")]
+    assert _deduced("V", decls, ["g.data_ptr<double>()", "p ? o->data_ptr<double>() : nullptr", "4"], {}) == "double"
+    assert _deduced("V", decls, ["g.data_ptr<double>()", "o.data_ptr<float>()", "4"], {}) is None
+    assert _deduced("V", decls, ["g", "o", "4"], {}) is None
+
+
+def test_a_launcher_called_as_a_declarations_initialiser_is_inlined_there() -> None:
+    path = CALLERS / "csrc" / "norm_grad.cu"
+    text = path.read_text().replace("void host_sum_parts(", "int host_sum_parts(")
+    text = text.replace("(partial, n_parts, n, out);\n}", "(partial, n_parts, n, out);\n  return 0;\n}")
+    text = text.replace(
+        "  host_sum_parts(grad.data_ptr", "  [[maybe_unused]] auto status = host_sum_parts(grad.data_ptr"
+    )
+    assert "auto status = host_sum_parts(" in text
+    spec = resolve_spec(str(path), text, "sum_parts")
+    assert isinstance(spec, ProblemSpec), spec
+    assert "through the call of `host_sum_parts()` in `sum_parts_binding()`" in spec.origin

@@ -45,8 +45,12 @@ def test_a_macro_argument_holding_statements_still_binds_the_names_the_macro_dec
     spec = resolve_spec(str(path), path.read_text(), "channel_sum_kernel")
     assert isinstance(spec, ProblemSpec), spec
     assert spec.template_args == ("float", "double")
-    # `in.size(in.dim() - 1)` of a rank-1 representative tensor: all of it is one row of channels.
-    n = DEFAULT_SHAPES[1][0]
-    assert {b.name: (b.dtype, b.count) for b in spec.run.buffers} == {"in": ("f32", n), "sums": ("f64", n)}
-    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rows": 1, "channels": n}
-    assert spec.run.original_geometry.grid == (n // 128, 1, 1)
+    # `rows = in.numel() / channels` reads `in` as rows of channels (rank 2), so `in.size(in.dim() - 1)` is the
+    # rank-2 representative's last dimension.
+    rows, channels = DEFAULT_SHAPES[2]
+    assert {b.name: (b.dtype, b.count) for b in spec.run.buffers} == {
+        "in": ("f32", rows * channels),
+        "sums": ("f64", channels),
+    }
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rows": rows, "channels": channels}
+    assert spec.run.original_geometry.grid == (channels // 128, 1, 1)

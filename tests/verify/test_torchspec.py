@@ -163,3 +163,109 @@ def test_a_tensor_made_from_several_free_dimensions_too_big_for_the_defaults_tak
     assert "the default representative shapes were too big" in spec.notes[0]
     assert any("free dimensions from the smaller shapes" in n for n in spec.notes)
     assert not any("H200-sized defaults" in n for n in spec.notes)
+
+
+def test_a_degenerate_representative_float_is_retried_and_an_enum_is_passed_as_its_integer() -> None:
+    spec = _spec("momentum_step.cu", "momentum_step")
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: (a.ctype, a.value) for a in spec.run.args if a.buffer is None}
+    # At 1.0, `1 - pow(beta, step)` is 0 and `lr / correction` has no value: the floats take 0.5.
+    assert args["beta"] == ("float", 0.5)
+    assert args["step_size"] == ("float", 1.0)
+    assert args["mode"] == ("int", 1)
+    # 7 is no enumerator of `Clip`: its first one is passed, as the enum's base type.
+    assert args["clip"] == ("unsigned char", 0)
+    assert any("the representative float 1.0 left value of `step_size`" in n and "take 0.5" in n for n in spec.notes)
+    assert any("`mode` is the enum `updateMode_t`, passed as int 1 (`UPDATE_NESTEROV`)" in n for n in spec.notes)
+    assert any("no enumerator of it, so the first one, `None` (0)" in n for n in spec.notes)
+
+
+def test_an_enum_the_file_does_not_declare_is_still_missing() -> None:
+    path = TORCH / "momentum_step.cu"
+    text = path.read_text().replace("typedef enum {", "typedef struct {").replace("UPDATE_PLAIN = 0,", "int a;")
+    text = text.replace("UPDATE_NESTEROV = 1", "int b;")
+    spec = resolve_spec(str(path), text, "momentum_step")
+    assert isinstance(spec, SpecMissing)
+    assert any("a value of type `updateMode_t` for `mode`" in m for m in spec.missing)
+
+
+def test_a_list_of_tensor_lists_and_an_optional_flag_are_read_and_a_size_from_a_changed_local_waits_for_the_launch() -> (
+    None
+):
+    from warpwise.verify.torchspec import TENSOR_LIST_LEN
+
+    spec = _spec("list_norms.cu", "reduce_partials")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[1][0]
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # `max_chunks` is -1 where it is declared; the loop over the list makes it the element count (chunk size 1).
+    assert counts == {"partials": TENSOR_LIST_LEN * n, "out": TENSOR_LIST_LEN}
+    assert spec.run.original_geometry.grid == (TENSOR_LIST_LEN, 1, 1)
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"per_tensor": 1, "max_chunks": n}
+    assert any("`tensor_lists` is a list of tensor lists" in note for note in spec.notes)
+    assert any("`per_tensor_python` is an optional bool: taken as present" in note for note in spec.notes)
+    assert any("made with sizes ['ntensors * max_chunks']" in note and "at the launch" in note for note in spec.notes)
+
+
+def test_a_size_from_a_local_changed_after_the_tensor_is_made_is_not_taken() -> None:
+    path = TORCH / "list_norms.cu"
+    text = path.read_text().replace("  at::Tensor out = at::zeros", "  max_chunks += 1;\n  at::Tensor out = at::zeros")
+    spec = resolve_spec(str(path), text, "reduce_partials")
+    assert isinstance(spec, SpecMissing), spec
+    assert any("size of `partials`" in m for m in spec.missing)
+
+
+def test_a_tensors_element_size_is_the_type_it_is_read_as_and_sizeof_follows_a_file_typedef() -> None:
+    spec = _spec("vector_scale.cu", "vector_scale")
+    assert isinstance(spec, ProblemSpec), spec
+    n = DEFAULT_SHAPES[1][0]
+    # `x` is read as `scalar_t` (float): 4 bytes, so 16 / 4 = 4 elements per thread.
+    assert spec.run.original_geometry.grid == ((n + 256 * 4 - 1) // (256 * 4), 1, 1)
+    assert any("`x.element_size()` is 4 bytes" in note for note in spec.notes)
+
+
+def test_a_binding_that_only_makes_its_tensor_is_read_as_a_binding() -> None:
+    spec = _spec("made_counter.cu", "spin")
+    assert isinstance(spec, ProblemSpec), spec
+    assert [(b.name, b.dtype, b.count) for b in spec.run.buffers] == [("counter", "i32", 1)]
+    assert {a.param: a.value for a in spec.run.args if a.buffer is None} == {"rounds": 1}
+    assert "torch binding `spin_cuda()`" in spec.origin
+
+
+def test_an_integer_parameter_checked_against_a_dimension_takes_it_and_a_divided_numel_gives_the_rank() -> None:
+    spec = _spec("rows_by_table.cu", "add_table_row")
+    assert isinstance(spec, ProblemSpec), spec
+    b, rows, head_dim = DEFAULT_SHAPES[3]
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    # `head_dim == table.size(-1)`; `x.numel() / head_dim / batch` makes `x` rank 3 with `head_dim` last.
+    assert args == {"rows": rows, "head_dim": head_dim, "pos": 1}
+    counts = {buf.name: buf.count for buf in spec.run.buffers}
+    # The table is read only through `size(-1)`: a table of rows, its leading dimension free.
+    assert counts == {"x": b * rows * head_dim, "table": DEFAULT_SHAPES[2][0] * head_dim}
+    assert spec.run.original_geometry.grid == ((head_dim + 127) // 128, rows, b)
+    assert any(
+        f"`head_dim` is checked equal to dimension 1 of `table`: using that dimension, {head_dim}" in n
+        for n in spec.notes
+    )
+    assert any("`table` is read only through `size(-1)`" in n for n in spec.notes)
+
+
+def test_a_parameter_in_arithmetic_on_one_side_of_a_check_is_not_tied_to_the_dimension() -> None:
+    path = TORCH / "rows_by_table.cu"
+    text = path.read_text().replace("head_dim == table.size(-1)", "head_dim + 1 == table.size(-1)")
+    spec = resolve_spec(str(path), text, "add_table_row")
+    notes = spec.notes if isinstance(spec, ProblemSpec) else (spec.message,)
+    assert not any("`head_dim` is checked equal to dimension" in n for n in notes)
+    text = path.read_text().replace("head_dim == table.size(-1)", "table.size(-1) == head_dim + 1")
+    spec = resolve_spec(str(path), text, "add_table_row")
+    notes = spec.notes if isinstance(spec, ProblemSpec) else (spec.message,)
+    assert not any("`head_dim` is checked equal to dimension" in n for n in notes)
+
+
+def test_a_kernels_type_is_deduced_from_the_declared_type_of_a_local_pointer_passed_for_it() -> None:
+    spec = _spec("local_pointer.cu", "add_bias")
+    # FIXME(#17): `bias = biases[layer]` (an array of pointers) is not sized yet; `T` no longer is missing.
+    assert isinstance(spec, SpecMissing), spec
+    assert not any("template argument `T`" in m for m in spec.missing), spec.missing
+    assert any("size of `b` (passed `bias`" in m for m in spec.missing), spec.missing
