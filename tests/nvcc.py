@@ -25,7 +25,10 @@ def _flags(source: bytes) -> tuple[str, ...]:
     from warpwise.verify.worker.nvbuild import target_arch
 
     arch = target_arch(source.decode("utf-8", "surrogateescape"), "sm_90")
-    return (f"-arch={arch}", *FLAGS[1:])
+    if arch == "sm_90":
+        return FLAGS
+    # `-arch=sm_90a` would also embed compute_90 PTX, which cannot hold the arch-specific instructions.
+    return (f"-gencode=arch=compute_{arch[3:]},code={arch}", *FLAGS[1:])
 
 
 @functools.cache
