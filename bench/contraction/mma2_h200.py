@@ -14,6 +14,7 @@ process is another process on the GPU to the gate, which then withholds "verifie
 - `odd`: every shape at 1025 x 1023 x 259 and 65 x 70 x 61 on each kernel (one seed, short timing:
   correctness), then the fastest shape at 4095 x 4097 x 1023, 16384 x 64 x 1024 and 64 x 16384 x 1024 with
   full timing, and the SIMT steps (coalesced mapping, shared tiles) at 1025 x 1023 x 259;
+- `tf32`: only the TF32 shapes of `perf`;
 - `oddlarge`: only the large odd and tall-skinny sizes of `odd`, with the first shape of the prior (or the fastest
   when `perf` ran first);
 - `lineage`: `hgemm_nn` at 4096^3 through shared tiles (16 x 16, one output per thread), the SIMT register
@@ -243,6 +244,8 @@ def main() -> None:
                 for target in (hn, htn, bnt, ours):
                     for t in rules.SIMT_STEPS[:2]:
                         job("odd", target, t, (1025, 1023, 259), need=5, **quick)
+            elif step == "tf32":
+                best_tf32 = fastest([job("tf32", ours, t, full) for t in tf32], tf32)
             elif step == "oddlarge":
                 # Only the large odd and tall-skinny sizes, with the prior's first shape of each kind (the fastest
                 # at 4096^3 when `perf` ran first): the shape's correctness at every small odd size is the GPU tests'.

@@ -80,7 +80,7 @@ class MmaTiles:
     @property
     def key(self) -> str:
         """Return the sizes as `mma128x128x32w2x4s2` (`tf32...` for the TF32 option, `xB` for launch bounds)."""
-        kind = "wg" if self.wgmma else ("tf32" if self.tf32 else "mma")
+        kind = ("wgtf32" if self.tf32 else "wg") if self.wgmma else ("tf32" if self.tf32 else "mma")
         base = f"{kind}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
         return base + (f"x{self.min_blocks}" if self.min_blocks else "") + (f"g{self.group}" if self.group else "")
 
@@ -105,6 +105,8 @@ class MmaTiles:
         Half and bfloat16 tiles are XOR-swizzled (no padding); TF32 tiles are padded (see `_layout`).
         """
         ce = 16 // self.elem_bytes
+        if self.wgmma and self.tf32:
+            return rows, self.bk  # both operands K-major (wgmma transposes only 16-bit types)
         r, cols = (rows, self.bk) if layout == "k" else (self.bk, rows)
         if not self.tf32:
             return r, cols
@@ -155,22 +157,23 @@ class MmaTiles:
 
     def _wgmma_problems(self, a_layout: str, b_layout: str) -> list[str]:
         out = []
-        if self.tf32:
-            out.append("the warpgroup MMA rewrite takes half and bfloat16 operands only")
         if self.wn != 1 or self.bm != 64 * self.wm or self.wm not in (1, 2, 3, 4):
             out.append("BM must be 64 rows per warpgroup (1 to 4 warpgroups along M, wn = 1)")
         if self.bn % 64 or not 64 <= self.bn <= 256:
             out.append("BN must be 64, 128, 192 or 256 (whole 64-column swizzle atoms, one wgmma's N)")
-        if self.bk != 64:
-            out.append("BK must be 64 (one 128-byte swizzle row of halves)")
+        if self.bk != 128 // self.elem_bytes:
+            out.append(f"BK must be {128 // self.elem_bytes} (one 128-byte swizzle row)")
         if not 2 <= self.stages <= 8:
             out.append("2 to 8 pipeline stages")
         if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
             out.append("an operand is contiguous along neither k nor its output coordinate")
         t = self.threads
-        for rows in (self.bm, self.bn):
-            if (rows * self.bk // 8) % t:
+        ce = 16 // self.elem_bytes
+        for rows, layout in ((self.bm, a_layout), (self.bn, b_layout)):
+            if (rows * self.bk // ce) % t:
                 out.append("each thread must copy whole 16-byte vectors of each tile")
+            if self.tf32 and layout == "o" and (rows // 4) % (t // 32):
+                out.append("each warp must transpose whole 16 x 8 blocks of a tile stored along its outputs")
         smem = self.smem_bytes(a_layout, b_layout)
         if smem > SMEM_OPTIN:
             out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
@@ -241,6 +244,10 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
+    # Hopper's warpgroup MMA (sm_90a), both operands K-major in shared memory, to be timed.
+    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
+    MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True),
+    MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
 )
 """TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`), fastest first on
 `matmul_naive` at 4096^3 (bench/results/contraction_wgmma-2026-12-03-s7.md: 0.889 ms, then 0.949, 0.978, 1.095, 1.274,
@@ -300,6 +307,8 @@ class _AtomLayout(_Layout):
 def _layout(t: MmaTiles, rows: int, layout: str) -> _Layout:
     r, pc = t.shape(rows, layout)
     cols = rows if layout == "o" else t.bk
+    if t.wgmma and t.tf32:
+        return _Layout(rows, t.bk, t.bk, 4, True)  # K-major for both operands
     if t.wgmma and layout == "o":
         return _AtomLayout(r, cols, 64, 8, True)
     return _Layout(r, cols, pc, 16 // t.elem_bytes, not t.tf32)
@@ -632,6 +641,53 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
 }}"""
 
 
+def _copy_transposed(which: str, t: MmaTiles, lay: _Layout) -> tuple[str, str]:
+    """Return (declarations, copy of the next stage) of a float operand stored along its output coordinate
+    (global [k][rows]) into a K-major shared tile (`lay`: rows of BK floats, 128-byte swizzle), for TF32 wgmma.
+
+    A warp moves 16 k x 8 outputs per step: lane `l` takes k row `l & 15` and the 4 outputs of chunk `l >> 4`, one
+    16-byte load when the pointer is aligned, the leading dimension a multiple of 4 and the chunk in range, else
+    guarded scalar loads (0 outside), so each k row's 32 bytes are one sector; the four floats go to four
+    K-major places with 32-bit shared stores, which for 16 k rows and two chunks fall in 32 distinct banks.
+    """
+    o0, ob = ("ww_m0", "ww_M") if which == "A" else ("ww_n0", "ww_N")
+    sk = f"ww_{which.lower()}_k"
+    warps = t.threads // 32
+    per = (lay.rows // 4) // warps
+    stage = f"ww_st * {lay.elems * 4}"
+    body = f"""      {{
+#pragma unroll
+        for (int ww_v = 0; ww_v < {per}; ++ww_v) {{
+          const int ww_u = (ww_tid >> 5) + ww_v * {warps};
+          const int ww_k = (ww_u & 1) * 16 + (ww_lane & 15);
+          const int ww_c = (ww_u >> 1) * 2 + (ww_lane >> 4);
+          const long long ww_gk = ww_kt + ww_k, ww_go = {o0} + ww_c * 4;
+          float ww_q[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+          if (ww_gk < ww_K) {{
+            const float *ww_src = reinterpret_cast<const float *>(ww_p{which}) + ww_gk * {sk} + ww_go;
+            if (ww_vec_{which} && ww_go + 3 < {ob}) {{
+              const float4 ww_f = *reinterpret_cast<const float4 *>(ww_src);
+              ww_q[0] = ww_f.x; ww_q[1] = ww_f.y; ww_q[2] = ww_f.z; ww_q[3] = ww_f.w;
+            }} else {{
+#pragma unroll
+              for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+                if (ww_go + ww_e < {ob}) ww_q[ww_e] = ww_src[ww_e];
+              }}
+            }}
+          }}
+#pragma unroll
+          for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+            const int ww_n = ww_c * 4 + ww_e;
+            const unsigned ww_d = (unsigned)(({lay.off("ww_n", "(ww_k >> 2)")} + (ww_k & 3)) * 4);
+            asm volatile("st.shared.b32 [%0], %1;\\n" :: "r"(ww_s{which} + {stage} + ww_d),
+                         "r"(__float_as_uint(ww_q[ww_e])));
+          }}
+        }}
+      }}
+"""
+    return "", body
+
+
 def _descriptor_bits(lbo: int, sbo: int) -> int:
     """Return the constant bits of a wgmma shared-memory descriptor: the leading- and stride-dimension byte offsets
     (each >> 4, bits 16-29 and 32-45) and the 128-byte swizzle mode (1 in bits 62-63); base offset 0, as every
@@ -652,15 +708,31 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     warpgroup waited for its group before that barrier), and the tile's four wgmmas are issued, committed and
     awaited (with 4 or more stages, awaited only after the next tile's are issued: the copies then go two tiles
     behind, `stages - 2` ahead). Products are exact in float and summed by the tensor core in its own order, as
-    with `mma.sync`: `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for `wgmma`).
+    with `mma.sync`: `MMA_TOLERANCE`. Built for sm_90a (the builder picks the architecture-specific target for
+    `wgmma`).
+
+    Float operands (the TF32 option): wgmma m64nBNk8 .tf32 reads both operands K-major (it transposes only 16-bit
+    types), so an operand stored along its outputs is transposed on its way to shared memory (`_copy_transposed`).
+    No operand is converted: the tensor core ignores the 13 low mantissa bits, i.e. truncates to TF32 (relative
+    error below 2^-10, mean 2^-11, toward zero, where `cvt.rna` rounds to within 2^-11). The mean error of a sum is
+    then about 1e-3 of the sum itself, inside `TF32_TOLERANCE`'s rtol, and its random part has the RMS that
+    tolerance was derived for (the spread of each operand's error is the same, 2^-10 / sqrt(12)).
     """
-    kind = "bf16" if "bfloat16" in c.convert else "f16"
-    u = "unsigned short"
-    ce = 8
+    kind = "tf32" if t.tf32 else ("bf16" if "bfloat16" in c.convert else "f16")
+    u = "unsigned int" if t.tf32 else "unsigned short"
+    eb = t.elem_bytes
+    ce = 16 // eb
+    ks_n = t.bk // t.kstep
     la, lb = _layout(t, t.bm, c.a.layout), _layout(t, t.bn, c.b.layout)
-    a_decl, a_copy = _copy(c.a, "A", t, la)
-    b_decl, b_copy = _copy(c.b, "B", t, lb)
-    a_stage, b_stage = la.elems * 2, lb.elems * 2
+    if t.tf32 and c.a.layout == "o":
+        a_decl, a_copy = _copy_transposed("A", t, la)
+    else:
+        a_decl, a_copy = _copy(c.a, "A", t, la)
+    if t.tf32 and c.b.layout == "o":
+        b_decl, b_copy = _copy_transposed("B", t, lb)
+    else:
+        b_decl, b_copy = _copy(c.b, "B", t, lb)
+    a_stage, b_stage = la.elems * eb, lb.elems * eb
     smem = t.smem_bytes(c.a.layout, c.b.layout)
     n_acc = t.bn // 2
     # With 4 or more stages one group of wgmmas stays in flight across the next tile's barrier (the copies then
@@ -673,19 +745,21 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
         lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
         return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
 
-    # Per operand: the byte offset of the warpgroup's part, the step per k16, the descriptor's constant bits.
-    if c.a.layout == "k":
+    # Per operand: the byte offset of the warpgroup's part, the step per k step, the descriptor's constant bits
+    # (TF32 tiles are K-major whatever the global layout: the copy transposes them).
+    if c.a.layout == "k" or t.tf32:
         a_wg, a_ks, a_bits, tr_a = 64 * 128, 32, _descriptor_bits(16, 1024), 0
     else:
         a_wg, a_ks, a_bits, tr_a = t.bk * 128, 2048, _descriptor_bits(t.bk * 128, 1024), 1
-    if c.b.layout == "k":
+    if c.b.layout == "k" or t.tf32:
         b_ks, b_bits, tr_b = 32, _descriptor_bits(16, 1024), 0
     else:
         b_ks, b_bits, tr_b = 2048, _descriptor_bits(t.bk * 128, 1024), 1
     regs = ", ".join(f"%{i}" for i in range(n_acc))
     outs = ", ".join(f'"+f"(ww_acc[{i}])' for i in range(n_acc))
     mmas = []
-    for ks in range(t.bk // 16):
+    trans = "" if t.tf32 else f", {tr_a}, {tr_b}"  # wgmma transposes only 16-bit types
+    for ks in range(ks_n):
         mmas.append(
             f"      {{\n"
             f"        const unsigned long long ww_da = (unsigned long long)(((ww_a0 + {ks * a_ks}u) & 0x3FFFFu) >> 4)"
@@ -693,8 +767,8 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
             f"        const unsigned long long ww_db = (unsigned long long)(((ww_b0 + {ks * b_ks}u) & 0x3FFFFu) >> 4)"
             f" | {b_bits}ull;\n"
             f'        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n_acc + 2}, 0;\\n'
-            f"wgmma.mma_async.sync.aligned.m64n{t.bn}k16.f32.{kind}.{kind} {{{regs}}}, %{n_acc}, %{n_acc + 1}, p, "
-            f'1, 1, {tr_a}, {tr_b};\\n}}\\n" : {outs} : "l"(ww_da), "l"(ww_db), "r"(1));\n'
+            f"wgmma.mma_async.sync.aligned.m64n{t.bn}k{t.kstep}.f32.{kind}.{kind} {{{regs}}}, %{n_acc}, "
+            f'%{n_acc + 1}, p, 1, 1{trans};\\n}}\\n" : {outs} : "l"(ww_da), "l"(ww_db), "r"(1));\n'
             f"      }}\n"
         )
     epi_guard = c.guard or "true"
@@ -702,7 +776,7 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
     return f"""{{
   // warpwise untiled-contraction (warpgroup tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
-  // {t.stages}-stage cp.async pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{t.bn}k16 with float
+  // {t.stages}-stage pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{t.bn}k{t.kstep} {kind} with float
   // accumulation on 128-byte-swizzled shared tiles (sm_90a); launched as
   // <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>, {smem} bytes of dynamic shared memory (after
   // cudaFuncSetAttribute).

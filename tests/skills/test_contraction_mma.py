@@ -206,7 +206,7 @@ def test_swizzled_tiles_make_every_ldmatrix_phase_conflict_free(t: cm.MmaTiles, 
             assert places == {r * lay.cols + ch * lay.ce for ch in range(lay.cpr)}
 
 
-@pytest.mark.parametrize("t", cm.TF32_CHOICES, ids=lambda t: t.key)
+@pytest.mark.parametrize("t", [t for t in cm.TF32_CHOICES if not t.wgmma], ids=lambda t: t.key)
 @pytest.mark.parametrize("layout", ["k", "o"])
 def test_padded_tf32_fragment_reads_are_conflict_free(t: cm.MmaTiles, layout: str) -> None:
     lay = cm._layout(t, t.bm, layout)
@@ -320,3 +320,24 @@ def test_wgmma_kernels_are_built_for_the_architecture_specific_target() -> None:
     plain = uc.rewrite_source(model, fn.name, cm.PORTABLE)
     assert plain is not None and target_arch(plain.decode(), "sm_90") == "sm_90"
     assert target_arch(text, "sm_100") == "sm_100"  # only sm_90 has an `a` target that runs wgmma
+
+
+@pytest.mark.parametrize("t", [t for t in cm.TF32_CHOICES if t.wgmma], ids=lambda t: t.key)
+def test_tf32_wgmma_tiles_are_k_major_and_the_transposing_stores_conflict_free(t: cm.MmaTiles) -> None:
+    for rows in (t.bm, t.bn):
+        lay = cm._layout(t, rows, "o")  # K-major whatever the global layout
+        for r in range(rows):
+            for ch in range(8):
+                assert _value(lay.off(str(r), str(ch))) * 4 == r * 128 + ((ch ^ (r & 7)) * 16)
+        # One warp's 32-bit stores of a transposed 16 k x 8 output block (lane l: k row l & 15, chunk l >> 4),
+        # for each of its four floats, at every unit a warp takes: 32 distinct banks.
+        for unit in range(rows // 4 // (t.threads // 32)):
+            for e in range(4):
+                banks = set()
+                for lane in range(32):
+                    k = (unit & 1) * 16 + (lane & 15)
+                    n = ((unit >> 1) * 2 + (lane >> 4)) * 4 + e
+                    word = _value(lay.off(str(n), str(k >> 2))) + (k & 3)
+                    banks.add(word % 32)
+                assert len(banks) == 32, (t.key, unit, e)
+    assert t.problems("o", "o") == [] and t.problems("k", "o") == []

@@ -74,5 +74,8 @@ def test_tf32_and_the_one_d_mapping_are_correct(gate: Gate) -> None:
     loose = dataclasses.replace(QUICK, tolerance=cm.TF32_TOLERANCE)
     for tiles in cm.TF32_CHOICES:
         _check(gate, "bench/suite/matmul/naive.cu", "matmul_naive", tiles, (1025, 1023, 259), loose)
+    # A stored along its outputs (TN): the TF32 wgmma shapes transpose it on its way to shared memory.
+    for tiles in [t for t in cm.TF32_CHOICES if t.wgmma]:
+        _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", tiles, (1025, 1023, 259), loose)
     # gemm_tn (1-D launch, i = idx / N, j = idx % N): the exact SIMT rewrite.
     _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", uc.Tiles(), (1025, 1023, 259), QUICK)
