@@ -771,6 +771,16 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
             f'%{n_acc + 1}, p, 1, 1{trans};\\n}}\\n" : {outs} : "l"(ww_da), "l"(ww_db), "r"(1));\n'
             f"      }}\n"
         )
+    # The next stage's copies: `cp.async` ones are issued before the tile's wgmmas; copies staged through registers
+    # (the TF32 transposes wait for their loads) after them, so the tensor cores work while the loads are in flight.
+    # Either way the stage they write was read by a group already awaited (see above).
+    staged = t.tf32 and "o" in (c.a.layout, c.b.layout)
+    copies = (
+        f"    if (ww_t + {ahead} < ww_T) {{\n      const long long ww_kt = (long long)(ww_t + {ahead}) * {t.bk};\n"
+        f"{_ind(a_copy + b_copy, '')}    }}\n"
+        '    asm volatile("cp.async.commit_group;\\n" ::);\n'
+        f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
+    )
     epi_guard = c.guard or "true"
     lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
     linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
@@ -815,16 +825,11 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     asm volatile("cp.async.wait_group {ahead - 1};\\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
     __syncthreads();
-    if (ww_t + {ahead} < ww_T) {{
-      const long long ww_kt = (long long)(ww_t + {ahead}) * {t.bk};
-{_ind(a_copy + b_copy, "")}    }}
-    asm volatile("cp.async.commit_group;\\n" ::);
-    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;
-    const unsigned ww_a0 = ww_sA + ww_rs * {a_stage}u + ww_wg * {a_wg}u;
+{copies if not staged else ""}    const unsigned ww_a0 = ww_sA + ww_rs * {a_stage}u + ww_wg * {a_wg}u;
     const unsigned ww_b0 = ww_sB + ww_rs * {b_stage}u;
     asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 {"".join(mmas)}    asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned {flight};\\n" ::: "memory");
+{copies if staged else ""}    asm volatile("wgmma.wait_group.sync.aligned {flight};\\n" ::: "memory");
     ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;
   }}
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
