@@ -294,6 +294,11 @@ def _c_text(form: Form) -> str:
     return " + ".join(parts)
 
 
+def _resolved_type(fn: Function, array: str) -> str:
+    """Return the element type of a shared array with typedefs resolved (empty when it is not declared here)."""
+    return next((a.element_type for a in fn.shared if a.name == array), "")
+
+
 def recognise(model: FileModel, fn: Function) -> tuple[BlockPartials | None, str]:
     """Return the per-block partials of a block-reduction kernel (or None, and why not in one line)."""
     if fn.kind is not FunctionKind.KERNEL or not fn.shared:
@@ -306,8 +311,6 @@ def recognise(model: FileModel, fn: Function) -> tuple[BlockPartials | None, str
     for axis in ("threadIdx.y", "threadIdx.z", "blockIdx.y", "blockIdx.z"):
         if axis in text:
             return None, f"the kernel reads `{axis}`: not a 1-D reduction"
-    if "ww_" in text:
-        return None, "the kernel was rewritten by warpwise already"
     tree_rules = _tree_rules()
     if tree_rules is None:
         return None, "the tree-reduction card is not loaded"
@@ -407,7 +410,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[BlockPartials | None, str
             tree.array,
             tree.elem_type,
             src,
-            p_src.base_type == "float" and tree.elem_type == "float",
+            p_src.base_type == "float" and _resolved_type(fn, tree.array) == "float",
             reader.bound_text,
             c_text,
             len(forms),

@@ -161,3 +161,12 @@ def test_gate_finds_the_rewrite_correct(rel: str, factor: int) -> None:
     finally:
         backend.close()
     assert r.status in (Status.VERIFIED, Status.NOT_FASTER), (r.status, r.message)
+
+
+def test_typedef_of_float_keeps_the_float4_path() -> None:
+    source = (FIXTURES / "pos_interleaved_unsigned.cu").read_text().replace("float", "elem_t")
+    model = analyze_text(("typedef float elem_t;\n" + source).encode())
+    fn = next(f for f in model.functions if f.kind is FunctionKind.KERNEL)
+    bp, why = bp_rules.recognise(model, fn)
+    assert bp is not None, why
+    assert bp.elem_type == "elem_t" and bp.source_is_float
