@@ -18,7 +18,8 @@ REPO=$(pwd)
 ROOT=$(mktemp -d)
 ln -s "$REPO" "$ROOT/src"
 t0=$(date +%s)
-python3 bench/contraction/mma2_h200.py --root "$ROOT" --out "$OUT" --deadline-s "$DEADLINE" --steps "$STEPS" >> "$LOG" 2>&1
+python3 bench/contraction/mma2_h200.py --root "$ROOT" --out "$OUT" --deadline-s "$DEADLINE" --steps "$STEPS" \
+  --budget-s "${BUDGET:-20}" >> "$LOG" 2>&1
 echo "mma2 ($STEPS): exit $? after $(( $(date +%s) - t0 )) s" >> "$LOG"
 if [ "${RUN_TESTS:-1}" = 1 ]; then
   t0=$(date +%s)
