@@ -83,6 +83,7 @@ def test_problem_tolerance_is_read_literally() -> None:
 
 
 def test_shape_problems() -> None:
+    assert cm.PORTABLE in cm.MMA_CHOICES and not cm.PORTABLE.wgmma and not cm.PORTABLE.dynamic("k", "o")
     assert all(t.problems("k", "o") == [] for t in cm.MMA_CHOICES + cm.TF32_CHOICES)
     assert cm.MmaTiles(128, 128, 32, 2, 4, 4).problems("k", "o") == []  # 64 KiB: dynamic shared memory
     assert cm.MmaTiles(128, 128, 32, 2, 4, 4).dynamic("k", "o") and not cm.PORTABLE.dynamic("k", "o")
