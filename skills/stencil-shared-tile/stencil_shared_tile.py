@@ -331,6 +331,94 @@ def _near_reads(model: FileModel, ks: Any, body: Node, fn: Function, reads: list
     return False
 
 
+def _loaded_source(model: FileModel, ks: Any, pointers: frozenset[str], node: Node) -> str | None:
+    """Return the text of a global load that an index's value comes from (`idx[b]` in `w[idx[b] * E + t]`, or in a
+    local defined from it), or None: a gather or embedding lookup reads where the data points, not a fixed
+    neighbourhood of the thread's own element. Locals are followed through every definition; a read of a pointer
+    parameter (a subscript, a dereference or `__ldg`) is a load."""
+    seen: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        t = n.type
+        if t == "subscript_expression" or (t == "pointer_expression" and _text(model, n).lstrip().startswith("*")):
+            arg = n.child_by_field_name("argument")
+            words = set(re.findall(r"[A-Za-z_]\w*", _text(model, arg))) if arg is not None else set()
+            if words & pointers:
+                return _text(model, n)
+        elif t == "call_expression":
+            f = n.child_by_field_name("function")
+            if f is not None and _text(model, f) in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"):
+                return _text(model, n)
+        elif t == "identifier":
+            name = _text(model, n)
+            if name not in seen:
+                seen.add(name)
+                stack.extend(d for d in ks.definitions.get(name) or [] if d is not None)
+        stack.extend(n.children)
+    return None
+
+
+def _gathered(
+    model: FileModel, ks: Any, body: Node, fn: Function, pointers: frozenset[str], reads: list[Any]
+) -> str | None:
+    """Return the load that some read of the array takes its index from, or None when every index is computed from
+    thread and block indices, parameters and constants."""
+    for a in reads:
+        node = _subscript_at(body, fn.span(a.span))
+        idx = node.child_by_field_name("indices") if node is not None else None
+        if idx is None:
+            continue
+        loaded = _loaded_source(model, ks, pointers, idx)
+        if loaded is not None:
+            return loaded
+    return None
+
+
+def _own_elements(model: FileModel, ks: Any, body: Node, fn: Function, reads: list[Any]) -> tuple[int, int] | None:
+    """Return `(c, k)` when each thread reads `k` elements of the array no other thread of its block reads: every
+    read's index is one linear form in the thread indices plus a constant (`4 * t + 0 .. 3`), and those constants
+    span less than each thread index's known integer coefficient `c`, so two threads never name one element and a
+    shared tile would load nothing less. None when that is not proven (loops, symbolic coefficients, other forms)."""
+    if any(a.loops for a in reads):
+        return None
+
+    def resolve(name: str) -> Node | None:
+        defs = ks.definitions.get(name)
+        return defs[0] if defs and len(defs) == 1 else None
+
+    canon = Canonicalizer(model.text, model.constants, resolve)
+    forms = []
+    coefs: set[tuple[tuple[str, Any], ...]] = set()
+    for a in reads:
+        node = _subscript_at(body, fn.span(a.span))
+        idx = node.child_by_field_name("indices") if node is not None else None
+        kids = [k for k in idx.named_children if k.type != "comment"] if idx is not None else []
+        if len(kids) != 1:
+            return None
+        form = linear(ks, kids[0])
+        if form is None or any(not k.startswith("tid.") for k in form):
+            return None
+        coefs.add(tuple(sorted(form.items())))
+        forms.append(canon.of(kids[0]))
+    if len(coefs) != 1:
+        return None
+    (coef,) = coefs
+    if not coef or any(not isinstance(c, Fraction) or c.denominator != 1 for _, c in coef):
+        return None
+    offsets = [0]
+    for g in forms[1:]:
+        d = (g + forms[0].scale(Fraction(-1))).constant
+        if d is None or d.denominator != 1:
+            return None
+        offsets.append(int(d))
+    spread = max(offsets) - min(offsets)
+    step = min(abs(int(c)) for _, c in coef)
+    return (step, len(set(offsets))) if spread < step else None
+
+
 def _analyse(model: FileModel, fn: Function) -> StencilShape:
     ks = kernel_syntax(model, fn)
     if ks is None or ks.body is None:
@@ -368,10 +456,21 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
     glob = [a for a in fn.accesses if a.space is MemorySpace.GLOBAL]
     written = {a.base for a in glob if a.kind is not AccessKind.READ}
     candidates: list[tuple[int, str]] = []
+    pointers = frozenset(p.name for p in fn.params if p.is_pointer)
+    gathers: list[tuple[str, str]] = []
+    owned: list[tuple[str, int, int]] = []
     for name in sorted({a.base for a in glob if a.kind is AccessKind.READ} - written):
         p = params.get(name)
         reads = [a for a in glob if a.base == name]
         if p is None or not p.is_pointer or p.pointer_depth != 1 or any(len(a.indices) != 1 for a in reads):
+            continue
+        loaded = _gathered(model, ks, body, fn, pointers, reads)
+        if loaded is not None:
+            gathers.append((name, loaded))
+            continue
+        own = _own_elements(model, ks, body, fn, reads)
+        if own is not None:
+            owned.append((name, *own))
             continue
         count = 0
         looped = False
@@ -405,6 +504,18 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         if count >= 3 and any(a.index_names for a in reads) and (looped or _near_reads(model, ks, body, fn, reads)):
             candidates.append((count, name))
     if not candidates:
+        if gathers:
+            name, loaded = gathers[0]
+            raise _Reject(
+                f"`{name}` is read where `{loaded}` points (a gather or embedding lookup): loaded data, not a fixed "
+                "neighbourhood of the thread's element, decides which elements a thread reads"
+            )
+        if owned:
+            name, step, k = owned[0]
+            raise _Reject(
+                f"each thread reads its own {k} elements of `{name}` ({step} apart from its neighbour's): no element "
+                "is read by two threads, so a shared tile would load nothing less"
+            )
         if written & {a.base for a in glob if a.kind is AccessKind.READ}:
             both = sorted(written & {a.base for a in glob if a.kind is AccessKind.READ})
             raise _Reject(f"`{fn.name}` reads and writes `{both[0]}`: no read-only neighbourhood to stage")
