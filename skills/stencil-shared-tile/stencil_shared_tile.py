@@ -377,13 +377,13 @@ def _gathered(
     return None
 
 
-def _own_elements(model: FileModel, ks: Any, body: Node, fn: Function, reads: list[Any]) -> tuple[int, int] | None:
-    """Return `(c, k)` when each thread reads `k` elements of the array no other thread of its block reads: every
-    read's index is one linear form in the thread indices plus a constant (`4 * t + 0 .. 3`), and those constants
-    span less than each thread index's known integer coefficient `c`, so two threads never name one element and a
-    shared tile would load nothing less. None when that is not proven (loops, symbolic coefficients, other forms)."""
-    if any(a.loops for a in reads):
-        return None
+def _own_elements(model: FileModel, ks: Any, body: Node, fn: Function, reads: list[Any]) -> tuple[int, int, int] | None:
+    """Return `(c, lo, hi)` when each thread reads only elements `lo .. hi` around one base index whose `threadIdx.x`
+    coefficient `c` exceeds `hi - lo` (`x[4 t] .. x[4 t + 3]`, or `x[8 t + i]` for `i = 0 .. 7`), so that no element
+    is read by two threads of a row and a shared tile would load nothing less. The indices are read as canonical
+    polynomials (locals defined once expanded, constants folded): every read's must be one base plus constants and
+    counters of constant-trip loops; another thread index's coefficient must be an integer exceeding `hi - lo` too,
+    or a symbolic row pitch (a read a constant away cannot reach another row). None when that is not proven."""
 
     def resolve(name: str) -> Node | None:
         defs = ks.definitions.get(name)
@@ -391,32 +391,64 @@ def _own_elements(model: FileModel, ks: Any, body: Node, fn: Function, reads: li
 
     canon = Canonicalizer(model.text, model.constants, resolve)
     forms = []
-    coefs: set[tuple[tuple[str, Any], ...]] = set()
+    counters: list[dict[str, tuple[int, int]]] = []
+    coefs: set[tuple[tuple[tuple[str, ...], Fraction], ...]] = set()
     for a in reads:
+        ranges: dict[str, tuple[int, int]] = {}
+        for lid in a.loops:
+            loop = fn.loop(lid)
+            var, n, first, step = loop.var, _trips(model, loop), loop.init_value, loop.step_value
+            if var is None and loop.kind in ("while", "do"):
+                # `int k = 0; while (k < 8) { ...; ++k; }`: the counter's start and unit step, as `_while_trips` reads.
+                var, w = _counter(loop), _while_trips(model, ks, loop)
+                defs = [d for d in ks.definitions.get(var or "", []) if d is not None]
+                if w is None or w == _ELEMENT_LOOP or not w % _STEP_SCALE or not defs:
+                    return None
+                n, first, step = w // _STEP_SCALE, _int_text(model, _text(model, defs[0])), 1
+                m = _CONDITION.match(" ".join((loop.condition or "").split()))
+                step = -1 if m is not None and m.group(2) in (">", ">=") else 1
+            if var is None or n is None or n < 1 or first is None or not step:
+                return None
+            last = first + (n - 1) * step
+            ranges[var] = (min(first, last), max(first, last))
         node = _subscript_at(body, fn.span(a.span))
         idx = node.child_by_field_name("indices") if node is not None else None
         kids = [k for k in idx.named_children if k.type != "comment"] if idx is not None else []
         if len(kids) != 1:
             return None
-        form = linear(ks, kids[0])
-        if form is None or any(not k.startswith("tid.") for k in form):
-            return None
-        coefs.add(tuple(sorted(form.items())))
-        forms.append(canon.of(kids[0]))
+        form = canon.of(kids[0])
+        coefs.add(tuple(sorted((m, c) for m, c in form.terms.items() if any(w.startswith("threadIdx.") for w in m))))
+        forms.append(form)
+        counters.append(ranges)
     if len(coefs) != 1:
         return None
     (coef,) = coefs
-    if not coef or any(not isinstance(c, Fraction) or c.denominator != 1 for _, c in coef):
+    x = dict(coef).get(("threadIdx.x",))
+    if x is None or x.denominator != 1 or sum(1 for m, _ in coef if "threadIdx.x" in m) != 1:
         return None
-    offsets = [0]
-    for g in forms[1:]:
-        d = (g + forms[0].scale(Fraction(-1))).constant
-        if d is None or d.denominator != 1:
-            return None
-        offsets.append(int(d))
-    spread = max(offsets) - min(offsets)
-    step = min(abs(int(c)) for _, c in coef)
-    return (step, len(set(offsets))) if spread < step else None
+    looped = {(v,) for r in counters for v in r}
+    base = type(forms[0])({m: c for m, c in forms[0].terms.items() if m not in looped})
+    lo = hi = None
+    for form, ranges in zip(forms, counters, strict=True):
+        d = form + base.scale(Fraction(-1))
+        a_lo = a_hi = Fraction(0)
+        for mono, c in d.terms.items():
+            if mono == ():
+                a_lo, a_hi = a_lo + c, a_hi + c
+            elif len(mono) == 1 and mono[0] in ranges:
+                r0, r1 = ranges[mono[0]]
+                a_lo, a_hi = a_lo + min(c * r0, c * r1), a_hi + max(c * r0, c * r1)
+            elif c != 0:
+                return None
+        lo = a_lo if lo is None else min(lo, a_lo)
+        hi = a_hi if hi is None else max(hi, a_hi)
+    if lo is None or hi is None or lo.denominator != 1 or hi.denominator != 1:
+        return None
+    spread = hi - lo
+    # A thread index alone (`3 * threadIdx.y`) must step past the reads' span; one times a symbol is a row pitch.
+    if any(len(m) == 1 and (c.denominator != 1 or abs(c) <= spread) for m, c in coef):
+        return None
+    return int(abs(x)), int(lo), int(hi)
 
 
 def _analyse(model: FileModel, fn: Function) -> StencilShape:
@@ -458,7 +490,7 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
     candidates: list[tuple[int, str]] = []
     pointers = frozenset(p.name for p in fn.params if p.is_pointer)
     gathers: list[tuple[str, str]] = []
-    owned: list[tuple[str, int, int]] = []
+    owned: list[tuple[str, int, int, int]] = []
     for name in sorted({a.base for a in glob if a.kind is AccessKind.READ} - written):
         p = params.get(name)
         reads = [a for a in glob if a.base == name]
@@ -467,10 +499,6 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         loaded = _gathered(model, ks, body, fn, pointers, reads)
         if loaded is not None:
             gathers.append((name, loaded))
-            continue
-        own = _own_elements(model, ks, body, fn, reads)
-        if own is not None:
-            owned.append((name, *own))
             continue
         count = 0
         looped = False
@@ -502,7 +530,11 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         if count < 0:
             continue
         if count >= 3 and any(a.index_names for a in reads) and (looped or _near_reads(model, ks, body, fn, reads)):
-            candidates.append((count, name))
+            own = _own_elements(model, ks, body, fn, reads)
+            if own is not None:
+                owned.append((name, *own))
+            else:
+                candidates.append((count, name))
     if not candidates:
         if gathers:
             name, loaded = gathers[0]
@@ -511,10 +543,10 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
                 "neighbourhood of the thread's element, decides which elements a thread reads"
             )
         if owned:
-            name, step, k = owned[0]
+            name, step, lo, hi = owned[0]
             raise _Reject(
-                f"each thread reads its own {k} elements of `{name}` ({step} apart from its neighbour's): no element "
-                "is read by two threads, so a shared tile would load nothing less"
+                f"each thread reads only its own elements of `{name}` (offsets {lo} to {hi} from a base {step} "
+                "apart from its neighbour's): no element is read by two threads, so a tile would load nothing less"
             )
         if written & {a.base for a in glob if a.kind is AccessKind.READ}:
             both = sorted(written & {a.base for a in glob if a.kind is AccessKind.READ})

@@ -63,7 +63,13 @@ def test_block_shape_comes_from_the_launch() -> None:
             "where `tokens[blockIdx.x]` points",
         ),
         ("skills/stencil-shared-tile/fixtures/neg_gather_neighbours.cu", "sample3", "where `pos[i]` points"),
-        ("skills/stencil-shared-tile/fixtures/neg_own_elements.cu", "scale4", "its own 4 elements of `x`"),
+        (
+            "skills/stencil-shared-tile/fixtures/neg_own_elements.cu",
+            "scale4",
+            "its own elements of `x` (offsets 0 to 3",
+        ),
+        ("skills/stencil-shared-tile/fixtures/neg_own_elements_loop.cu", "pack_nibbles", "`codes` (offsets 0 to 7"),
+        ("skills/stencil-shared-tile/fixtures/neg_pixel_channels.cu", "luminance", "`rgb` (offsets 0 to 2"),
     ],
 )
 def test_refuses_with_a_reason(rel: str, kernel: str, reason: str) -> None:
