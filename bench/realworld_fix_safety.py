@@ -15,10 +15,13 @@ file:
 
 Resource builds for claims are off (`WARPWISE_NO_RESOURCE_BUILDS=1`): they do not change any fix's text, only
 severities and whether a guarded safe fix is applied in bulk, and with them every file with a per-thread array
-would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and .md.
+would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and .md (or `--out`).
+
+`--extra-corpus` adds the other repositories of the precision set (`bench/precision/corpus.yaml`, exported by
+`bench/precision.py export`): they have no build recipe, so they get the idempotence and convergence checks only.
 
     python bench/realworld_fix_safety.py MIRRORS [--nvcc-state FILE] [--budget-s S] [--extra-include DIR]
-        [--cache FILE] [--jobs N]
+        [--cache FILE] [--jobs N] [--extra-corpus EXPORT]
     python bench/realworld_fix_safety.py --render RESULTS.json   (rewrite the Markdown summary of a results file)
 """
 
@@ -42,6 +45,7 @@ os.environ.setdefault("WARPWISE_NO_RESOURCE_BUILDS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import realworld_build as rw
+import yaml
 
 from warpwise.analyzers.build import analyze_text
 from warpwise.engine import fix_text
@@ -50,6 +54,18 @@ from warpwise.skills.library import builtin_library
 from warpwise.skills.rewrite import apply_edits
 
 MAX_ROUNDS = 8
+GENERIC_RECIPE = rw.Recipe(
+    roots=("",),
+    include_dirs=(),
+    defines=(),
+    nvcc_flags=("-O3",),
+    torch=True,
+    where="no build recipe: nvcc -O3 with torch's include folders and extension flags",
+)
+"""How `--extra-build` builds a file of a repository without a recipe (most of them are torch extensions or
+stand-alone programs)."""
+PRECISION_CORPUS = Path(__file__).resolve().parent / "precision" / "corpus.yaml"
+"""The pinned repositories of the precision set; `--extra-corpus` reads their names and commits from here."""
 
 
 def _card_once(card: str, text: bytes, path: str) -> bytes:
@@ -108,6 +124,19 @@ def main() -> int:
     ap.add_argument("--extra-include", action="append", default=[], help="headers the toolkit lacks")
     ap.add_argument("--cache", type=Path, help="JSON file of build outcomes by the hash of text and command")
     ap.add_argument("--jobs", type=int, default=1, help="nvcc builds side by side")
+    ap.add_argument(
+        "--extra-build",
+        action="store_true",
+        help="also build the --extra-corpus files --fix changes, with GENERIC_RECIPE (a file whose original does not "
+        "build that way is not judged)",
+    )
+    ap.add_argument("--out", type=Path, help="write <out>.json and <out>.md (default: dated, in results)")
+    ap.add_argument(
+        "--extra-corpus",
+        type=Path,
+        help="a `bench/precision.py export` folder: its repositories without a build recipe get the idempotence and "
+        "convergence checks (no nvcc builds)",
+    )
     args = ap.parse_args()
     if args.render is not None:
         args.render.with_suffix(".md").write_text(render(json.loads(args.render.read_text())))
@@ -132,6 +161,25 @@ def main() -> int:
                 row = {"error": f"{type(exc).__name__}: {exc}"}
             row["seconds"] = round(time.perf_counter() - t0, 2)
             rows[key] = row
+    extra_roots: dict[str, Path] = {}
+    if args.extra_corpus is not None:
+        for entry in yaml.safe_load(PRECISION_CORPUS.read_text())["repositories"]:
+            name = entry["name"]
+            root = args.extra_corpus / name
+            if name in rw.RECIPES or name in commits or not root.is_dir():
+                continue
+            commits[name] = [entry["repo"], entry["commit"]]
+            extra_roots[name] = root
+            for f in sorted(p for p in root.rglob("*") if p.suffix in (".cu", ".cuh") and p.is_file()):
+                key = f"{name}/{f.relative_to(root)}"
+                t0 = time.perf_counter()
+                try:
+                    row = check_file(f)
+                except Exception as exc:  # A crash is a result to report, never a stopped benchmark.
+                    row = {"error": f"{type(exc).__name__}: {exc}"}
+                row["seconds"] = round(time.perf_counter() - t0, 2)
+                row["rebuild"] = "generic recipe" if args.extra_build else "no build recipe"
+                rows[key] = row
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache and args.cache.is_file() else {}
     jobs = []
     for key, row in rows.items():
@@ -139,7 +187,13 @@ def main() -> int:
         if fixed is None or not row.get("changed") or (built and not built.get(key, {}).get("ok")):
             continue
         name, rel = key.split("/", 1)
-        root, recipe, file = args.mirrors / name, rw.RECIPES[name], args.mirrors / name / rel
+        if name in extra_roots:
+            if not args.extra_build:
+                continue  # No build recipe (`--extra-corpus`): idempotence and convergence only.
+            root, recipe = extra_roots[name], GENERIC_RECIPE
+        else:
+            root, recipe = args.mirrors / name, rw.RECIPES[name]
+        file = root / rel
         jobs.append((key, root, recipe, file, file.read_bytes(), fixed))
     # Quick builds first (the times of realworld_build's nvcc phase where known), so a budget covers the most files.
     jobs.sort(key=lambda j: float(built.get(j[0], {}).get("seconds") or 100.0))
@@ -194,11 +248,12 @@ def main() -> int:
         "command": " ".join(["python", "bench/realworld_fix_safety.py", *sys.argv[1:]]),
         "commits": commits,
         "seconds": round(time.perf_counter() - t_start, 1),
+        "generic_recipe_repos": sorted(extra_roots) if args.extra_build else [],
         "files": rows,
     }
-    out = Path(__file__).resolve().parent / "results"
-    (out / f"realworld_fix_safety-{date}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    (out / f"realworld_fix_safety-{date}.md").write_text(render(doc))
+    stem = args.out or Path(__file__).resolve().parent / "results" / f"realworld_fix_safety-{date}"
+    stem.with_name(stem.name + ".json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    stem.with_name(stem.name + ".md").write_text(render(doc))
     print(render(doc))
     return 0
 
@@ -232,6 +287,8 @@ def render(doc: dict[str, Any]) -> str:
     tried = [row["rebuild"] for row in files.values() if isinstance(row.get("rebuild"), dict)]
     rebuilt = [rb for rb in tried if rb.get("control_ok") and not (rb.get("timed_out") and not rb["ok"])]
     skipped = sum(1 for row in files.values() if row.get("rebuild") == "not run (budget spent)")
+    no_recipe = sorted({k.split("/", 1)[0] for k, row in files.items() if row.get("rebuild") == "no build recipe"})
+    generic = doc.get("generic_recipe_repos") or []
     lines = [
         f"# Fix safety on real code ({doc['date']})",
         "",
@@ -255,7 +312,13 @@ def render(doc: dict[str, Any]) -> str:
         f"nvcc builds of every file `--fix` changed (safe and unsafe fixes, repository flags), original and fixed: "
         f"{ok}/{len(rebuilt)} fixed files whose original builds still build; "
         f"{len(tried) - len(rebuilt)} not judged (the original does not build here, or one of the two builds ran "
-        f"past the time limit); {skipped} not run within the budget.",
+        f"past the time limit); {skipped} not run within the budget."
+        + (
+            f" Not built (no build recipe: idempotence and convergence only): {', '.join(no_recipe)}."
+            if no_recipe
+            else ""
+        )
+        + (f" Built with the generic recipe ({GENERIC_RECIPE.where}): {', '.join(generic)}." if generic else ""),
         "",
         "## Problems",
         "",

@@ -71,7 +71,8 @@ def _card_outlook(
         verified = state.state == "verified"
     pred = preds.get((item.function or "", item.id)) if item.has_fix else None
     if pred is None and not verified:
-        return None
+        # A correctness card's risk condition decides its severity even with no prediction.
+        return Outlook(unproven_benefit=unproven_benefit(item.verdicts)) if item.concern == "correctness" else None
     return Outlook(
         speedup=float(pred.speedup) if pred is not None else None,
         p_verified=float(pred.p_verified) if pred is not None else None,

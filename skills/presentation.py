@@ -4,7 +4,9 @@ People turn a tool off when most tokens of a kernel carry a squiggle. In the qui
 a warning only when it is worth acting on:
 
 * a correctness problem (the rule or card declares `concern: correctness`) keeps its declared severity (an
-  `error` only where the rule proved the problem),
+  `error` only where the rule proved the problem), except that a declared warning whose card's benefit
+  precondition (for a correctness card: the condition for the problem to happen at all, such as an index that
+  can pass 2^31) is not proven is a hint,
 * a performance finding is a warning when a gain is expected (the learned ranking predicts at least
   `MIN_SPEEDUP` with a chance to verify of at least `MIN_P_VERIFIED`) or measured (a verified gate result),
 * a prediction never raises a finding its card declares a hint while one of the card's benefit preconditions is
@@ -69,6 +71,12 @@ class Outlook:
         return self.traffic_factor is not None and self.traffic_factor >= MIN_TRAFFIC_FACTOR
 
     @property
+    def unproven_risk(self) -> bool:
+        """Return whether a correctness card's risk condition (its benefit precondition: the problem can happen on
+        this code) is not proven, and nothing was verified: such a finding is a hint, not a warning."""
+        return self.unproven_benefit is not None and not self.verified
+
+    @property
     def expected_gain(self) -> bool:
         """Return whether the finding is expected (or measured) to pay off."""
         if self.verified:
@@ -98,6 +106,8 @@ def shown_severity(
     if show_all or rule_id in NOTES:
         return declared
     if concern == "correctness":
+        if declared is Severity.WARNING and outlook is not None and outlook.unproven_risk:
+            return Severity.HINT
         return declared
     if (
         outlook is not None
@@ -117,6 +127,11 @@ def shown_severity(
 def why_shown(severity: Severity, declared: Severity, outlook: Outlook | None, concern: str) -> str:
     """Return one line saying why a finding is shown at its severity (for the hover)."""
     if concern == "correctness":
+        if severity is Severity.HINT and declared is Severity.WARNING and outlook is not None and outlook.unproven_risk:
+            return (
+                f"Shown as a hint (declared {declared.value}): the card's condition `{outlook.unproven_benefit}` for "
+                "the problem to happen is not established on this code."
+            )
         return ""
     if outlook is not None and outlook.verified:
         return "Shown as a warning: the fix was verified faster on the GPU."

@@ -64,6 +64,8 @@ def present(report: FileReport, show_all: bool = False) -> FileReport:
                     unproven_benefit=unproven_benefit(match.verdicts),
                     measured_best=measured_best(e.speedup for e in match.card.header.evidence),
                 )
+        if look is None and match is not None and concern == "correctness":
+            look = Outlook(unproven_benefit=unproven_benefit(match.verdicts))
         if f.rule in traffic_ids():
             traffic = access_traffic(report.model, f.function, f.span[0])
             if traffic is not None:

@@ -148,7 +148,12 @@ def index_may_exceed_int32(ctx: CheckContext) -> Verdict:
         return holds(f"`{var}` is compared with `{wide[0][0]}`, a 64-bit size: arrays may pass {limit_text} elements")
     unsigned32 = [(t, ty) for t, ty in bounds if ty is not None and ty.kind == "unsigned" and ty.bits == 32]
     if signed and unsigned32:
-        return holds(f"`{var}` is compared with `{unsigned32[0][0]}`, an unsigned 32-bit size up to 2^32 - 1")
+        # The size's type allows 2^32 - 1 elements, but a 32-bit size is no sign that the arrays pass 2^31: only a
+        # 64-bit size or a launch of that many threads shows it.
+        return unknown(
+            f"`{var}` is compared with `{unsigned32[0][0]}`, an unsigned 32-bit size: it passes 2^31 - 1 only for "
+            "arrays of more than 2^31 elements, which nothing here shows"
+        )
     narrow = [(t, ty) for t, ty in bounds if ty is not None and ty.is_int and ty.bits <= 32]
     if narrow:
         return violated(f"`{var}` is bounded by `{narrow[0][0]}`, a 32-bit size, so the arrays it indexes fit its type")

@@ -331,6 +331,126 @@ def _near_reads(model: FileModel, ks: Any, body: Node, fn: Function, reads: list
     return False
 
 
+def _loaded_source(model: FileModel, ks: Any, pointers: frozenset[str], node: Node) -> str | None:
+    """Return the text of a global load that an index's value comes from (`idx[b]` in `w[idx[b] * E + t]`, or in a
+    local defined from it), or None: a gather or embedding lookup reads where the data points, not a fixed
+    neighbourhood of the thread's own element. Locals are followed through every definition; a read of a pointer
+    parameter (a subscript, a dereference or `__ldg`) is a load."""
+    seen: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        t = n.type
+        if t == "subscript_expression" or (t == "pointer_expression" and _text(model, n).lstrip().startswith("*")):
+            arg = n.child_by_field_name("argument")
+            words = set(re.findall(r"[A-Za-z_]\w*", _text(model, arg))) if arg is not None else set()
+            if words & pointers:
+                return _text(model, n)
+        elif t == "call_expression":
+            f = n.child_by_field_name("function")
+            if f is not None and _text(model, f) in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"):
+                return _text(model, n)
+        elif t == "identifier":
+            name = _text(model, n)
+            if name not in seen:
+                seen.add(name)
+                stack.extend(d for d in ks.definitions.get(name) or [] if d is not None)
+        stack.extend(n.children)
+    return None
+
+
+def _gathered(
+    model: FileModel, ks: Any, body: Node, fn: Function, pointers: frozenset[str], reads: list[Any]
+) -> str | None:
+    """Return the load that some read of the array takes its index from, or None when every index is computed from
+    thread and block indices, parameters and constants."""
+    for a in reads:
+        node = _subscript_at(body, fn.span(a.span))
+        idx = node.child_by_field_name("indices") if node is not None else None
+        if idx is None:
+            continue
+        loaded = _loaded_source(model, ks, pointers, idx)
+        if loaded is not None:
+            return loaded
+    return None
+
+
+def _own_elements(model: FileModel, ks: Any, body: Node, fn: Function, reads: list[Any]) -> tuple[int, int, int] | None:
+    """Return `(c, lo, hi)` when each thread reads only elements `lo .. hi` around one base index whose `threadIdx.x`
+    coefficient `c` exceeds `hi - lo` (`x[4 t] .. x[4 t + 3]`, or `x[8 t + i]` for `i = 0 .. 7`), so that no element
+    is read by two threads of a row and a shared tile would load nothing less. The indices are read as canonical
+    polynomials (locals defined once expanded, constants folded): every read's must be one base plus constants and
+    counters of constant-trip loops; another thread index's coefficient must be an integer exceeding `hi - lo` too,
+    or a symbolic row pitch (a read a constant away cannot reach another row). None when that is not proven."""
+
+    def resolve(name: str) -> Node | None:
+        defs = ks.definitions.get(name)
+        return defs[0] if defs and len(defs) == 1 else None
+
+    canon = Canonicalizer(model.text, model.constants, resolve)
+    forms = []
+    counters: list[dict[str, tuple[int, int]]] = []
+    coefs: set[tuple[tuple[tuple[str, ...], Fraction], ...]] = set()
+    for a in reads:
+        ranges: dict[str, tuple[int, int]] = {}
+        for lid in a.loops:
+            loop = fn.loop(lid)
+            var, n, first, step = loop.var, _trips(model, loop), loop.init_value, loop.step_value
+            if var is None and loop.kind in ("while", "do"):
+                # `int k = 0; while (k < 8) { ...; ++k; }`: the counter's start and unit step, as `_while_trips` reads.
+                var, w = _counter(loop), _while_trips(model, ks, loop)
+                defs = [d for d in ks.definitions.get(var or "", []) if d is not None]
+                if w is None or w == _ELEMENT_LOOP or not w % _STEP_SCALE or not defs:
+                    return None
+                n, first, step = w // _STEP_SCALE, _int_text(model, _text(model, defs[0])), 1
+                m = _CONDITION.match(" ".join((loop.condition or "").split()))
+                step = -1 if m is not None and m.group(2) in (">", ">=") else 1
+            if var is None or n is None or n < 1 or first is None or not step:
+                return None
+            last = first + (n - 1) * step
+            ranges[var] = (min(first, last), max(first, last))
+        node = _subscript_at(body, fn.span(a.span))
+        idx = node.child_by_field_name("indices") if node is not None else None
+        kids = [k for k in idx.named_children if k.type != "comment"] if idx is not None else []
+        if len(kids) != 1:
+            return None
+        form = canon.of(kids[0])
+        coefs.add(tuple(sorted((m, c) for m, c in form.terms.items() if any(w.startswith("threadIdx.") for w in m))))
+        forms.append(form)
+        counters.append(ranges)
+    if len(coefs) != 1:
+        return None
+    (coef,) = coefs
+    x = dict(coef).get(("threadIdx.x",))
+    if x is None or x.denominator != 1 or sum(1 for m, _ in coef if "threadIdx.x" in m) != 1:
+        return None
+    looped = {(v,) for r in counters for v in r}
+    base = type(forms[0])({m: c for m, c in forms[0].terms.items() if m not in looped})
+    lo = hi = None
+    for form, ranges in zip(forms, counters, strict=True):
+        d = form + base.scale(Fraction(-1))
+        a_lo = a_hi = Fraction(0)
+        for mono, c in d.terms.items():
+            if mono == ():
+                a_lo, a_hi = a_lo + c, a_hi + c
+            elif len(mono) == 1 and mono[0] in ranges:
+                r0, r1 = ranges[mono[0]]
+                a_lo, a_hi = a_lo + min(c * r0, c * r1), a_hi + max(c * r0, c * r1)
+            elif c != 0:
+                return None
+        lo = a_lo if lo is None else min(lo, a_lo)
+        hi = a_hi if hi is None else max(hi, a_hi)
+    if lo is None or hi is None or lo.denominator != 1 or hi.denominator != 1:
+        return None
+    spread = hi - lo
+    # A thread index alone (`3 * threadIdx.y`) must step past the reads' span; one times a symbol is a row pitch.
+    if any(len(m) == 1 and (c.denominator != 1 or abs(c) <= spread) for m, c in coef):
+        return None
+    return int(abs(x)), int(lo), int(hi)
+
+
 def _analyse(model: FileModel, fn: Function) -> StencilShape:
     ks = kernel_syntax(model, fn)
     if ks is None or ks.body is None:
@@ -368,10 +488,17 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
     glob = [a for a in fn.accesses if a.space is MemorySpace.GLOBAL]
     written = {a.base for a in glob if a.kind is not AccessKind.READ}
     candidates: list[tuple[int, str]] = []
+    pointers = frozenset(p.name for p in fn.params if p.is_pointer)
+    gathers: list[tuple[str, str]] = []
+    owned: list[tuple[str, int, int, int]] = []
     for name in sorted({a.base for a in glob if a.kind is AccessKind.READ} - written):
         p = params.get(name)
         reads = [a for a in glob if a.base == name]
         if p is None or not p.is_pointer or p.pointer_depth != 1 or any(len(a.indices) != 1 for a in reads):
+            continue
+        loaded = _gathered(model, ks, body, fn, pointers, reads)
+        if loaded is not None:
+            gathers.append((name, loaded))
             continue
         count = 0
         looped = False
@@ -403,8 +530,24 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         if count < 0:
             continue
         if count >= 3 and any(a.index_names for a in reads) and (looped or _near_reads(model, ks, body, fn, reads)):
-            candidates.append((count, name))
+            own = _own_elements(model, ks, body, fn, reads)
+            if own is not None:
+                owned.append((name, *own))
+            else:
+                candidates.append((count, name))
     if not candidates:
+        if gathers:
+            name, loaded = gathers[0]
+            raise _Reject(
+                f"`{name}` is read where `{loaded}` points (a gather or embedding lookup): loaded data, not a fixed "
+                "neighbourhood of the thread's element, decides which elements a thread reads"
+            )
+        if owned:
+            name, step, lo, hi = owned[0]
+            raise _Reject(
+                f"each thread reads only its own elements of `{name}` (offsets {lo} to {hi} from a base {step} "
+                "apart from its neighbour's): no element is read by two threads, so a tile would load nothing less"
+            )
         if written & {a.base for a in glob if a.kind is AccessKind.READ}:
             both = sorted(written & {a.base for a in glob if a.kind is AccessKind.READ})
             raise _Reject(f"`{fn.name}` reads and writes `{both[0]}`: no read-only neighbourhood to stage")

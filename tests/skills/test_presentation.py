@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from warpwise.analyzers.findings import Severity
-from warpwise.skills.presentation import MIN_P_VERIFIED, MIN_SPEEDUP, Outlook, rule_concern, shown_severity
+from warpwise.skills.presentation import MIN_P_VERIFIED, MIN_SPEEDUP, Outlook, rule_concern, shown_severity, why_shown
 
 
 def test_a_performance_finding_without_an_expected_gain_is_a_hint() -> None:
@@ -34,6 +36,24 @@ def test_correctness_problems_and_notes_keep_their_declared_severity() -> None:
     assert shown_severity("divergent-syncthreads", Severity.ERROR, concern="correctness") is Severity.ERROR
     assert shown_severity("int32-index-overflow", Severity.WARNING, concern="correctness") is Severity.WARNING
     assert shown_severity("syntax-error", Severity.INFO) is Severity.INFO
+
+
+def test_a_correctness_warning_whose_risk_is_not_proven_is_a_hint() -> None:
+    risky = Outlook(unproven_benefit=None)
+    unproven = Outlook(unproven_benefit="may-exceed-int32")
+    rule = "int32-index-overflow"
+    assert shown_severity(rule, Severity.WARNING, concern="correctness", outlook=risky) is Severity.WARNING
+    assert shown_severity(rule, Severity.WARNING, concern="correctness", outlook=unproven) is Severity.HINT
+    assert "may-exceed-int32" in why_shown(Severity.HINT, Severity.WARNING, unproven, "correctness")
+    verified = Outlook(verified=True, unproven_benefit="may-exceed-int32")
+    assert shown_severity(rule, Severity.WARNING, concern="correctness", outlook=verified) is Severity.WARNING
+    # An error is proven by its rule; a benefit condition never lowers it.
+    assert shown_severity("divergent-syncthreads", Severity.ERROR, concern="correctness", outlook=unproven) is (
+        Severity.ERROR
+    )
+    assert shown_severity(rule, Severity.WARNING, concern="correctness", outlook=unproven, show_all=True) is (
+        Severity.WARNING
+    )
 
 
 def test_show_all_restores_every_declared_severity() -> None:
@@ -169,3 +189,26 @@ def test_a_prediction_raises_a_hint_only_for_a_card_measured_to_pay_off() -> Non
     assert shown_severity("streaming-cache-hints", Severity.HINT, outlook=verified) is Severity.WARNING
     # A card that declares a warning is not second-guessed by its evidence.
     assert shown_severity("scalar-global-access", Severity.WARNING, outlook=never) is Severity.WARNING
+
+
+def test_an_index_overflow_is_a_warning_only_where_the_index_can_pass_int32(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from warpwise.engine import analyze_path
+    from warpwise.presentation import present
+
+    monkeypatch.setenv("WARPWISE_NO_RESOURCE_BUILDS", "1")
+    path = tmp_path / "scale.cu"
+    path.write_text(
+        "__global__ void wide(float* x, size_t n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) x[i] = 0.0f;\n}\n"
+        "__global__ void narrow(float* x, unsigned int rows, unsigned int cols) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < rows * cols) x[i] = 0.0f;\n}\n"
+    )
+    shown = {
+        f.function: f.severity for f in present(analyze_path(str(path))).findings if f.rule == "int32-index-overflow"
+    }
+    # `n` is a 64-bit size: the index can pass 2^31. A 32-bit size shows no such array: the finding stays a hint.
+    assert shown == {"wide": Severity.WARNING, "narrow": Severity.HINT}

@@ -57,6 +57,19 @@ def test_block_shape_comes_from_the_launch() -> None:
         ("skills/stencil-shared-tile/fixtures/neg_in_place.cu", "smooth_in_place", "reads and writes `u`"),
         ("skills/stencil-shared-tile/fixtures/neg_already_tiled.cu", "avg3", "already uses shared memory"),
         ("skills/stencil-shared-tile/fixtures/neg_ldg_address.cu", "box3", "calls `__ldg`"),
+        (
+            "skills/stencil-shared-tile/fixtures/neg_embedding_lookup.cu",
+            "lookup_rows",
+            "where `tokens[blockIdx.x]` points",
+        ),
+        ("skills/stencil-shared-tile/fixtures/neg_gather_neighbours.cu", "sample3", "where `pos[i]` points"),
+        (
+            "skills/stencil-shared-tile/fixtures/neg_own_elements.cu",
+            "scale4",
+            "its own elements of `x` (offsets 0 to 3",
+        ),
+        ("skills/stencil-shared-tile/fixtures/neg_own_elements_loop.cu", "pack_nibbles", "`codes` (offsets 0 to 7"),
+        ("skills/stencil-shared-tile/fixtures/neg_pixel_channels.cu", "luminance", "`rgb` (offsets 0 to 2"),
     ],
 )
 def test_refuses_with_a_reason(rel: str, kernel: str, reason: str) -> None:
@@ -90,7 +103,7 @@ def test_refuses_with_a_reason(rel: str, kernel: str, reason: str) -> None:
             "__global__ void k(const float* u, float* v, const int* idx, int n) {\n"
             "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
             "  if (i > 0 && i < n - 1) v[i] = u[i - 1] + u[i] + u[(int)u[i + 1]];\n}\n",
-            "inside its own index",
+            "where `u[i + 1]` points",
         ),
         (
             "__global__ void k(const float* u, float* v, int n) {\n"
