@@ -171,15 +171,28 @@ class ExpressionMacro:
     expr: Node
 
 
+def function_macro_defs(root: Node, src: bytes) -> list[Node]:
+    """Return the file's function-like `#define`s wherever they are (inside function bodies too), in file order.
+
+    The definitions are found from the file's `#` characters (every `#define` token starts with one), not by a walk
+    or a query over the whole tree, which would cost milliseconds on every keystroke.
+    """
+    found = []
+    i = src.find(b"#")
+    while i >= 0:
+        n: Node | None = root.descendant_for_byte_range(i, i + 1)
+        while n is not None and n.start_byte == i and n.type != "preproc_function_def":
+            n = n.parent
+        if n is not None and n.start_byte == i and n.type == "preproc_function_def":
+            found.append(n)
+        i = src.find(b"#", i + 1)
+    return found
+
+
 def expression_macros(root: Node, src: bytes) -> dict[str, ExpressionMacro]:
     """Return the file's function-like macros whose body parses as one expression (the last definition wins)."""
     found: dict[str, ExpressionMacro | None] = {}
-    stack = [root]
-    while stack:
-        d = stack.pop()
-        if d.type != "preproc_function_def":
-            stack.extend(reversed(d.named_children))
-            continue
+    for d in function_macro_defs(root, src):
         name_node = d.child_by_field_name("name")
         params_node = d.child_by_field_name("parameters")
         value = d.child_by_field_name("value")

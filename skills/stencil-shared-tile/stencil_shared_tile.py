@@ -45,6 +45,7 @@ from warpwise.analyzers.expr.canon import Canonicalizer
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import distinct_launch_args, launches_of
 from warpwise.analyzers.facts_memory import kernel_syntax, linear
+from warpwise.analyzers.macros import function_macro_defs
 from warpwise.analyzers.model import AccessKind, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.analyzers.parse import captures, query
 from warpwise.skills.model import AnchorKind
@@ -227,7 +228,7 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     while root.parent is not None:
         root = root.parent
     out = set()
-    for n in _function_macros(root, model.text):
+    for n in function_macro_defs(root, model.text):
         name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is None:
             continue
@@ -239,20 +240,6 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     result = frozenset(out)
     model.memo[key] = result
     return result
-
-
-def _function_macros(root: Node, data: bytes) -> list[Node]:
-    """Return the file's function-like `#define`s, wherever they are (inside function bodies too)."""
-    found = []
-    i = data.find(b"#")
-    while i >= 0:
-        n: Node | None = root.descendant_for_byte_range(i, i + 1)
-        while n is not None and n.start_byte == i and n.type != "preproc_function_def":
-            n = n.parent
-        if n is not None and n.start_byte == i and n.type == "preproc_function_def":
-            found.append(n)
-        i = data.find(b"#", i + 1)
-    return found
 
 
 _OWN_NAMES = frozenset(
