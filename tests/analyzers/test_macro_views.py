@@ -8,7 +8,7 @@ from tree_sitter import Node
 
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.findings import check_model
-from warpwise.analyzers.macros import function_macro_defs
+from warpwise.analyzers.macros import expression_macros, function_macro_defs
 from warpwise.analyzers.model import AccessKind
 from warpwise.analyzers.parse import SourceFile
 
@@ -166,3 +166,18 @@ def test_function_macro_defs_equals_a_walk_of_the_whole_tree() -> None:
     assert {b"TOP", b"INSIDE_IF", b"IN_BODY", b"IN_NAMESPACE"} <= names
     assert not names & {b"OBJECT", b"IN_A_COMMENT", b"IN_A_STRING"}
     assert found > 4
+
+
+def test_expression_macros_follow_each_version_of_a_body() -> None:
+    def bodies(text: str) -> dict[str, str]:
+        source = SourceFile.parse(text)
+        found = expression_macros(function_macro_defs(source.tree.root_node, source.text), source.text)
+        # The expression is the wrapped body, `(` body `\n)`.
+        return {k: m.source[m.expr.start_byte + 1 : m.expr.end_byte - 2].decode() for k, m in found.items()}
+
+    first = "#define AT(i, j) ((i) * 16 + (j))\n#define BAD(i) ((i) +\n__global__ void k() {}\n"
+    assert bodies(first) == {"AT": "((i) * 16 + (j))"}
+    # The same body parsed again (a keystroke elsewhere) answers alike; an edited body is read anew.
+    assert bodies("// moved\n" + first) == {"AT": "((i) * 16 + (j))"}
+    assert bodies(first.replace("16", "32")) == {"AT": "((i) * 32 + (j))"}
+    assert bodies(first.replace("((i) +\n", "((i) + 1)\n")) == {"AT": "((i) * 16 + (j))", "BAD": "((i) + 1)"}
