@@ -15,11 +15,16 @@ stands, its width from the view's type), so every rule, card and the problem-spe
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from warpwise.analyzers.parse import SourceFile
+
+if TYPE_CHECKING:
+    from warpwise.analyzers.model import FileModel
 
 _CASTS = frozenset({"reinterpret_cast", "static_cast"})
 _WRAPPER_HEAD = b"void warpwise_macro_view_() {\n("
@@ -114,6 +119,26 @@ def _view(body: Node, src: bytes, params: list[str]) -> tuple[int, str, bool] | 
     return params.index(name_text), target[0], target[1]
 
 
+@functools.lru_cache(maxsize=1024)
+def _body_expression(wrapped: bytes) -> Node | None:
+    """Return the one expression of a macro body wrapped as a function, or None (a parse error, or not one expression).
+
+    The body is a text of its own, parsed once as its own source. The answer depends on the text alone, so it is
+    kept per text: a keystroke elsewhere in the file builds a new model whose macros are the same texts, and their
+    bodies are not parsed again (the small trees are never edited, so sharing their nodes is safe).
+    """
+    tree = SourceFile(wrapped).tree
+    if tree.root_node.has_error:
+        return None
+    fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+    block = fn.child_by_field_name("body") if fn is not None else None
+    stmts = _named(block)
+    if len(stmts) != 1 or stmts[0].type != "expression_statement":
+        return None
+    expr = _named(stmts[0])
+    return expr[0] if len(expr) == 1 else None
+
+
 def view_macros(defines: list[Node], src: bytes) -> tuple[MacroView, ...]:
     """Return the view macros among a file's `#define`s (function-like ones only; the last definition wins)."""
     found: dict[str, MacroView | None] = {}
@@ -134,17 +159,8 @@ def view_macros(defines: list[Node], src: bytes) -> tuple[MacroView, ...]:
         if b"&" not in body or b"*" not in body:
             continue
         wrapped = _WRAPPER_HEAD + body + _WRAPPER_TAIL
-        # The macro's body is a text of its own (wrapped in a function), parsed once as its own source.
-        tree = SourceFile(wrapped).tree
-        if tree.root_node.has_error:
-            continue
-        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
-        block = fn.child_by_field_name("body") if fn is not None else None
-        stmts = _named(block)
-        if len(stmts) != 1 or stmts[0].type != "expression_statement":
-            continue
-        expr = _named(stmts[0])
-        got = _view(expr[0], wrapped, params) if len(expr) == 1 else None
+        expr = _body_expression(wrapped)
+        got = _view(expr, wrapped, params) if expr is not None else None
         if got is not None:
             found[name] = MacroView(name, *got)
     return tuple(v for v in found.values() if v is not None)
@@ -171,15 +187,38 @@ class ExpressionMacro:
     expr: Node
 
 
-def expression_macros(root: Node, src: bytes) -> dict[str, ExpressionMacro]:
-    """Return the file's function-like macros whose body parses as one expression (the last definition wins)."""
+def function_macro_defs(root: Node, src: bytes) -> list[Node]:
+    """Return the file's function-like `#define`s wherever they are (inside function bodies too), in file order.
+
+    The definitions are found from the file's `#` characters (every `#define` token starts with one), not by a walk
+    or a query over the whole tree, which would cost milliseconds on every keystroke.
+    """
+    found = []
+    i = src.find(b"#")
+    while i >= 0:
+        n: Node | None = root.descendant_for_byte_range(i, i + 1)
+        while n is not None and n.start_byte == i and n.type != "preproc_function_def":
+            n = n.parent
+        if n is not None and n.start_byte == i and n.type == "preproc_function_def":
+            found.append(n)
+        i = src.find(b"#", i + 1)
+    return found
+
+
+def file_function_macro_defs(model: FileModel) -> list[Node]:
+    """Return `function_macro_defs` of a model's file, found once per model (several cards read them)."""
+    key = "warpwise.analyzers.macros.function_macro_defs"
+    got: list[Node] | None = model.memo.get(key)
+    if got is None:
+        got = function_macro_defs(model.tree.root_node, model.text)
+        model.memo[key] = got
+    return got
+
+
+def expression_macros(defines: list[Node], src: bytes) -> dict[str, ExpressionMacro]:
+    """Return the macros among function-like `#define`s whose body parses as one expression (the last one wins)."""
     found: dict[str, ExpressionMacro | None] = {}
-    stack = [root]
-    while stack:
-        d = stack.pop()
-        if d.type != "preproc_function_def":
-            stack.extend(reversed(d.named_children))
-            continue
+    for d in defines:
         name_node = d.child_by_field_name("name")
         params_node = d.child_by_field_name("parameters")
         value = d.child_by_field_name("value")
@@ -192,16 +231,7 @@ def expression_macros(root: Node, src: bytes) -> dict[str, ExpressionMacro]:
         params = tuple(_text(src, p) for p in params_node.named_children if p.type == "identifier")
         body = src[value.start_byte : value.end_byte].replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
         wrapped = _WRAPPER_HEAD + body + _WRAPPER_TAIL
-        # The macro's body is a text of its own (wrapped in a function), parsed once as its own source.
-        tree = SourceFile(wrapped).tree
-        if tree.root_node.has_error:
-            continue
-        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
-        block = fn.child_by_field_name("body") if fn is not None else None
-        stmts = _named(block)
-        if len(stmts) != 1 or stmts[0].type != "expression_statement":
-            continue
-        expr = _named(stmts[0])
-        if len(expr) == 1:
-            found[name] = ExpressionMacro(name, params, wrapped, expr[0])
+        expr = _body_expression(wrapped)
+        if expr is not None:
+            found[name] = ExpressionMacro(name, params, wrapped, expr)
     return {k: v for k, v in found.items() if v is not None}

@@ -261,6 +261,15 @@ class WarpwiseServer(LanguageServer):
         self.notify_status()
 
     def _on_analysis(self, result: Analysis | AnalysisFailure) -> None:
+        """Take a result once the input already waiting has been read (two turns of the event loop).
+
+        A change that arrived while the analysis ran makes the result stale; reading it first avoids publishing
+        (and serialising every diagnostic of) a version the editor has already left.
+        """
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, self._take_analysis, result)
+
+    def _take_analysis(self, result: Analysis | AnalysisFailure) -> None:
         """Keep and publish a result if its document is still at that version and settings generation."""
         from warpwise.server.features import diagnostics
 

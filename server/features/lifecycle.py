@@ -96,7 +96,7 @@ def detect_when_read(
 ) -> None:
     """Start the GPU detection, unless an open document waits for its first analysis (then look again later).
 
-    The first publish starts the detection itself (`WarpwiseServer._on_analysis`); this is the fallback when no
+    The first publish starts the detection itself (`WarpwiseServer._take_analysis`); this is the fallback when no
     document is open, or when the first analysis takes longer than `GPU_DETECTION_MAX_WAIT_S`.
     """
     reading = any(analyses.current(doc.uri) is None for doc in documents)

@@ -63,7 +63,7 @@ from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.function_nodes import of_type
-from warpwise.analyzers.macros import ExpressionMacro, expression_macros
+from warpwise.analyzers.macros import ExpressionMacro, expression_macros, file_function_macro_defs
 from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -418,7 +418,7 @@ def _expression_macros(model: FileModel) -> dict[str, ExpressionMacro]:
     key = "row-cooperative-reduction.macros"
     got = model.memo.get(key)
     if got is None:
-        got = expression_macros(model.source.tree.root_node, model.text)
+        got = expression_macros(file_function_macro_defs(model), model.text)
         model.memo[key] = got
     return got
 

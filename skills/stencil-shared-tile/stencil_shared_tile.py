@@ -45,6 +45,7 @@ from warpwise.analyzers.expr.canon import Canonicalizer
 from warpwise.analyzers.expr.values import parse_int_literal
 from warpwise.analyzers.facts import distinct_launch_args, launches_of
 from warpwise.analyzers.facts_memory import kernel_syntax, linear
+from warpwise.analyzers.macros import file_function_macro_defs
 from warpwise.analyzers.model import AccessKind, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.analyzers.parse import captures, query
 from warpwise.skills.model import AnchorKind
@@ -213,7 +214,7 @@ def _trips(model: FileModel, loop: Any) -> int | None:
     return None
 
 
-def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
+def _pure_macros(model: FileModel) -> frozenset[str]:
     """Return the file's function-like macros whose bodies assign nothing (index helpers such as `AT(z, y, x)`).
 
     One answer per file, kept on the model: the definitions are found from the file's `#` characters (every
@@ -223,11 +224,8 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     cached = model.memo.get(key)
     if cached is not None:
         return cached
-    root = node
-    while root.parent is not None:
-        root = root.parent
     out = set()
-    for n in _function_macros(root, model.text):
+    for n in file_function_macro_defs(model):
         name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is None:
             continue
@@ -239,20 +237,6 @@ def _pure_macros(model: FileModel, node: Node) -> frozenset[str]:
     result = frozenset(out)
     model.memo[key] = result
     return result
-
-
-def _function_macros(root: Node, data: bytes) -> list[Node]:
-    """Return the file's function-like `#define`s, wherever they are (inside function bodies too)."""
-    found = []
-    i = data.find(b"#")
-    while i >= 0:
-        n: Node | None = root.descendant_for_byte_range(i, i + 1)
-        while n is not None and n.start_byte == i and n.type != "preproc_function_def":
-            n = n.parent
-        if n is not None and n.start_byte == i and n.type == "preproc_function_def":
-            found.append(n)
-        i = data.find(b"#", i + 1)
-    return found
 
 
 _OWN_NAMES = frozenset(
@@ -468,7 +452,7 @@ def _analyse(model: FileModel, fn: Function) -> StencilShape:
         if (
             c.category not in _ALLOWED_CALL_CATEGORIES
             and c.name not in _PURE_CALLS
-            and c.name not in _pure_macros(model, ks.node)
+            and c.name not in _pure_macros(model)
         ):
             raise _Reject(f"`{fn.name}` calls `{c.name}` ({c.category}), which a second pass of its body cannot repeat")
     if nodes["unrepeatable"]:

@@ -739,7 +739,22 @@ def _substitute(p: Poly, name: str, value: Poly) -> Poly:
 
 
 def recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
-    """Return the contraction in a kernel, or None and why not (one line naming the user's identifiers)."""
+    """Return the contraction in a kernel, or None and why not (one line naming the user's identifiers).
+
+    Four cards ask (this one, contraction-lanes-walk-rows, contraction-without-shared-tiles and
+    contraction-without-tensor-cores), so the answer is kept on the model, per function object.
+    """
+    memo: dict[int, tuple[Function, tuple[Contraction | None, str]]]
+    memo = model.memo.setdefault(f"{__name__}.recognise", {})
+    hit = memo.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    got = _recognise(model, fn)
+    memo[id(fn)] = (fn, got)
+    return got
+
+
+def _recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]:
     if fn.kind is not FunctionKind.KERNEL or fn.template_params:
         return None, f"`{fn.name}` is not a non-template kernel"
     node = function_node(model, fn)

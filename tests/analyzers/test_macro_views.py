@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tree_sitter import Node
+
 from warpwise.analyzers.build import analyze_text
 from warpwise.analyzers.findings import check_model
+from warpwise.analyzers.macros import expression_macros, function_macro_defs
 from warpwise.analyzers.model import AccessKind
+from warpwise.analyzers.parse import SourceFile
 
 _MACROS = """
 #include <cuda_fp16.h>
@@ -107,3 +113,71 @@ def test_addresses_handed_to_copies_are_not_element_accesses() -> None:
     """
     rules = {f.rule for f in check_model(analyze_text(src))}
     assert "uncoalesced-global-access" not in rules and "shared-bank-conflict" not in rules
+
+
+def _walk_function_macros(root: Node) -> list[Node]:
+    """Return every function-like `#define` by a walk of the whole tree (the reference the fast scan must equal)."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "preproc_function_def":
+            out.append(node)
+        else:
+            stack.extend(reversed(node.named_children))
+    return out
+
+
+_NESTED_MACROS = """
+#define TOP(a, b) ((a) + (b))
+#define OBJECT 4
+// #define IN_A_COMMENT(x) (x)
+const char* s = "#define IN_A_STRING(x) (x)";
+#if defined(FOO)
+  #  define INSIDE_IF(i, j) ((i) * 16 + (j))
+#endif
+__global__ void k(float* x) {
+#define IN_BODY(i) x[(i)]
+  IN_BODY(threadIdx.x) = TOP(1, 2) + INSIDE_IF(0, 1);
+#undef IN_BODY
+}
+namespace n {
+#define IN_NAMESPACE(p) (*(p))
+}
+#define HALF_TYPED(x
+"""
+
+
+def test_function_macro_defs_equals_a_walk_of_the_whole_tree() -> None:
+    files = [_NESTED_MACROS, _MACROS]
+    root_dir = Path(__file__).resolve().parents[2]
+    files += [p.read_text(errors="replace") for p in sorted((root_dir / "bench" / "suite").rglob("*.cu"))]
+    found = 0
+    for text in files:
+        source = SourceFile.parse(text)
+        root = source.tree.root_node
+        fast = [(n.start_byte, n.end_byte) for n in function_macro_defs(root, source.text)]
+        assert fast == [(n.start_byte, n.end_byte) for n in _walk_function_macros(root)]
+        found += len(fast)
+    nested = SourceFile.parse(_NESTED_MACROS)
+    names = {
+        nested.text[n.start_byte : n.end_byte].split(b"(")[0].split()[-1]
+        for n in function_macro_defs(nested.tree.root_node, nested.text)
+    }
+    assert {b"TOP", b"INSIDE_IF", b"IN_BODY", b"IN_NAMESPACE"} <= names
+    assert not names & {b"OBJECT", b"IN_A_COMMENT", b"IN_A_STRING"}
+    assert found > 4
+
+
+def test_expression_macros_follow_each_version_of_a_body() -> None:
+    def bodies(text: str) -> dict[str, str]:
+        source = SourceFile.parse(text)
+        found = expression_macros(function_macro_defs(source.tree.root_node, source.text), source.text)
+        # The expression is the wrapped body, `(` body `\n)`.
+        return {k: m.source[m.expr.start_byte + 1 : m.expr.end_byte - 2].decode() for k, m in found.items()}
+
+    first = "#define AT(i, j) ((i) * 16 + (j))\n#define BAD(i) ((i) +\n__global__ void k() {}\n"
+    assert bodies(first) == {"AT": "((i) * 16 + (j))"}
+    # The same body parsed again (a keystroke elsewhere) answers alike; an edited body is read anew.
+    assert bodies("// moved\n" + first) == {"AT": "((i) * 16 + (j))"}
+    assert bodies(first.replace("16", "32")) == {"AT": "((i) * 32 + (j))"}
+    assert bodies(first.replace("((i) +\n", "((i) + 1)\n")) == {"AT": "((i) * 16 + (j))", "BAD": "((i) + 1)"}
