@@ -32,11 +32,17 @@ from warpwise.analyzers.facts_memory import (
     unparen,
 )
 from warpwise.analyzers.model import Access, AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
-from warpwise.skills.checks.memory import _ks, _line, _template_names
+from warpwise.skills.checks.memory import (
+    _ks,
+    _line,
+    _template_names,
+    body_is_per_element,
+    index_used_only_in_guard,
+    launches_shrink,
+)
 from warpwise.skills.matchers.memory import _related_launches, _within
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
-    CHECKS,
     CheckContext,
     MatchContext,
     Region,
@@ -894,7 +900,7 @@ def vector_index_scope(ctx: CheckContext) -> Verdict:
     shape = ctx.fact("shape")
     if isinstance(shape, RowLoop):
         return holds(f"`{shape.index}` is declared by the loop and used only there")
-    return CHECKS["index_used_only_in_guard"](ctx)
+    return index_used_only_in_guard(ctx)
 
 
 @check("vector_body_per_element")
@@ -903,7 +909,7 @@ def vector_body_per_element(ctx: CheckContext) -> Verdict:
     shape = ctx.fact("shape")
     if isinstance(shape, RowLoop):
         return _row_per_element(ctx, shape)
-    return CHECKS["body_is_per_element"](ctx, vector=True)
+    return body_is_per_element(ctx, vector=True)
 
 
 @check("vector_launches_shrink")
@@ -912,7 +918,7 @@ def vector_launches_shrink(ctx: CheckContext) -> Verdict:
     shape = ctx.fact("shape")
     if isinstance(shape, RowLoop):
         return holds("the loop walks the same row in vectors; the launches need no change")
-    return CHECKS["launches_shrink"](ctx)
+    return launches_shrink(ctx)
 
 
 def _group_names(ctx: RewriteContext, accesses: list[Access], offsets: list[str]) -> dict[tuple[str, str], str]:
