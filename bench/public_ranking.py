@@ -58,12 +58,45 @@ def balanced_weights(examples: list[Any]) -> list[float]:
     return [len(examples) / (2 * own) if repo_of(e.source) == OWN else len(examples) / (2 * pub) for e in examples]
 
 
-def loro_models(examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none") -> dict[str, Any]:
+def nested_alpha(examples: list[Any], gpus: Any, weights: list[float] | None = None) -> tuple[float, dict[str, Any]]:
+    """Return the regression penalty of the default grid that ranks best within a fold's own training examples.
+
+    Each public repository of the fold is held out in turn (an inner leave-one-repository-out over the training
+    examples only; the outer held-out repository is never among them), the speedup regressor is fitted without it
+    at every penalty of `ranking.model.ALPHAS`, and the penalty with the highest pooled Spearman over those inner
+    held-out examples is chosen (ties: the larger penalty). The classifier keeps the fixed C.
+    """
+    from warpwise.ranking.evaluate import spearman
+    from warpwise.ranking.model import ALPHAS, _fit_once
+
+    repos = sorted({repo_of(e.source) for e in examples} - {OWN})
+    scores: dict[str, Any] = {}
+    for alpha in ALPHAS:
+        pred, meas = [], []
+        for repo in repos:
+            idx = [i for i, e in enumerate(examples) if repo_of(e.source) != repo]
+            train = [examples[i] for i in idx]
+            w = [weights[i] for i in idx] if weights is not None else None
+            model = _fit_once(train, alpha, FOLD_CS[0], gpus, ("reg",), weights=w)
+            for e in examples:
+                if repo_of(e.source) == repo and e.outcome.measured:
+                    pred.append(model.predict(e.features, top=0).speedup)
+                    meas.append(e.outcome.speedup)
+        rho = spearman(pred, meas)
+        scores[str(alpha)] = None if math.isnan(rho) else round(rho, 3)
+    best = max(ALPHAS, key=lambda a: (scores[str(a)] if scores[str(a)] is not None else -2.0, a))
+    return best, scores
+
+
+def loro_models(
+    examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none", penalties: str = "fixed"
+) -> dict[str, Any]:
     """Return, per public repository, the model trained on every labelled example except that repository's.
 
     With `save`, each model is written there (`<owner>+<name>.json`) and read back when the folder already holds
     one trained on the same examples (the agreement benchmark reuses them). `weighting` "balanced" fits with
-    `balanced_weights` (computed on each fold's training examples).
+    `balanced_weights` (computed on each fold's training examples). `penalties` "nested" chooses each fold's
+    regression penalty by `nested_alpha` on that fold's training examples; "fixed" uses alpha 10.
     """
     from warpwise.ranking.model import RankingModel, _fit_once
 
@@ -74,7 +107,9 @@ def loro_models(examples: list[Any], gpus: Any, save: Path | None = None, weight
         path = save / (repo.replace("/", "+") + ".json") if save else None
         if path is not None and path.is_file():
             model = RankingModel.loads(path.read_text(encoding="utf-8"))
-            if model.trained_on.get("examples") == len(mine) and model.trained_on.get("weighting", "none") == weighting:
+            got = model.trained_on
+            same = got.get("examples") == len(mine) and got.get("weighting", "none") == weighting
+            if same and got.get("penalties", "fixed") == penalties:
                 out[repo] = model
                 continue
         print(f"training without {repo}", file=sys.stderr, flush=True)
@@ -83,9 +118,14 @@ def loro_models(examples: list[Any], gpus: Any, save: Path | None = None, weight
         # (an inner sweep), which nothing below reads: P(faster) and the predicted speedup are the fit's.
         labelled_sorted = sorted(mine, key=lambda e: (e.file, e.kernel, e.card, e.gpu, e.source))
         weights = balanced_weights(labelled_sorted) if weighting == "balanced" else None
-        out[repo] = _fit_once(labelled_sorted, FOLD_ALPHAS[0], FOLD_CS[0], gpus, weights=weights)
+        alpha, inner = FOLD_ALPHAS[0], None
+        if penalties == "nested":
+            alpha, inner = nested_alpha(labelled_sorted, gpus, weights)
+        out[repo] = _fit_once(labelled_sorted, alpha, FOLD_CS[0], gpus, weights=weights)
         out[repo].residuals, out[repo].card_residuals = [0.0, 0.0], {}  # no intervals (see above)
         out[repo].trained_on = {"examples": len(mine), "weighting": weighting}
+        if penalties == "nested":
+            out[repo].trained_on.update({"penalties": penalties, "alpha": alpha, "inner_spearman": inner})
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(out[repo].dumps(), encoding="utf-8")
@@ -93,10 +133,10 @@ def loro_models(examples: list[Any], gpus: Any, save: Path | None = None, weight
 
 
 def leave_one_repository_out(
-    examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none"
+    examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none", penalties: str = "fixed"
 ) -> list[tuple[Any, Any]]:
     """Return (example, prediction) for every labelled public example, from a model trained without its repository."""
-    models = loro_models(examples, gpus, save, weighting)
+    models = loro_models(examples, gpus, save, weighting, penalties)
     labelled = [e for e in examples if e.outcome.labelled]
     return [(e, models[repo_of(e.source)].predict(e.features)) for e in labelled if repo_of(e.source) in models]
 
@@ -150,8 +190,14 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         f"Command: `{doc['command']}` (warpwise `{doc['warpwise_commit']}`; CPU only). Training set: "
         f"{doc['training_set']['labelled']} labelled examples ({doc['training_set']['public']} from the public "
-        "lineages, the rest our own); every public repository held out in turn, one fit without it (fixed penalties). "
-        "'Faster' is the measurement's quartile bounds clearing 1 (the lineage batch, not warpwise's gate).",
+        "lineages, the rest our own); every public repository held out in turn, one fit without it "
+        + (
+            "(regression penalty chosen per fold by an inner leave-one-repository-out on that fold's training "
+            "examples; classifier C fixed). "
+            if doc.get("penalties") == "nested"
+            else "(fixed penalties). "
+        )
+        + "'Faster' is the measurement's quartile bounds clearing 1 (the lineage batch, not warpwise's gate).",
         "",
         "| model | held-out examples | measured | Spearman (target >= 0.6) | wins >= 2x | predicted >= 1.5x |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -213,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
         help="sample weights of the folds: none, or the public evidence and our own with equal total weight",
     )
     ap.add_argument(
+        "--penalties",
+        choices=("fixed", "nested"),
+        default="fixed",
+        help="per fold: fixed penalties, or the regression penalty chosen on the fold's training examples",
+    )
+    ap.add_argument(
         "--baseline",
         default="7ccba4e",
         help="commit whose ranking/default_model.json is the baseline (trained on our own suite only)",
@@ -220,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ts = dataset.build(ROOT, include_public=True)
     labelled = ts.labelled
-    held = leave_one_repository_out(ts.examples, ts.gpus, args.models, args.weighting)
+    held = leave_one_repository_out(ts.examples, ts.gpus, args.models, args.weighting, args.penalties)
     old = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{args.baseline}:ranking/default_model.json"],
         capture_output=True,
@@ -237,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "warpwise_commit": head.stdout.strip(),
         "targets": TARGETS,
         "weighting": args.weighting,
+        "penalties": args.penalties,
         "training_set": {
             "labelled": len(labelled),
             "public": sum(repo_of(e.source) != OWN for e in labelled),
