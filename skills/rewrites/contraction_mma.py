@@ -245,7 +245,8 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
-    # Hopper's warpgroup MMA (sm_90a), both operands K-major in shared memory, to be timed.
+    # Hopper's warpgroup MMA (sm_90a), both operands K-major in shared memory: correct but slower (1.54-2.74 ms:
+    # contraction_search-2026-12-03-s7.md), the transposing copies of an operand stored along its outputs cost most.
     MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
     MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True),
     MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
