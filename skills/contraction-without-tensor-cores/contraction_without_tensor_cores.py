@@ -19,7 +19,7 @@ from warpwise.analyzers.model import FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, matcher
 from warpwise.skills.rewrite import Edit, RewriteContext
-from warpwise.skills.rewrites.contraction_mma import PORTABLE, MmaTiles
+from warpwise.skills.rewrites.contraction_mma import MmaTiles
 from warpwise.verify.launch import LaunchChange
 
 CARD = "contraction-without-tensor-cores"
@@ -63,6 +63,11 @@ def tensor_core_launches_rewritable(ctx: CheckContext) -> Verdict:
     """Hold when every launch of the kernel in the file can be rewritten to the grid of output tiles."""
     result: Verdict = _rules().contraction_launches_rewritable(ctx)
     return result
+
+
+PORTABLE = MmaTiles(128, 128, 32, 2, 2, 3, 2)
+"""The shape of the default quick fix: `mma.sync` with 48 KiB of static shared memory, which builds and runs on any GPU
+with tensor cores (the search tries the faster Hopper-only wgmma shapes first on the GPU it runs on)."""
 
 
 def _tiles(args: dict[str, Any]) -> MmaTiles:

@@ -231,11 +231,10 @@ MMA_CHOICES = (
 """Half/bfloat16 tensor-core shapes a search may choose from, in the order it tries them (the prior), as timed by
 the gate on the H200 for `hgemm_nn` at 4096^3 (bench/results/contraction_wgmma-2026-12-03-s7.md): Hopper's
 warpgroup MMA first (sm_90a only; on another GPU they do not build and the search moves on), fastest first (0.265,
-0.306, 0.325, 0.328 ms); then `mma.sync`, led by the 48 KiB static-shared-memory shape that builds and runs on
-every GPU with tensor cores (0.377 ms; the card's default quick fix, `PORTABLE`), then the rest fastest first (0.374
-to 0.548 ms: deeper k tiles, deeper pipelines and 8-warp tiles past 48 KiB change less than 1%)."""
-PORTABLE = MmaTiles(128, 128, 32, 2, 2, 3, 2)
-"""The shape of the card's default quick fix: `mma.sync`, static shared memory, any GPU with tensor cores."""
+0.306, 0.325, 0.328 ms; the 64-row shape not yet timed); then `mma.sync`, led by the 48 KiB static-shared-memory
+shape that builds and runs on every GPU with tensor cores (0.377 ms; the default quick fix of
+`contraction-without-tensor-cores`), then the rest fastest first (0.374 to 0.548 ms: deeper k tiles, deeper
+pipelines and 8-warp tiles past 48 KiB change less than 1%)."""
 TF32_CHOICES = (
     MmaTiles(128, 128, 32, 2, 2, 3, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 2, 4, 2, tf32=True),
@@ -857,7 +856,6 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
 __all__ = [
     "MMA_CHOICES",
     "MMA_TOLERANCE",
-    "PORTABLE",
     "SMEM_LIMIT",
     "SMEM_OPTIN",
     "SMEM_PER_SM",
