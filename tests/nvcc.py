@@ -45,38 +45,40 @@ def _cache_dir() -> Path:
     return root
 
 
-def _key(source: bytes) -> str:
+def _key(source: bytes, extra: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     h.update(_version().encode())
-    h.update(" ".join(_flags(source)).encode())
+    h.update(" ".join(_flags(source) + extra).encode())
     h.update(source)
     return h.hexdigest()
 
 
-def compile_source(source: bytes) -> tuple[bool, str]:
-    """Compile one source; return (ok, compiler log). Passing builds are remembered."""
+def compile_source(source: bytes, extra: tuple[str, ...] = ()) -> tuple[bool, str]:
+    """Compile one source (with `extra` flags); return (ok, compiler log). Passing builds are remembered with their
+    log, so a cached answer carries the same warnings."""
     if not _version():
         return True, "nvcc is not installed"
-    marker = _cache_dir() / f"{_key(source)}.ok"
+    marker = _cache_dir() / f"{_key(source, extra)}.ok"
     if marker.exists():
-        return True, "cached"
+        return True, marker.read_text() or "cached"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "source.cu"
         path.write_bytes(source)
         proc = subprocess.run(
-            ["nvcc", *_flags(source), str(path), "-o", str(Path(tmp) / "out.o")],
+            ["nvcc", *_flags(source), *extra, str(path), "-o", str(Path(tmp) / "out.o")],
             capture_output=True,
             text=True,
             timeout=300,
             check=False,
         )
     if proc.returncode == 0:
-        marker.touch()
+        marker.write_text(proc.stderr)
     return proc.returncode == 0, proc.stderr
 
 
-def compile_many(sources: list[bytes]) -> list[tuple[bool, str]]:
-    """Compile several sources on every core at once."""
+def compile_many(sources: list[bytes], verbose: bool = False) -> list[tuple[bool, str]]:
+    """Compile several sources on every core at once (`verbose`: with ptxas' resource report and warnings)."""
     workers = max(1, os.cpu_count() or 1)
+    extra = ("-Xptxas=-v",) if verbose else ()
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(compile_source, sources))
+        return list(pool.map(lambda s: compile_source(s, extra), sources))

@@ -14,7 +14,8 @@ process is another process on the GPU to the gate, which then withholds "verifie
 - `odd`: every shape at 1025 x 1023 x 259 and 65 x 70 x 61 on each kernel (one seed, short timing:
   correctness), then the fastest shape at 4095 x 4097 x 1023, 16384 x 64 x 1024 and 64 x 16384 x 1024 with
   full timing, and the SIMT steps (coalesced mapping, shared tiles) at 1025 x 1023 x 259;
-- `tf32`: only the TF32 shapes of `perf`;
+- `tf32`: only the TF32 shapes of `perf`, then the register-operand TF32 shapes on `sgemm_kt_while` (A stored
+  along its outputs) with the fastest `mma.sync` TF32 shape beside them;
 - `oddlarge`: only the large odd and tall-skinny sizes of `odd`, with the first shape of the prior (or the fastest
   when `perf` ran first);
 - `lineage`: `hgemm_nn` at 4096^3 through shared tiles (16 x 16, one output per thread), the SIMT register
@@ -182,6 +183,7 @@ def main() -> None:
     htn = (src / "bench/suite_ood/hgemm/tn_alpha_beta.cu", "hgemm_tn_ab")
     bnt = (src / "bench/contraction/problems/bgemm_nt_cast.cu", "bgemm_nt")
     ours = (src / "bench/suite/matmul/naive.cu", "matmul_naive")
+    kt = (src / "bench/contraction/problems/sgemm_kt_while.cu", "sgemm_kt_while")
     mma, tf32 = list(rules.MMA_CHOICES), list(rules.TF32_CHOICES)
     full = (4096, 4096, 4096)
 
@@ -245,7 +247,12 @@ def main() -> None:
                     for t in rules.SIMT_STEPS[:2]:
                         job("odd", target, t, (1025, 1023, 259), need=5, **quick)
             elif step == "tf32":
-                best_tf32 = fastest([job("tf32", ours, t, full) for t in tf32], tf32)
+                best_tf32 = fastest([job("tf32", ours, t, full) for t in tf32 if not t.problems("k", "o")], tf32)
+                # A stored along its outputs, B along k: the register-operand shapes that fit that orientation,
+                # and the fastest `mma.sync` TF32 shape on the same kernel.
+                simt = [t for t in best_tf32 if not t.wgmma][:1]
+                for t in [t for t in tf32 if t.regs and not t.problems("o", "k")] + simt:
+                    job("tf32", kt, t, full)
             elif step == "oddlarge":
                 # Only the large odd and tall-skinny sizes, with the prior's first shape of each kind (the fastest
                 # at 4096^3 when `perf` ran first): the shape's correctness at every small odd size is the GPU tests'.

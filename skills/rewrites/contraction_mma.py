@@ -76,11 +76,19 @@ class MmaTiles:
     # Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a) instead of `mma.sync`: `wm` warpgroups of 128 threads
     # each compute 64 x BN outputs (`wn` is 1), reading both operands from 128-byte-swizzled shared tiles.
     wgmma: bool = False
+    # TF32 wgmma only: the operand stored along its outputs is read from a padded shared tile into registers (the
+    # instruction's register operand, which has no layout constraint), the other is read K-major by the tensor
+    # cores, so no copy transposes anything. When that operand is B, the kernel computes the transposed product
+    # (C^T = B^T A^T): its `wm` warpgroups split N (BN = 64 * wm) and one wgmma's N is BM.
+    regs: bool = False
 
     @property
     def key(self) -> str:
         """Return the sizes as `mma128x128x32w2x4s2` (`tf32...` for the TF32 option, `xB` for launch bounds)."""
-        kind = ("wgtf32" if self.tf32 else "wg") if self.wgmma else ("tf32" if self.tf32 else "mma")
+        if self.wgmma:
+            kind = ("wgtf32r" if self.regs else "wgtf32") if self.tf32 else "wg"
+        else:
+            kind = "tf32" if self.tf32 else "mma"
         base = f"{kind}{self.bm}x{self.bn}x{self.bk}w{self.wm}x{self.wn}s{self.stages}"
         return base + (f"x{self.min_blocks}" if self.min_blocks else "") + (f"g{self.group}" if self.group else "")
 
@@ -106,7 +114,9 @@ class MmaTiles:
         """
         ce = 16 // self.elem_bytes
         if self.wgmma and self.tf32:
-            return rows, self.bk  # both operands K-major (wgmma transposes only 16-bit types)
+            if self.regs and layout == "o":
+                return self.bk, rows + 8  # read into registers: k rows, padded by 8 floats (see `_layout`)
+            return rows, self.bk  # K-major for the tensor cores (wgmma transposes only 16-bit types)
         r, cols = (rows, self.bk) if layout == "k" else (self.bk, rows)
         if not self.tf32:
             return r, cols
@@ -156,6 +166,8 @@ class MmaTiles:
         return out
 
     def _wgmma_problems(self, a_layout: str, b_layout: str) -> list[str]:
+        if self.regs:
+            return self._wgmma_regs_problems(a_layout, b_layout)
         out = []
         if self.wn != 1 or self.bm != 64 * self.wm or self.wm not in (1, 2, 3, 4):
             out.append("BM must be 64 rows per warpgroup (1 to 4 warpgroups along M, wn = 1)")
@@ -174,6 +186,32 @@ class MmaTiles:
                 out.append("each thread must copy whole 16-byte vectors of each tile")
             if self.tf32 and layout == "o" and (rows // 4) % (t // 32):
                 out.append("each warp must transpose whole 16 x 8 blocks of a tile stored along its outputs")
+        smem = self.smem_bytes(a_layout, b_layout)
+        if smem > SMEM_OPTIN:
+            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
+        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
+            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
+        return out
+
+    def _wgmma_regs_problems(self, a_layout: str, b_layout: str) -> list[str]:
+        out = []
+        if not self.tf32:
+            out.append("a register operand is built for TF32 only (16-bit types transpose in shared memory)")
+        if sorted((a_layout, b_layout)) != ["k", "o"]:
+            out.append("exactly one operand must be stored along its outputs (it goes to registers), the other along k")
+            return out
+        r_rows, s_rows = (self.bm, self.bn) if a_layout == "o" else (self.bn, self.bm)
+        if self.wn != 1 or self.wm not in (1, 2, 3, 4) or r_rows != 64 * self.wm:
+            out.append("the register operand's tile must be 64 outputs per warpgroup (1 to 4 warpgroups, wn = 1)")
+        if s_rows % 64 or not 64 <= s_rows <= 256:
+            out.append("the other operand's tile must be 64, 128, 192 or 256 outputs (one wgmma's N)")
+        if self.bk != 32:
+            out.append("BK must be 32 (one 128-byte swizzle row of floats)")
+        if not 2 <= self.stages <= 8:
+            out.append("2 to 8 pipeline stages")
+        t = self.threads
+        if (s_rows * 8) % t or t % (r_rows // 4) or (self.bk * r_rows // 4) % t:
+            out.append("each thread must copy whole 16-byte vectors of each tile")
         smem = self.smem_bytes(a_layout, b_layout)
         if smem > SMEM_OPTIN:
             out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
@@ -244,6 +282,11 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
+    # Hopper's warpgroup MMA (sm_90a) with the operand stored along its outputs read into registers (not yet timed).
+    MmaTiles(256, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True, regs=True),
     # Hopper's warpgroup MMA (sm_90a), both operands K-major in shared memory: correct but slower (1.54-2.74 ms:
     # contraction_search-2026-12-03-s7.md), the transposing copies of an operand stored along its outputs cost most.
     MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
@@ -308,8 +351,12 @@ class _AtomLayout(_Layout):
 def _layout(t: MmaTiles, rows: int, layout: str) -> _Layout:
     r, pc = t.shape(rows, layout)
     cols = rows if layout == "o" else t.bk
+    if t.wgmma and t.tf32 and t.regs and layout == "o":
+        # Read into registers with 32-bit loads: k rows of `rows` floats padded by 8, so the 32 lanes' reads of
+        # one fragment register (k = lane & 3, output = lane >> 2 + a multiple of 8) fall in 32 distinct banks.
+        return _Layout(t.bk, rows, rows + 8, 4, False)
     if t.wgmma and t.tf32:
-        return _Layout(rows, t.bk, t.bk, 4, True)  # K-major for both operands
+        return _Layout(rows, t.bk, t.bk, 4, True)  # K-major for the tensor cores
     if t.wgmma and layout == "o":
         return _AtomLayout(r, cols, 64, 8, True)
     return _Layout(r, cols, pc, 16 // t.elem_bytes, not t.tf32)
@@ -719,6 +766,8 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     then about 1e-3 of the sum itself, inside `TF32_TOLERANCE`'s rtol, and its random part has the RMS that
     tolerance was derived for (the spread of each operand's error is the same, 2^-10 / sqrt(12)).
     """
+    if t.regs:
+        return _generate_wgmma_regs_body(c, t, poly_text)
     kind = "tf32" if t.tf32 else ("bf16" if "bfloat16" in c.convert else "f16")
     u = "unsigned int" if t.tf32 else "unsigned short"
     eb = t.elem_bytes
@@ -841,6 +890,162 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     for (int ww_e = 0; ww_e < 4; ++ww_e) {{
       const long long ww_mi = ww_m0 + ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;
       const long long ww_nj = ww_n0 + ww_i * 8 + ww_t4 * 2 + (ww_e & 1);
+      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+      {c.i_type} {c.i} = ({c.i_type})ww_mi;
+      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
+      if ({epi_guard}) {{
+        {c.store}
+      }}
+    }}
+  }}
+}}"""
+
+
+def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> str:
+    """Return the TF32 warpgroup-MMA body whose operand stored along its outputs (R) is a register operand.
+
+    wgmma's .tf32 form reads a shared-memory operand only K-major, but its A operand may come from registers,
+    whose layout is free. The operand stored along its outputs (R: `[k][outputs]` in global) is copied by
+    `cp.async` as it lies into padded k rows, and each thread reads its fragment (for warp `q` of warpgroup `w`,
+    lane (g, t): outputs `64 w + 16 q + g (+ 8)`, k `t (+ 4)` of each k8 step) with 32-bit loads in 32 distinct
+    banks, rounding each to TF32 (`cvt.rna`); the other operand (S, k-contiguous) is copied into a 128-byte-swizzled
+    K-major tile that the tensor cores read through a descriptor (truncating to TF32, as the K-major TF32 path
+    does). When R is A the product is computed as written (warpgroups split M); when R is B the kernel computes
+    C^T = B^T A^T (the same sums of the same products, each output's terms in the tensor core's own order): the
+    warpgroups split N and each accumulator (row, column) of the wgmma is the output (column, row). Nothing but the
+    order of each output's sum and the TF32 rounding of operands changes: `TF32_TOLERANCE`, as for the other TF32
+    shapes. A fragment register must not change while a wgmma that reads it is in flight: with one group kept in
+    flight (4 or more stages) it runs across the next tile's barrier and copies, and is awaited before the
+    registers are read into again.
+    """
+    r_is_a = c.a.layout == "o"
+    rop, sop = (c.a, c.b) if r_is_a else (c.b, c.a)
+    rw, sw = ("A", "B") if r_is_a else ("B", "A")
+    r_rows, s_rows = (t.bm, t.bn) if r_is_a else (t.bn, t.bm)
+    lr, ls = _layout(t, r_rows, "o"), _layout(t, s_rows, "k")
+    r_decl, r_copy = _copy(rop, rw, t, lr)
+    s_decl, s_copy = _copy(sop, sw, t, ls)
+    a_decl, a_copy, b_decl, b_copy = (r_decl, r_copy, s_decl, s_copy) if r_is_a else (s_decl, s_copy, r_decl, r_copy)
+    s_stage = ls.elems * 4
+    smem = t.smem_bytes(c.a.layout, c.b.layout)
+    n_acc = s_rows // 2
+    flight = 1 if t.stages >= 4 else 0
+    ahead = t.stages - 1 - flight
+
+    def vec_test(op: Any, which: str) -> str:
+        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
+        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % 4 == 0)"
+
+    s_bits = _descriptor_bits(16, 1024)
+    regs = ", ".join(f"%{i}" for i in range(n_acc))
+    outs = ", ".join(f'"+f"(ww_acc[{i}])' for i in range(n_acc))
+    cvt = 'asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"({d}) : "f"({s}));\n'
+
+    def tile() -> str:
+        loads = []
+        for ks in range(t.bk // 8):
+            for e, (do, dk) in enumerate(((0, 0), (8, 0), (0, 4), (8, 4))):
+                src = f"ww_rt[{(ks * 8 + dk) * lr.pcols + do}]"
+                loads.append("    " + cvt.format(d=f"ww_fr[{ks * 4 + e}]", s=src))
+        mmas = []
+        for ks in range(t.bk // 8):
+            a_in = ", ".join(f"%{n_acc + i}" for i in range(4))
+            mmas.append(
+                f"    {{\n"
+                f"      const unsigned long long ww_ds = (unsigned long long)(((ww_s0 + {ks * 32}u) & 0x3FFFFu) >> 4)"
+                f" | {s_bits}ull;\n"
+                f'      asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n_acc + 5}, 0;\\n'
+                f"wgmma.mma_async.sync.aligned.m64n{s_rows}k8.f32.tf32.tf32 {{{regs}}}, {{{a_in}}}, "
+                f'%{n_acc + 4}, p, 1, 1;\\n}}\\n" : {outs} : '
+                + ", ".join(f'"r"(ww_fr[{ks * 4 + i}])' for i in range(4))
+                + ', "l"(ww_ds), "r"(1));\n    }\n'
+            )
+        copies = (
+            f"    if (ww_u + {ahead} < ww_T) {{\n      const long long ww_kt = (long long)(ww_u + {ahead}) * {t.bk};\n"
+            f"{_ind(a_copy + b_copy, '')}    }}\n"
+            '    asm volatile("cp.async.commit_group;\\n" ::);\n'
+            f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
+        )
+        # With one group kept in flight, the previous tile's group is awaited only after this tile's barrier and
+        # copies, just before the fragment registers it read are written again: it runs across the barrier.
+        wait = '    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");\n'
+        return (
+            f'    asm volatile("cp.async.wait_group {ahead - 1};\\n" ::: "memory");\n'
+            '    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n'
+            "    __syncthreads();\n"
+            f"{copies}"
+            f"{wait if flight else ''}"
+            f"    const float *ww_rt = ww_Rs + ww_rs * {lr.elems} + ww_rbase;\n"
+            f"{''.join(loads)}"
+            f"    const unsigned ww_s0 = ww_sS + ww_rs * {s_stage}u;\n"
+            '    asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");\n'
+            f"{''.join(mmas)}"
+            '    asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");\n'
+            f"{'' if flight else wait}"
+            f"    ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;\n"
+        )
+
+    loop = "  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {\n    const int ww_u = ww_t;\n" + tile() + "  }\n"
+    frag_decl = "unsigned ww_fr[16];"
+    o_m, o_n = ("ww_o", "ww_s") if r_is_a else ("ww_s", "ww_o")
+    epi_guard = c.guard or "true"
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    what = "C = A B" if r_is_a else "C^T = B^T A^T"
+    return f"""{{
+  // warpwise untiled-contraction (warpgroup tensor cores, TF32): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
+  // {t.stages}-stage cp.async pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{s_rows}k8 tf32 ({what}) with
+  // {rw} read into registers from padded shared rows and {sw} read K-major by the tensor cores from a
+  // 128-byte-swizzled tile, float accumulation (sm_90a); launched as
+  // <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>, {smem} bytes of dynamic shared memory (after
+  // cudaFuncSetAttribute).
+  const long long ww_M = {poly_text(c.m_bound)};
+  const long long ww_N = {poly_text(c.n_bound)};
+  const long long ww_K = {poly_text(c.k_bound)};
+  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
+  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
+  const bool ww_vec_A = {vec_test(c.a, "A")};
+  const bool ww_vec_B = {vec_test(c.b, "B")};
+  const unsigned int *ww_pA = reinterpret_cast<const unsigned int *>({c.a.name});
+  const unsigned int *ww_pB = reinterpret_cast<const unsigned int *>({c.b.name});
+  extern __shared__ uint4 ww_dsmem[];
+  const unsigned ww_sbase = (unsigned)__cvta_generic_to_shared(ww_dsmem);
+  const unsigned ww_sS = (ww_sbase + 1023u) & ~1023u;
+  const unsigned ww_sR = ww_sS + {t.stages * s_stage}u;
+  const unsigned ww_s{sw} = ww_sS, ww_s{rw} = ww_sR;
+  const float *const ww_Rs =
+      reinterpret_cast<const float *>(reinterpret_cast<const char *>(ww_dsmem) + (ww_sR - ww_sbase));
+  const int ww_tid = threadIdx.x;
+  const int ww_lane = ww_tid & 31, ww_wg = ww_tid >> 7, ww_wq = (ww_tid >> 5) & 3;
+  const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
+  const int ww_rbase = ww_t4 * {lr.pcols} + ww_wg * 64 + ww_wq * 16 + ww_g;
+{_tile_origin(t)}
+  float ww_acc[{n_acc}];
+#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc}; ++ww_i) {{
+    ww_acc[ww_i] = 0.0f;
+  }}
+{a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
+  int ww_st = 0, ww_rs = 0;
+#pragma unroll
+  for (int ww_s = 0; ww_s < {ahead}; ++ww_s) {{
+    if (ww_s < ww_T) {{
+      const long long ww_kt = (long long)ww_s * {t.bk};
+{_ind(a_copy + b_copy, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+    ww_st = ww_st + 1;
+  }}
+  {frag_decl}
+{loop}  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+  asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
+#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
+#pragma unroll
+    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+      const long long ww_o = ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;
+      const long long ww_s = ww_i * 8 + ww_t4 * 2 + (ww_e & 1);
+      const long long ww_mi = ww_m0 + {o_m}, ww_nj = ww_n0 + {o_n};
       if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
       {c.i_type} {c.i} = ({c.i_type})ww_mi;
       {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}

@@ -1118,7 +1118,7 @@ def generate_step_body(c: Contraction, t: SimtStep) -> str:
 
 
 _TILE_ARGS = ("bm", "bn", "bk", "tm", "tn", "min_blocks")
-_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32", "group", "wgmma")
+_MMA_ARGS = ("bm", "bn", "bk", "wm", "wn", "stages", "min_blocks", "tf32", "group", "wgmma", "regs")
 # Tile sizes a search may choose from (each generated, compiled and measured on the H200: see card.md).
 TILE_CHOICES = (
     Tiles(128, 128, 8, 8, 8, 2),
@@ -1525,8 +1525,9 @@ def tiles_of(args: dict[str, Any]) -> Tiles | MmaTiles | SimtStep:
     if "step" in args:
         return SimtStep(str(args["step"]), int(args.get("bs", 16)))
     if "wm" in args:
-        kw: dict[str, Any] = {k: int(v) for k, v in args.items() if k in _MMA_ARGS and k not in ("tf32", "wgmma")}
-        return MmaTiles(**kw, tf32=bool(args.get("tf32", False)), wgmma=bool(args.get("wgmma", False)))
+        flags = ("tf32", "wgmma", "regs")
+        kw: dict[str, Any] = {k: int(v) for k, v in args.items() if k in _MMA_ARGS and k not in flags}
+        return MmaTiles(**kw, **{f: bool(args.get(f, False)) for f in flags})
     return Tiles(**{k: int(v) for k, v in args.items() if k in _TILE_ARGS})
 
 
@@ -1535,8 +1536,8 @@ def tile_args(t: Tiles | MmaTiles | SimtStep) -> dict[str, Any]:
     if isinstance(t, SimtStep):
         return {"step": t.kind, "bs": t.bs}
     names = _MMA_ARGS if isinstance(t, MmaTiles) else _TILE_ARGS
-    # `group` and `wgmma` are named only when set, so the arguments of the shapes that predate them are unchanged.
-    return {k: getattr(t, k) for k in names if k not in ("group", "wgmma") or getattr(t, k)}
+    # `group`, `wgmma` and `regs` are named only when set: the arguments of the shapes that predate them are unchanged.
+    return {k: getattr(t, k) for k in names if k not in ("group", "wgmma", "regs") or getattr(t, k)}
 
 
 def choices_for(c: Contraction, tolerance: tuple[float, float] | None = None) -> tuple[Tiles | MmaTiles, ...]:

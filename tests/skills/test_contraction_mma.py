@@ -74,7 +74,11 @@ def test_half_operands_get_tensor_cores_first_and_float_needs_a_tolerance() -> N
     assert uc.choices_for(single) == uc.TILE_CHOICES  # no tolerance known: no TF32
     assert uc.choices_for(single, (1e-4, 1e-3)) == uc.TILE_CHOICES  # the public SGEMM problems' tolerance
     loose = uc.choices_for(single, (2e-2, 1e-1))
-    assert loose[len(uc.TILE_CHOICES) :] == cm.TF32_CHOICES
+    # Every TF32 shape that fits the kernel's layouts (a register-operand shape fits one orientation of two).
+    assert loose[len(uc.TILE_CHOICES) :] == tuple(t for t in cm.TF32_CHOICES if not t.problems("k", "o"))
+    assert any(getattr(t, "regs", False) for t in loose) and any(
+        t.regs and t.problems("k", "o") for t in cm.TF32_CHOICES
+    )
     assert all(t.tf32 for t in cm.TF32_CHOICES) and not any(t.tf32 for t in cm.MMA_CHOICES)
 
 
@@ -87,7 +91,8 @@ def test_problem_tolerance_is_read_literally() -> None:
 
 def test_shape_problems() -> None:
     assert PORTABLE in cm.MMA_CHOICES and not PORTABLE.wgmma and not PORTABLE.dynamic("k", "o")
-    assert all(t.problems("k", "o") == [] for t in cm.MMA_CHOICES + cm.TF32_CHOICES)
+    assert all(t.problems("k", "o") == [] for t in cm.MMA_CHOICES + cm.TF32_CHOICES if not t.regs)
+    assert all(t.problems("k", "o") == [] or t.problems("o", "k") == [] for t in cm.TF32_CHOICES)
     assert cm.MmaTiles(128, 128, 32, 2, 4, 4).problems("k", "o") == []  # 64 KiB: dynamic shared memory
     assert cm.MmaTiles(128, 128, 32, 2, 4, 4).dynamic("k", "o") and not PORTABLE.dynamic("k", "o")
     assert cm.MmaTiles(256, 256, 64, 4, 4, 4).problems("k", "o")  # 256 KiB: more than a block may use
@@ -146,8 +151,10 @@ def _sources() -> tuple[list[bytes], list[str]]:
             sources.append(out)
             labels.append(f"{fn.name} {t.key}")
     for path in ("pos_nn_basic.cu", "pos_while_tt.cu"):
-        model, fn, _ = _kernel(FIXTURES / path)
+        model, fn, c = _kernel(FIXTURES / path)
         for t in cm.TF32_CHOICES:
+            if t.regs and t.problems(c.a.layout, c.b.layout):
+                continue  # a register-operand shape fits one of the two orientations (see its own test)
             out = uc.rewrite_source(model, fn.name, t)
             assert out is not None, (fn.name, t.key)
             sources.append(out)
@@ -326,7 +333,7 @@ def test_wgmma_kernels_are_built_for_the_architecture_specific_target() -> None:
     assert target_arch(text, "sm_100") == "sm_100"  # only sm_90 has an `a` target that runs wgmma
 
 
-@pytest.mark.parametrize("t", [t for t in cm.TF32_CHOICES if t.wgmma], ids=lambda t: t.key)
+@pytest.mark.parametrize("t", [t for t in cm.TF32_CHOICES if t.wgmma and not t.regs], ids=lambda t: t.key)
 def test_tf32_wgmma_tiles_are_k_major_and_the_transposing_stores_conflict_free(t: cm.MmaTiles) -> None:
     for rows in (t.bm, t.bn):
         lay = cm._layout(t, rows, "o")  # K-major whatever the global layout
@@ -345,3 +352,57 @@ def test_tf32_wgmma_tiles_are_k_major_and_the_transposing_stores_conflict_free(t
                     banks.add(word % 32)
                 assert len(banks) == 32, (t.key, unit, e)
     assert t.problems("o", "o") == [] and t.problems("k", "o") == []
+
+
+REGS = [t for t in cm.TF32_CHOICES if t.regs]
+
+
+@pytest.mark.parametrize("t", REGS, ids=lambda t: t.key)
+def test_tf32_register_operand_reads_are_conflict_free_and_the_other_operand_is_k_major(t: cm.MmaTiles) -> None:
+    # The shape fits the orientation whose register operand (stored along its outputs) has 64 outputs per
+    # warpgroup: A when BM is 64 * wm, else B (the kernel then computes C^T = B^T A^T).
+    fits = [(a, b) for a, b in (("o", "k"), ("k", "o")) if not t.problems(a, b)]
+    assert fits, t.key
+    assert t.problems("o", "o") and t.problems("k", "k")  # one operand in registers, the other K-major
+    for a, b in fits:
+        r_rows, s_rows = (t.bm, t.bn) if a == "o" else (t.bn, t.bm)
+        lr, ls = cm._layout(t, r_rows, "o"), cm._layout(t, s_rows, "k")
+        for r in range(s_rows):
+            for ch in range(8):
+                assert _value(ls.off(str(r), str(ch))) * 4 == r * 128 + ((ch ^ (r & 7)) * 16)
+        # Each fragment register of each k8 step: lane (g, t4) reads k row 8 ks + dk + t4, output
+        # 64 w + 16 q + do + g of the padded tile: 32 distinct banks for every warp of every warpgroup.
+        for w in range(t.wm):
+            for q in range(4):
+                for ks in range(t.bk // 8):
+                    for do, dk in ((0, 0), (8, 0), (0, 4), (8, 4)):
+                        banks = set()
+                        for lane in range(32):
+                            g, t4 = lane >> 2, lane & 3
+                            word = (8 * ks + dk + t4) * lr.pcols + 64 * w + 16 * q + do + g
+                            banks.add(word % 32)
+                        assert len(banks) == 32, (t.key, w, q, ks, do, dk)
+        assert t.smem_bytes(a, b) <= cm.SMEM_OPTIN
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
+def test_tf32_register_operand_kernels_compile_without_serialized_wgmma() -> None:
+    # ptxas serializes wgmma (warning C7513) when a register a wgmma reads may change while it is in flight;
+    # the generator awaits the previous group before it reads the next fragments, so no shape may warn.
+    sources, labels = [], []
+    for rel, kernel in (
+        ("bench/suite/matmul/naive.cu", "matmul_naive"),
+        ("bench/contraction/problems/sgemm_kt_while.cu", "sgemm_kt_while"),
+    ):
+        model, fn, c = _kernel(ROOT / rel, kernel)
+        for t in REGS:
+            if t.problems(c.a.layout, c.b.layout):
+                continue
+            out = uc.rewrite_source(model, fn.name, t)
+            assert out is not None and b"wgmma.mma_async.sync.aligned.m64n" in out, (kernel, t.key)
+            sources.append(out)
+            labels.append(f"{kernel} {t.key}")
+    assert len(labels) >= 6
+    for label, (ok, log) in zip(labels, compile_many(sources, verbose=True), strict=True):
+        assert ok, f"{label}: {log}"
+        assert "C7513" not in log and "spill" not in log.replace("0 bytes spill", ""), f"{label}: {log}"

@@ -74,8 +74,16 @@ def test_tf32_and_the_one_d_mapping_are_correct(gate: Gate) -> None:
     loose = dataclasses.replace(QUICK, tolerance=cm.TF32_TOLERANCE)
     for tiles in cm.TF32_CHOICES:
         _check(gate, "bench/suite/matmul/naive.cu", "matmul_naive", tiles, (1025, 1023, 259), loose)
+    # The register-operand shapes with A stored along its outputs (B along k), at both odd sizes, and on
+    # matmul_naive at the small odd size (B along its outputs: the transposed product).
+    for tiles in [t for t in cm.TF32_CHOICES if t.regs]:
+        for sizes in ((1025, 1023, 259), (65, 70, 61)):
+            if not tiles.problems("o", "k"):
+                _check(gate, "bench/contraction/problems/sgemm_kt_while.cu", "sgemm_kt_while", tiles, sizes, loose)
+            if not tiles.problems("k", "o") and sizes[0] == 65:
+                _check(gate, "bench/suite/matmul/naive.cu", "matmul_naive", tiles, sizes, loose)
     # A stored along its outputs (TN): the TF32 wgmma shapes transpose it on its way to shared memory.
-    for tiles in [t for t in cm.TF32_CHOICES if t.wgmma]:
+    for tiles in [t for t in cm.TF32_CHOICES if t.wgmma and not t.regs]:
         _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", tiles, (1025, 1023, 259), loose)
     # gemm_tn (1-D launch, i = idx / N, j = idx % N): the exact SIMT rewrite.
     _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", uc.Tiles(), (1025, 1023, 259), QUICK)
