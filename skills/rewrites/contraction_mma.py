@@ -274,6 +274,14 @@ shape that builds and runs on every GPU with tensor cores (0.377 ms; the default
 `contraction-without-tensor-cores`), then the rest fastest first (0.374 to 0.548 ms: deeper k tiles, deeper
 pipelines and 8-warp tiles past 48 KiB change less than 1%)."""
 TF32_CHOICES = (
+    # Hopper's warpgroup MMA (sm_90a) with the operand stored along its outputs read into registers: 0.502 ms on
+    # `matmul_naive` (B in registers, BM 256 = one wgmma's N) and 0.542 ms on `sgemm_kt_while` (A in registers, BN
+    # 256); each fits one of the two orientations.
+    MmaTiles(256, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True, regs=True),
+    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    # `mma.sync` m16n8k8 (any GPU with TF32 tensor cores), padded shared tiles.
     MmaTiles(128, 128, 32, 2, 2, 3, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 2, 4, 2, tf32=True),
     MmaTiles(128, 256, 16, 2, 4, 4, 1, tf32=True),
@@ -282,20 +290,16 @@ TF32_CHOICES = (
     MmaTiles(128, 128, 16, 2, 4, 2, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 4, 2, tf32=True, group=8),
-    # Hopper's warpgroup MMA (sm_90a) with the operand stored along its outputs read into registers (not yet timed).
-    MmaTiles(256, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
-    MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
-    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
-    MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True, regs=True),
-    # Hopper's warpgroup MMA (sm_90a), both operands K-major in shared memory: correct but slower (1.54-2.74 ms:
-    # contraction_search-2026-12-03-s7.md), the transposing copies of an operand stored along its outputs cost most.
-    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
+    # Warpgroup MMA with both operands K-major in shared memory: the transposing copies of an operand stored along
+    # its outputs cost most (1.54-2.74 ms); the only wgmma form when both operands are stored along their outputs.
     MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True),
+    MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
     MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True),
 )
-"""TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`), fastest first on
-`matmul_naive` at 4096^3 (bench/results/contraction_wgmma-2026-12-03-s7.md: 0.889 ms, then 0.949, 0.978, 1.095, 1.274,
-1.374, 2.003 and 2.032 ms)."""
+"""TF32 shapes (float operands; offered only when the problem's tolerance admits `TF32_TOLERANCE`), fastest first,
+as timed by the gate on the H200 at 4096^3 (bench/results/contraction_tf32-2026-12-03-s8.md; cuBLAS TF32 0.346 ms):
+`matmul_naive` 0.502, 0.589 and 0.676 ms with the register operand, then `mma.sync` 0.892, 0.949, 0.979, 1.096,
+1.270, 1.373, 2.008 and 2.037 ms, then the transposing wgmma shapes 1.542, 2.745 and 2.578 ms."""
 
 
 @dataclass(frozen=True)

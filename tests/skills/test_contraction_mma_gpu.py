@@ -73,7 +73,8 @@ def test_every_tensor_core_shape_is_correct(gate: Gate, rel: str, kernel: str, s
 def test_tf32_and_the_one_d_mapping_are_correct(gate: Gate) -> None:
     loose = dataclasses.replace(QUICK, tolerance=cm.TF32_TOLERANCE)
     for tiles in cm.TF32_CHOICES:
-        _check(gate, "bench/suite/matmul/naive.cu", "matmul_naive", tiles, (1025, 1023, 259), loose)
+        if not tiles.problems("k", "o"):  # a register-operand shape fits one orientation of two
+            _check(gate, "bench/suite/matmul/naive.cu", "matmul_naive", tiles, (1025, 1023, 259), loose)
     # The register-operand shapes with A stored along its outputs (B along k), at both odd sizes, and on
     # matmul_naive at the small odd size (B along its outputs: the transposed product).
     for tiles in [t for t in cm.TF32_CHOICES if t.regs]:
