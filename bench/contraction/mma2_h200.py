@@ -18,10 +18,12 @@ process is another process on the GPU to the gate, which then withholds "verifie
   along its outputs) with the fastest `mma.sync` TF32 shape beside them;
 - `oddlarge`: only the large odd and tall-skinny sizes of `odd`, with the first shape of the prior (or the fastest
   when `perf` ran first);
+- `simt`: float32 without TF32: every exact SIMT register-tile shape on `matmul_naive` and the OOD suite's
+  `sgemm_naive_nn` at 4096^3 (cuBLAS fp32 with TF32 off is in `cublas`);
 - `lineage`: `hgemm_nn` at 4096^3 through shared tiles (16 x 16, one output per thread), the SIMT register
-  tiles (4x4 and 8x8 per thread, 16-byte loads, padded shared tiles), tensor cores with double buffering and the
-  fastest multi-stage shape, each profiled;
-- `cublas` (last): torch.mm in float16, bfloat16 and TF32 at the sizes below;
+  tiles (4x4 and 8x8 per thread, 16-byte loads, padded shared tiles), tensor cores with double buffering, the
+  portable three-stage 64 x 64-warp-tile shape and the fastest shape (wgmma on the H200), each profiled;
+- `cublas` (last): torch.mm in float16, bfloat16 and TF32 at the sizes below, and float32 with TF32 off at 4096^3;
 - `peak` (last): the H200's `mma.sync` m16n8k16 f32 rate from registers (independent chains, no memory), the
   ceiling of any kernel built on it;
 - `search`: `warpwise optimize` from `hgemm_nn` at its problem size (lineage plans off, screening on).
@@ -184,6 +186,7 @@ def main() -> None:
     bnt = (src / "bench/contraction/problems/bgemm_nt_cast.cu", "bgemm_nt")
     ours = (src / "bench/suite/matmul/naive.cu", "matmul_naive")
     kt = (src / "bench/contraction/problems/sgemm_kt_while.cu", "sgemm_kt_while")
+    sgemm_nn = (src / "bench/suite_ood/sgemm/nn_swapped_alpha_beta.cu", "sgemm_naive_nn")
     mma, tf32 = list(rules.MMA_CHOICES), list(rules.TF32_CHOICES)
     full = (4096, 4096, 4096)
 
@@ -256,16 +259,26 @@ def main() -> None:
             elif step == "oddlarge":
                 # Only the large odd and tall-skinny sizes, with the prior's first shape of each kind (the fastest
                 # at 4096^3 when `perf` ran first): the shape's correctness at every small odd size is the GPU tests'.
+                rows64 = [t for t in mma if t.wgmma and t.bm == 64][:1]
                 for sizes in ((4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
                     for target in (hn, htn, bnt):
                         job("oddlarge", target, best[0], sizes)
+                        if sizes[0] <= 64:
+                            for t in rows64:  # one warpgroup of 64 rows: a block row that M fills
+                                job("oddlarge", target, t, sizes)
                     job("oddlarge", ours, best_tf32[0], sizes)
+            elif step == "simt":
+                # float32 without TF32: the exact SIMT register-tile shapes on two naive SGEMMs of different styles.
+                for target in (ours, sgemm_nn):
+                    for t in rules.TILE_CHOICES:
+                        job("simt", target, t, full, need=20)
             elif step == "lineage":
                 steps_ = [
                     rules.SimtStep("shared", 16),
                     rules.Tiles(64, 64, 16, 4, 4, 0),
                     rules.Tiles(128, 128, 8, 8, 8, 2),
                     rules.MmaTiles(128, 128, 32, 2, 4, 2, 2),
+                    rules.MmaTiles(128, 128, 32, 2, 2, 3, 2),
                     best[0],
                 ]
                 for t in steps_:
@@ -298,7 +311,7 @@ def main() -> None:
             out["torch"] = torch.__version__
             rows = []
             for m, n, k in (full, (4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
-                for dt in ("f16", "bf16", "tf32"):
+                for dt in ("f16", "bf16", "tf32") + (("f32",) if (m, n, k) == full else ()):
                     rows.append(cublas_ms(m, n, k, dt))
                     log("cuBLAS", dt, m, n, k, f"{rows[-1]['median_ms']:.4f} ms")
             out["steps"]["cublas"] = rows
