@@ -259,14 +259,22 @@ def main() -> None:
             elif step == "oddlarge":
                 # Only the large odd and tall-skinny sizes, with the prior's first shape of each kind (the fastest
                 # at 4096^3 when `perf` ran first): the shape's correctness at every small odd size is the GPU tests'.
-                rows64 = [t for t in mma if t.wgmma and t.bm == 64][:1]
+                def fitting(shapes: list[Any], sizes: Any, a: str, b: str) -> list[Any]:
+                    # The first shape of the prior whose block tile the output fills (a 64-row or 64-column output
+                    # leaves most of a 128 x 256 tile idle), when the first shape overall does not fit it.
+                    ok = [t for t in shapes if not t.problems(a, b)]
+                    if ok and ok[0].bm <= sizes[0] and ok[0].bn <= sizes[1]:
+                        return []
+                    return [t for t in ok if t.bm <= sizes[0] and t.bn <= sizes[1]][:1]
+
                 for sizes in ((4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
-                    for target in (hn, htn, bnt):
+                    for target, lay in ((hn, ("k", "o")), (htn, ("o", "o")), (bnt, ("k", "k"))):
                         job("oddlarge", target, best[0], sizes)
-                        if sizes[0] <= 64:
-                            for t in rows64:  # one warpgroup of 64 rows: a block row that M fills
-                                job("oddlarge", target, t, sizes)
+                        for t in fitting(mma, sizes, *lay):
+                            job("oddlarge", target, t, sizes)
                     job("oddlarge", ours, best_tf32[0], sizes)
+                    for t in fitting(tf32, sizes, "k", "o"):
+                        job("oddlarge", ours, t, sizes)
             elif step == "simt":
                 # float32 without TF32: the exact SIMT register-tile shapes on two naive SGEMMs of different styles.
                 for target in (ours, sgemm_nn):

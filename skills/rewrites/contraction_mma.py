@@ -281,6 +281,10 @@ TF32_CHOICES = (
     MmaTiles(128, 256, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
     MmaTiles(128, 128, 32, 2, 1, 3, 2, tf32=True, wgmma=True, regs=True),
     MmaTiles(128, 128, 32, 2, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    # For outputs of 64 rows or 64 columns (B in registers; not yet timed at 4096^3): one wgmma's N of 64 rows
+    # with four warpgroups along N, or one warpgroup of 64 columns with a wgmma's N of 256 rows.
+    MmaTiles(64, 256, 32, 4, 1, 4, 1, tf32=True, wgmma=True, regs=True),
+    MmaTiles(256, 64, 32, 1, 1, 4, 1, tf32=True, wgmma=True, regs=True),
     # `mma.sync` m16n8k8 (any GPU with TF32 tensor cores), padded shared tiles.
     MmaTiles(128, 128, 32, 2, 2, 3, 2, tf32=True),
     MmaTiles(128, 128, 16, 2, 2, 4, 2, tf32=True),
