@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.parse import SourceFile
 
 if TYPE_CHECKING:
@@ -235,3 +236,74 @@ def expression_macros(defines: list[Node], src: bytes) -> dict[str, ExpressionMa
         if expr is not None:
             found[name] = ExpressionMacro(name, params, wrapped, expr)
     return {k: v for k, v in found.items() if v is not None}
+
+
+def file_expression_macros(model: FileModel) -> dict[str, ExpressionMacro]:
+    """Return `expression_macros` of a model's file, read once per model (several recognisers expand them)."""
+    key = "warpwise.analyzers.macros.expression_macros"
+    got: dict[str, ExpressionMacro] | None = model.memo.get(key)
+    if got is None:
+        got = expression_macros(file_function_macro_defs(model), model.text)
+        model.memo[key] = got
+    return got
+
+
+def expansion_poly(
+    macros: dict[str, ExpressionMacro],
+    macro: ExpressionMacro,
+    node: Node | None,
+    env: dict[str, Poly],
+    depth: int = 0,
+    max_depth: int = 24,
+) -> Poly | None:
+    """Read a macro body's integer expression as a polynomial, its parameters replaced by their arguments' values.
+
+    Only `+`, `-`, `*`, casts, parentheses, integer literals, names and calls of other expression macros are read,
+    so a macro accepted here has no side effects; a name that is not a parameter (an object-like macro, a constant)
+    is a symbol of its own, the same in every thread.
+    """
+    if node is None or depth > max_depth:
+        return None
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    text = macro.source[node.start_byte : node.end_byte].decode(errors="replace")
+
+    def read(n: Node | None) -> Poly | None:
+        return expansion_poly(macros, macro, n, env, depth + 1, max_depth)
+
+    if node.type == "number_literal":
+        try:
+            return Poly.const(int(text.rstrip("uUlL"), 0))
+        except ValueError:
+            return None
+    if node.type == "identifier":
+        return env.get(text, Poly.atom(text))
+    if node.type == "cast_expression":
+        return read(node.child_by_field_name("value"))
+    if node.type == "call_expression":
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        inner_macro = macros.get(macro.source[fn.start_byte : fn.end_byte].decode(errors="replace")) if fn else None
+        items = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+        if inner_macro is None or len(items) != len(inner_macro.params):
+            return None
+        values = [read(a) for a in items]
+        if any(v is None for v in values):
+            return None
+        inner_env = {k: v for k, v in zip(inner_macro.params, values, strict=True) if v is not None}
+        return expansion_poly(macros, inner_macro, inner_macro.expr, inner_env, depth + 1, max_depth)
+    if node.type == "unary_expression":
+        op = node.child_by_field_name("operator")
+        arg = read(node.child_by_field_name("argument"))
+        sign = macro.source[op.start_byte : op.end_byte] if op is not None else b""
+        if arg is None or sign not in (b"-", b"+"):
+            return None
+        return arg.scale(-1) if sign == b"-" else arg
+    if node.type == "binary_expression":
+        op = node.child_by_field_name("operator")
+        a = read(node.child_by_field_name("left"))
+        b = read(node.child_by_field_name("right"))
+        o = macro.source[op.start_byte : op.end_byte] if op is not None else b""
+        if a is None or b is None or o not in (b"+", b"-", b"*"):
+            return None
+        return a + b if o == b"+" else a - b if o == b"-" else a * b
+    return None

@@ -158,12 +158,16 @@ class MmaTiles:
                 out.append("each thread must copy one 16-byte column of each tile")
         if a_layout not in ("k", "o") or b_layout not in ("k", "o"):
             out.append("an operand is contiguous along neither k nor its output coordinate")
+        return out + self._smem_problems(a_layout, b_layout)
+
+    def _smem_problems(self, a_layout: str, b_layout: str) -> list[str]:
+        """Return why the pipeline's shared memory does not fit a block, or `min_blocks` blocks an SM."""
         smem = self.smem_bytes(a_layout, b_layout)
         if smem > SMEM_OPTIN:
-            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
-        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
-            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
-        return out
+            return [f"{smem} bytes of shared memory is more than a block may use (227 KiB)"]
+        if self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
+            return [f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM"]
+        return []
 
     def _wgmma_problems(self, a_layout: str, b_layout: str) -> list[str]:
         if self.regs:
@@ -186,12 +190,7 @@ class MmaTiles:
                 out.append("each thread must copy whole 16-byte vectors of each tile")
             if self.tf32 and layout == "o" and (rows // 4) % (t // 32):
                 out.append("each warp must transpose whole 16 x 8 blocks of a tile stored along its outputs")
-        smem = self.smem_bytes(a_layout, b_layout)
-        if smem > SMEM_OPTIN:
-            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
-        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
-            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
-        return out
+        return out + self._smem_problems(a_layout, b_layout)
 
     def _wgmma_regs_problems(self, a_layout: str, b_layout: str) -> list[str]:
         out = []
@@ -212,12 +211,80 @@ class MmaTiles:
         t = self.threads
         if (s_rows * 8) % t or t % (r_rows // 4) or (self.bk * r_rows // 4) % t:
             out.append("each thread must copy whole 16-byte vectors of each tile")
-        smem = self.smem_bytes(a_layout, b_layout)
-        if smem > SMEM_OPTIN:
-            out.append(f"{smem} bytes of shared memory is more than a block may use (227 KiB)")
-        elif self.min_blocks and self.min_blocks * (smem + 1024) > SMEM_PER_SM:
-            out.append(f"{self.min_blocks} blocks of {smem} bytes of shared memory do not fit one SM")
-        return out
+        return out + self._smem_problems(a_layout, b_layout)
+
+
+def _vec_test(op: Any, which: str, ce: int) -> str:
+    """Return the runtime test that an operand's 16-byte copies are aligned (its pointer and leading dimension)."""
+    lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
+    return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
+
+
+def _operands(c: Any, u: str, ce: int, poly_text: Callable[[Any], str]) -> str:
+    """Return the declarations every tensor-core body starts with: the bounds, the operands' strides, the runtime
+    16-byte alignment tests and the operands as words of `u`."""
+    return (
+        f"  const long long ww_M = {poly_text(c.m_bound)};\n"
+        f"  const long long ww_N = {poly_text(c.n_bound)};\n"
+        f"  const long long ww_K = {poly_text(c.k_bound)};\n"
+        f"  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};\n"
+        f"  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};\n"
+        f"  const bool ww_vec_A = {_vec_test(c.a, 'A', ce)};\n"
+        f"  const bool ww_vec_B = {_vec_test(c.b, 'B', ce)};\n"
+        f"  const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});\n"
+        f"  const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});\n"
+    )
+
+
+def _wg_prologue(t: MmaTiles, n_acc: int, ahead: int, decls: str, copies: str) -> str:
+    """Return a warpgroup-MMA body's tile origin, zeroed accumulators, copy state and the copies of the first
+    `ahead` stages."""
+    return f"""{_tile_origin(t)}
+  float ww_acc[{n_acc}];
+#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc}; ++ww_i) {{
+    ww_acc[ww_i] = 0.0f;
+  }}
+{decls}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
+  int ww_st = 0, ww_rs = 0;
+#pragma unroll
+  for (int ww_s = 0; ww_s < {ahead}; ++ww_s) {{
+    if (ww_s < ww_T) {{
+      const long long ww_kt = (long long)ww_s * {t.bk};
+{_ind(copies, "")}    }}
+    asm volatile("cp.async.commit_group;\\n" ::);
+    ww_st = ww_st + 1;
+  }}
+"""
+
+
+_WG_ROWS = (
+    "      const long long ww_mi = ww_m0 + ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;\n"
+    "      const long long ww_nj = ww_n0 + ww_i * 8 + ww_t4 * 2 + (ww_e & 1);\n"
+)
+"""The output of accumulator `4 ww_i + ww_e` of a warpgroup-MMA thread (warp `ww_wq` of warpgroup `ww_wg`, lane
+(`ww_g`, `ww_t4`)): wgmma's m64nN accumulator layout, rows along M."""
+
+
+def _wg_epilogue(c: Any, n_acc: int, coords: str) -> str:
+    """Return the loop that runs the user's epilogue (guard and store as written) for every accumulator in range;
+    `coords` sets the output row `ww_mi` and column `ww_nj` of accumulator `4 ww_i + ww_e`."""
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    return f"""#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
+#pragma unroll
+    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+{coords}      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+      {c.i_type} {c.i} = ({c.i_type})ww_mi;
+      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
+      if ({c.guard or "true"}) {{
+        {c.store}
+      }}
+    }}
+  }}
+"""
 
 
 def _tile_origin(t: MmaTiles) -> str:
@@ -561,10 +628,6 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
     a_decl, a_copy = _copy(c.a, "A", t, la)
     b_decl, b_copy = _copy(c.b, "B", t, lb)
 
-    def vec_test(op: Any, which: str) -> str:
-        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
-        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
-
     smem = t.smem_bytes(c.a.layout, c.b.layout)
     if t.dynamic(c.a.layout, c.b.layout):
         # Past 48 KiB a block's shared memory must be dynamic: one extern array of 16-byte words (so 16-byte
@@ -633,16 +696,7 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
   // warpwise untiled-contraction (tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage cp.async pipeline, {t.wm}x{t.wn} warps, {what};
   // launched as <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>{launched}.
-  const long long ww_M = {poly_text(c.m_bound)};
-  const long long ww_N = {poly_text(c.n_bound)};
-  const long long ww_K = {poly_text(c.k_bound)};
-  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
-  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
-  const bool ww_vec_A = {vec_test(c.a, "A")};
-  const bool ww_vec_B = {vec_test(c.b, "B")};
-  const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});
-  const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});
-{smem_decl}  const unsigned ww_sA = (unsigned)__cvta_generic_to_shared(ww_As);
+{_operands(c, u, ce, poly_text)}{smem_decl}  const unsigned ww_sA = (unsigned)__cvta_generic_to_shared(ww_As);
   const unsigned ww_sB = (unsigned)__cvta_generic_to_shared(ww_Bs);
   const int ww_tid = threadIdx.x;
   const int ww_lane = ww_tid & 31, ww_warp = ww_tid >> 5;
@@ -799,10 +853,6 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     flight = 1 if t.stages >= 4 else 0
     ahead = t.stages - 1 - flight
 
-    def vec_test(op: Any, which: str) -> str:
-        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
-        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % {ce} == 0)"
-
     # Per operand: the byte offset of the warpgroup's part, the step per k step, the descriptor's constant bits
     # (TF32 tiles are K-major whatever the global layout: the copy transposes them).
     if c.a.layout == "k" or t.tf32:
@@ -839,47 +889,19 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
         '    asm volatile("cp.async.commit_group;\\n" ::);\n'
         f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
     )
-    epi_guard = c.guard or "true"
-    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
-    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
     return f"""{{
   // warpwise untiled-contraction (warpgroup tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{t.bn}k{t.kstep} {kind} with float
   // accumulation on 128-byte-swizzled shared tiles (sm_90a); launched as
   // <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>, {smem} bytes of dynamic shared memory (after
   // cudaFuncSetAttribute).
-  const long long ww_M = {poly_text(c.m_bound)};
-  const long long ww_N = {poly_text(c.n_bound)};
-  const long long ww_K = {poly_text(c.k_bound)};
-  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
-  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
-  const bool ww_vec_A = {vec_test(c.a, "A")};
-  const bool ww_vec_B = {vec_test(c.b, "B")};
-  const {u} *ww_pA = reinterpret_cast<const {u} *>({c.a.name});
-  const {u} *ww_pB = reinterpret_cast<const {u} *>({c.b.name});
-  extern __shared__ uint4 ww_dsmem[];
+{_operands(c, u, ce, poly_text)}  extern __shared__ uint4 ww_dsmem[];
   const unsigned ww_sA = ((unsigned)__cvta_generic_to_shared(ww_dsmem) + 1023u) & ~1023u;
   const unsigned ww_sB = ww_sA + {t.stages * a_stage}u;
   const int ww_tid = threadIdx.x;
   const int ww_lane = ww_tid & 31, ww_wg = ww_tid >> 7, ww_wq = (ww_tid >> 5) & 3;
   const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
-{_tile_origin(t)}
-  float ww_acc[{n_acc}];
-#pragma unroll
-  for (int ww_i = 0; ww_i < {n_acc}; ++ww_i) {{
-    ww_acc[ww_i] = 0.0f;
-  }}
-{a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
-  int ww_st = 0, ww_rs = 0;
-#pragma unroll
-  for (int ww_s = 0; ww_s < {ahead}; ++ww_s) {{
-    if (ww_s < ww_T) {{
-      const long long ww_kt = (long long)ww_s * {t.bk};
-{_ind(a_copy + b_copy, "")}    }}
-    asm volatile("cp.async.commit_group;\\n" ::);
-    ww_st = ww_st + 1;
-  }}
-  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
+{_wg_prologue(t, n_acc, ahead, a_decl + b_decl, a_copy + b_copy)}  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
     asm volatile("cp.async.wait_group {ahead - 1};\\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
     __syncthreads();
@@ -892,22 +914,7 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
   }}
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
-#pragma unroll
-  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
-#pragma unroll
-    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
-      const long long ww_mi = ww_m0 + ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;
-      const long long ww_nj = ww_n0 + ww_i * 8 + ww_t4 * 2 + (ww_e & 1);
-      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
-      {c.i_type} {c.i} = ({c.i_type})ww_mi;
-      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
-      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
-      if ({epi_guard}) {{
-        {c.store}
-      }}
-    }}
-  }}
-}}"""
+{_wg_epilogue(c, n_acc, _WG_ROWS)}}}"""
 
 
 def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> str:
@@ -940,10 +947,6 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
     n_acc = s_rows // 2
     flight = 1 if t.stages >= 4 else 0
     ahead = t.stages - 1 - flight
-
-    def vec_test(op: Any, which: str) -> str:
-        lead = f"ww_{which.lower()}_o" if op.layout == "k" else f"ww_{which.lower()}_k"
-        return f"(reinterpret_cast<unsigned long long>({op.name}) % 16 == 0) && ({lead} % 4 == 0)"
 
     s_bits = _descriptor_bits(16, 1024)
     regs = ", ".join(f"%{i}" for i in range(n_acc))
@@ -997,9 +1000,11 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
     loop = "  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {\n    const int ww_u = ww_t;\n" + tile() + "  }\n"
     frag_decl = "unsigned ww_fr[16];"
     o_m, o_n = ("ww_o", "ww_s") if r_is_a else ("ww_s", "ww_o")
-    epi_guard = c.guard or "true"
-    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
-    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    coords = (
+        "      const long long ww_o = ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;\n"
+        "      const long long ww_s = ww_i * 8 + ww_t4 * 2 + (ww_e & 1);\n"
+        f"      const long long ww_mi = ww_m0 + {o_m}, ww_nj = ww_n0 + {o_n};\n"
+    )
     what = "C = A B" if r_is_a else "C^T = B^T A^T"
     return f"""{{
   // warpwise untiled-contraction (warpgroup tensor cores, TF32): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
@@ -1008,16 +1013,7 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
   // 128-byte-swizzled tile, float accumulation (sm_90a); launched as
   // <<<dim3(ceil(N / {t.bn}), ceil(M / {t.bm})), {t.threads}>>>, {smem} bytes of dynamic shared memory (after
   // cudaFuncSetAttribute).
-  const long long ww_M = {poly_text(c.m_bound)};
-  const long long ww_N = {poly_text(c.n_bound)};
-  const long long ww_K = {poly_text(c.k_bound)};
-  const long long ww_a_o = {poly_text(c.a.outer)}, ww_a_k = {poly_text(c.a.inner)};
-  const long long ww_b_o = {poly_text(c.b.outer)}, ww_b_k = {poly_text(c.b.inner)};
-  const bool ww_vec_A = {vec_test(c.a, "A")};
-  const bool ww_vec_B = {vec_test(c.b, "B")};
-  const unsigned int *ww_pA = reinterpret_cast<const unsigned int *>({c.a.name});
-  const unsigned int *ww_pB = reinterpret_cast<const unsigned int *>({c.b.name});
-  extern __shared__ uint4 ww_dsmem[];
+{_operands(c, "unsigned int", 4, poly_text)}  extern __shared__ uint4 ww_dsmem[];
   const unsigned ww_sbase = (unsigned)__cvta_generic_to_shared(ww_dsmem);
   const unsigned ww_sS = (ww_sbase + 1023u) & ~1023u;
   const unsigned ww_sR = ww_sS + {t.stages * s_stage}u;
@@ -1028,42 +1024,10 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
   const int ww_lane = ww_tid & 31, ww_wg = ww_tid >> 7, ww_wq = (ww_tid >> 5) & 3;
   const int ww_g = ww_lane >> 2, ww_t4 = ww_lane & 3;
   const int ww_rbase = ww_t4 * {lr.pcols} + ww_wg * 64 + ww_wq * 16 + ww_g;
-{_tile_origin(t)}
-  float ww_acc[{n_acc}];
-#pragma unroll
-  for (int ww_i = 0; ww_i < {n_acc}; ++ww_i) {{
-    ww_acc[ww_i] = 0.0f;
-  }}
-{a_decl}{b_decl}  const int ww_T = (int)((ww_K + {t.bk - 1}) / {t.bk});
-  int ww_st = 0, ww_rs = 0;
-#pragma unroll
-  for (int ww_s = 0; ww_s < {ahead}; ++ww_s) {{
-    if (ww_s < ww_T) {{
-      const long long ww_kt = (long long)ww_s * {t.bk};
-{_ind(a_copy + b_copy, "")}    }}
-    asm volatile("cp.async.commit_group;\\n" ::);
-    ww_st = ww_st + 1;
-  }}
-  {frag_decl}
+{_wg_prologue(t, n_acc, ahead, a_decl + b_decl, a_copy + b_copy)}  {frag_decl}
 {loop}  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
-#pragma unroll
-  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
-#pragma unroll
-    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
-      const long long ww_o = ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;
-      const long long ww_s = ww_i * 8 + ww_t4 * 2 + (ww_e & 1);
-      const long long ww_mi = ww_m0 + {o_m}, ww_nj = ww_n0 + {o_n};
-      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
-      {c.i_type} {c.i} = ({c.i_type})ww_mi;
-      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
-      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
-      if ({epi_guard}) {{
-        {c.store}
-      }}
-    }}
-  }}
-}}"""
+{_wg_epilogue(c, n_acc, coords)}}}"""
 
 
 __all__ = [

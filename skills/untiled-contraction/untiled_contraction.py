@@ -14,7 +14,8 @@ The recogniser reads one kernel's syntax tree for the shape of a contraction, wh
   exactly as written).
 
 Index expressions are read as polynomials over their identifiers (locals are expanded through their single
-definition), so `blockDim.x*blockIdx.x+threadIdx.x`, macros for sizes and typedefs of `float` all read alike; a
+definition, calls of the file's index macros such as `IDX2C(i, j, ld)` through their bodies), so
+`blockDim.x*blockIdx.x+threadIdx.x`, macros for sizes and for indices and typedefs of `float` all read alike; a
 loop bound read from memory, an accumulation through atomics or a non-affine index is not a contraction.
 
 The rewrite (`rewrite`) replaces the kernel's body, keeping its name and signature: a grid of BM x BN output
@@ -41,6 +42,7 @@ from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node, tree_of
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.function_nodes import of_type
+from warpwise.analyzers.macros import expansion_poly, file_expression_macros
 from warpwise.analyzers.model import FileModel, Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -185,6 +187,8 @@ class _Kernel:
             return Poly.atom(txt) if _BUILTIN.match(txt) else None
         if t == "cast_expression":
             return self.poly(node.child_by_field_name("value"), keep, depth + 1)
+        if t == "call_expression":
+            return self.macro_poly(node, keep, depth)
         if t == "unary_expression":
             op = node.child_by_field_name("operator")
             arg = self.poly(node.child_by_field_name("argument"), keep, depth + 1)
@@ -210,6 +214,21 @@ class _Kernel:
                 return a * b
             return None
         return None
+
+    def macro_poly(self, node: Node, keep: frozenset[str], depth: int) -> Poly | None:
+        """Read a call of an expression macro of the file (`IDX(r, c, ld)`) as its expansion, arguments read here."""
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        macro = file_expression_macros(self.model).get(self.text(fn)) if fn is not None else None
+        items = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+        if macro is None or len(items) != len(macro.params):
+            return None
+        env: dict[str, Poly] = {}
+        for name, arg in zip(macro.params, items, strict=True):
+            p = self.poly(arg, keep, depth + 1)
+            if p is None:
+                return None
+            env[name] = p
+        return expansion_poly(file_expression_macros(self.model), macro, macro.expr, env, depth + 1, _DEPTH)
 
     def uniform(self, p: Poly) -> bool:
         """Whether a polynomial is the same in every thread and through the loop (parameters, macros, constants)."""
