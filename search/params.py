@@ -39,6 +39,7 @@ from warpwise.analyzers.model import FileModel, Function
 from warpwise.search.actions import Action, ActionKind, ready
 from warpwise.search.context import SearchContext, strip_comments
 from warpwise.search.version import LaunchOverride, Transform, Version
+from warpwise.verify.spec import problem_tolerance
 
 BLOCK_SIZES = (64, 128, 256, 512, 1024)
 BLOCK_SHAPES_2D = ((32, 8), (16, 16), (32, 16), (32, 32), (64, 4), (16, 8), (8, 32))
@@ -69,26 +70,6 @@ def _edit(text: bytes, edits: list[tuple[int, int, str]]) -> str | None:
 def _body(model: FileModel, fn: Function) -> str:
     """Return the kernel's text with comments blanked."""
     return strip_comments(model.text[fn.base : fn.base + fn.length].decode("utf-8", "replace"))
-
-
-def problem_tolerance(source: str) -> tuple[float, float] | None:
-    """Return a problem file's top-level `tolerance = (rtol, atol)`, or None when it sets none (or not literally)."""
-    import ast
-
-    try:
-        tree = ast.parse(source or "")
-    except SyntaxError:
-        return None
-    found = None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "tolerance" for t in node.targets):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError):
-                continue
-            if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-                found = (float(value[0]), float(value[1]))
-    return found
 
 
 def scaled_dims(body: str) -> tuple[bool, bool, bool]:

@@ -285,6 +285,48 @@ def problem_file_for(path: str | Path, kernel: str) -> Path | None:
     return None
 
 
+def problem_tolerance(source: str) -> tuple[float, float] | None:
+    """Return a problem file's top-level `tolerance = (rtol, atol)`, or None when it sets none (or not literally)."""
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return None
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "tolerance" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if (
+                isinstance(value, tuple)
+                and len(value) == 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < float("inf") for v in value)
+            ):
+                found = (float(value[0]), float(value[1]))
+    return found
+
+
+def problem_tolerances(source: str) -> tuple[tuple[str, float, float], ...]:
+    """Return the per-dtype (rtol, atol) a problem file's `tolerance` sets for the gate's comparison.
+
+    It is the problem's own statement of what a correct output is, so it sets float32 (tighter or looser than the
+    default); float16 and bfloat16 keep at least their wider defaults (their precision allows no less); float64
+    keeps its default.
+    """
+    from warpwise.verify.types import TOLERANCES
+
+    tol = problem_tolerance(source)
+    if tol is None:
+        return ()
+    rtol, atol = tol
+    out = [("f32", rtol, atol)]
+    for dtype in ("f16", "bf16"):
+        r, a = TOLERANCES[dtype]
+        out.append((dtype, max(r, rtol), max(a, atol)))
+    return tuple(out)
+
+
 def _problem_names(text: str) -> dict[str, str | None]:
     """Return the top-level names a problem file defines (and the value of `kernel = "..."`)."""
     try:
@@ -379,5 +421,6 @@ def _from_problem_file(
         candidate_geometry=geometry.run.candidate_geometry if geometry else fallback,
         problem_source=text,
         problem_name=str(problem),
+        tolerances=problem_tolerances(text),
     )
     return ProblemSpec(fn.name, "problem_file", f"problem file {problem.name}", template_args, run)

@@ -100,22 +100,6 @@ def result_row(res: Any) -> dict[str, Any]:
     return out
 
 
-def problem_tolerance(source: str) -> tuple[float, float] | None:
-    """Return the problem file's top-level `tolerance = (rtol, atol)` (the public lineages' files set one)."""
-    import ast
-
-    found = None
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "tolerance" for t in node.targets):
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-            if isinstance(value, tuple) and len(value) == 2:
-                found = (float(value[0]), float(value[1]))
-    return found
-
-
 class Runner:
     """One gate on the local GPU and the card's rules, for every step."""
 
@@ -155,6 +139,7 @@ class Runner:
     def verify(self, path: Path, kernel: str, tiles: Any, sizes: Any = None, **opts: Any) -> dict[str, Any]:
         """Verify the rewrite with these tiles at the problem's size (or `sizes`) and return the row."""
         from warpwise.verify.gate import Candidate
+        from warpwise.verify.spec import problem_tolerance
         from warpwise.verify.types import Options
 
         row: dict[str, Any] = {"file": str(path.relative_to(self.root)), "kernel": kernel, "tiles": tiles.key}

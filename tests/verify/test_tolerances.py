@@ -44,3 +44,37 @@ def test_the_servers_verification_options_carry_the_settings() -> None:
     options = verify_options(settings)
     assert options.tolerance == (1e-3, 1e-4)
     assert options.time_limit_s == settings.compiler_timeout_seconds
+
+
+def test_a_problem_files_tolerance_reaches_the_run_spec(tmp_path) -> None:
+    # `tolerance = (rtol, atol)` in a problem file is the problem's own statement of a correct output: the spec
+    # carries it (float32 as written, half precision never stricter than its default), so the gate compares with
+    # it and its cache key changes with it. Anything but a literal pair of finite non-negative numbers is ignored.
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.verify.spec import ProblemSpec, problem_tolerance, resolve_spec
+
+    src = tmp_path / "k.cu"
+    src.write_text(
+        "__global__ void k(float *y, const float *x, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }\n"
+    )
+    body = (
+        "import torch\nkernel = 'k'\n{tol}\n"
+        "def make_inputs(seed):\n    x = torch.rand(8)\n    return {{'y': torch.empty(8), 'x': x, 'n': 8}}\n"
+        "def reference(inputs):\n    return {{'y': inputs['x']}}\n"
+        "def launch(inputs):\n    return (1, 1, 1), (8, 1, 1)\n"
+    )
+    specs = []
+    for tol in ("tolerance = (1e-2, 5e-2)", "tolerance = (1e-6, 1e-7)", "", "tolerance = compute()"):
+        (tmp_path / "k.problem.py").write_text(body.format(tol=tol))
+        model = analyze_text(src.read_bytes(), str(src))
+        spec = resolve_spec(str(src), src.read_bytes(), "k", model)
+        assert isinstance(spec, ProblemSpec) and spec.source == "problem_file"
+        specs.append(spec.run.tolerances)
+    loose, tight, none, opaque = specs
+    assert dict((d, (r, a)) for d, r, a in loose)["f32"] == (1e-2, 5e-2)
+    assert tolerances_for(Options(), loose)["f16"] == (max(1e-2, TOLERANCES["f16"][0]), 5e-2)
+    assert tolerances_for(Options(), tight)["f32"] == (1e-6, 1e-7)
+    assert tolerances_for(Options(), tight)["f16"] == TOLERANCES["f16"]  # half precision allows no less
+    assert none == () and opaque == ()
+    for bad in ("tolerance = (True, 1)", "tolerance = (-1, 0)", "tolerance = (1e999, 0)", "tolerance = 'x'", "("):
+        assert problem_tolerance(bad) is None, bad
