@@ -1,4 +1,5 @@
-"""Contraction without tensor cores: a naive half or bfloat16 matrix multiply rewritten onto `mma.sync`.
+"""Contraction without tensor cores: a naive half or bfloat16 matrix multiply rewritten onto `mma.sync` (and a float
+one onto TF32 `mma.sync` when its problem file's tolerance admits TF32's rounding).
 
 The matcher is the untiled-contraction card's recogniser (the same kernel model reading: any layout, any
 spelling, float accumulation of products converted to float), restricted to half and bfloat16 operands; the
@@ -39,7 +40,16 @@ def contraction_without_tensor_cores(ctx: MatchContext) -> Iterator[Region]:
     if fn.kind is not FunctionKind.KERNEL or fn.shared:
         return
     c, _ = _rules().recognise(ctx.model, fn)
-    if c is None or not c.convert:
+    if c is None:
+        return
+    if c.convert:
+        precision = "bfloat16" if "bfloat16" in c.convert else "half"
+        engine, caveat = "mma.sync, 128 x 128 tiles, 3 cp.async stages", "sums in another order"
+    elif tf32_admitted(ctx.model, fn.name):
+        precision = "float (TF32: its problem file's tolerance admits it)"
+        engine = "TF32 mma.sync, 128 x 128 tiles, 3 cp.async stages"
+        caveat = "operands rounded to TF32, sums in another order"
+    else:
         return
     yield Region(
         AnchorKind.KERNEL,
@@ -53,9 +63,36 @@ def contraction_without_tensor_cores(ctx: MatchContext) -> Iterator[Region]:
             "a": c.a.name,
             "b": c.b.name,
             "acc": c.acc,
-            "precision": "bfloat16" if "bfloat16" in c.convert else "half",
+            "precision": precision,
+            "engine": engine,
+            "caveat": caveat,
         },
     )
+
+
+def tf32_admitted(model: Any, kernel: str) -> bool:
+    """Return whether the kernel's problem file states a tolerance at least `TF32_TOLERANCE` (read once per model).
+
+    Float operands rounded to TF32 give results within that tolerance only (`contraction_mma.TF32_TOLERANCE`), so
+    the rewrite is offered for a float kernel only when its own problem says such results are correct; the gate
+    then compares with that tolerance (the spec carries it).
+    """
+    memo = model.memo.setdefault("contraction-without-tensor-cores.tf32", {})
+    if kernel not in memo:
+        from warpwise.skills.rewrites.contraction_mma import TF32_TOLERANCE
+        from warpwise.verify.spec import ProblemSpec, problem_tolerance, resolve_spec
+
+        try:
+            spec = resolve_spec(model.path, model.text, kernel, model) if model.path else None
+        except Exception:
+            spec = None  # A problem file that cannot be read offers nothing here; verify reports why.
+        tol = (
+            problem_tolerance(spec.run.problem_source or "")
+            if isinstance(spec, ProblemSpec) and spec.source == "problem_file"
+            else None
+        )
+        memo[kernel] = tol is not None and all(x >= y for x, y in zip(tol, TF32_TOLERANCE, strict=True))
+    return bool(memo[kernel])
 
 
 @check("tensor_core_launches_rewritable")
@@ -68,16 +105,24 @@ def tensor_core_launches_rewritable(ctx: CheckContext) -> Verdict:
 PORTABLE = MmaTiles(128, 128, 32, 2, 2, 3, 2)
 """The shape of the default quick fix: `mma.sync` with 48 KiB of static shared memory, which builds and runs on any GPU
 with tensor cores (the search tries the faster Hopper-only wgmma shapes first on the GPU it runs on)."""
+PORTABLE_TF32 = MmaTiles(128, 128, 32, 2, 2, 3, 2, tf32=True)
+"""The same for float operands under the TF32 option: `mma.sync` m16n8k8 on any GPU with TF32 tensor cores (0.892 ms
+for `matmul_naive` at 4096^3 on the H200, bench/results/contraction_tf32-2026-12-03-s8.md; the search tries the
+Hopper-only register-operand wgmma shapes first)."""
 
 
-def _tiles(args: dict[str, Any]) -> MmaTiles:
+def _tiles(args: dict[str, Any], c: Any) -> MmaTiles:
     rules = _rules()
-    return rules.tiles_of(dict(args)) if "wm" in args else PORTABLE
+    if "wm" in args:
+        return rules.tiles_of(dict(args))
+    return PORTABLE if c is None or c.convert else PORTABLE_TF32
 
 
 def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     """Replace the kernel's body with the tensor-core kernel and rewrite its launches in the file."""
-    return _rules().rewrite(RewriteContext(ctx.model, ctx.function, ctx.region, _rules().tile_args(_tiles(ctx.args))))
+    c = ctx.region.facts.get("contraction")
+    args = _rules().tile_args(_tiles(ctx.args, c))
+    return _rules().rewrite(RewriteContext(ctx.model, ctx.function, ctx.region, args))
 
 
 def problem_launch_changes(matches: list[Any]) -> tuple[LaunchChange, ...] | None:
@@ -88,7 +133,13 @@ def problem_launch_changes(matches: list[Any]) -> tuple[LaunchChange, ...] | Non
     c = region.facts.get("contraction")
     if c is None:
         return None
-    return _rules().launch_changes(c, region.function, _tiles(dict(matches[0].card.header.anchor.args)))
+    return _rules().launch_changes(c, region.function, _tiles(dict(matches[0].card.header.anchor.args), c))
 
 
-__all__ = ["contraction_without_tensor_cores", "problem_launch_changes", "rewrite", "tensor_core_launches_rewritable"]
+__all__ = [
+    "contraction_without_tensor_cores",
+    "problem_launch_changes",
+    "rewrite",
+    "tensor_core_launches_rewritable",
+    "tf32_admitted",
+]
