@@ -88,3 +88,33 @@ def test_tf32_and_the_one_d_mapping_are_correct(gate: Gate) -> None:
         _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", tiles, (1025, 1023, 259), loose)
     # gemm_tn (1-D launch, i = idx / N, j = idx % N): the exact SIMT rewrite.
     _check(gate, "bench/suite_ood/sgemm/tn_one_d_typedef.cu", "gemm_tn", uc.Tiles(), (1025, 1023, 259), QUICK)
+
+
+def test_the_tf32_quick_fix_verifies_with_the_problems_own_tolerance(gate: Gate) -> None:
+    # The editor's TF32 fix (contraction-without-tensor-cores on a float kernel whose problem file admits TF32) is
+    # checked against the problem's reference with the problem's tolerance, which the spec carries: no option here.
+    from warpwise.skills.engine import compute_fix, match_file
+    from warpwise.skills.rewrite import apply_edits
+
+    path = ROOT / "bench/contraction/problems/sgemm_kt_while.cu"
+    text = path.read_text()
+    model = analyze_text(text.encode(), str(path))
+    (m,) = [m for m in match_file(model, builtin_library(), enabled={"contraction-without-tensor-cores"})]
+    fix = compute_fix(model, m)
+    assert fix is not None
+    new = apply_edits(model.text, fix.edits).decode()
+    fn = kernel_function(model, "sgemm_kt_while")
+    assert fn is not None
+    changes = _card_rules_launch_changes(m)
+    spec = changed_problem_spec(str(path), text, "sgemm_kt_while", changes)
+    extra = "\n\nSIZES = dict(SIZES)\nSIZES['full'] = (1025, 1023, 259)\n"
+    spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, problem_source=spec.run.problem_source + extra))
+    assert ("f32", 1e-2, 5e-2) in spec.run.tolerances
+    res = gate.verify(Candidate(str(path), text, "sgemm_kt_while", new, str(path), spec=spec), QUICK)
+    assert res.status in (Status.VERIFIED, Status.NOT_FASTER), res.message
+
+
+def _card_rules_launch_changes(match: object) -> object:
+    from warpwise.skills.library import card_rules
+
+    return card_rules("contraction-without-tensor-cores").problem_launch_changes([match])
