@@ -18,6 +18,7 @@ process is another process on the GPU to the gate, which then withholds "verifie
   along its outputs) with the fastest `mma.sync` TF32 shape beside them;
 - `oddlarge`: only the large odd and tall-skinny sizes of `odd`, with the first shape of the prior (or the fastest
   when `perf` ran first);
+- `probe`: the TN alpha/beta kernel and the NN kernel at 64 x 16384 x 1024 with the 64-row wgmma shape, profiled;
 - `simt`: float32 without TF32: every exact SIMT register-tile shape on `matmul_naive` and the OOD suite's
   `sgemm_naive_nn` at 4096^3 (cuBLAS fp32 with TF32 off is in `cublas`);
 - `lineage`: `hgemm_nn` at 4096^3 through shared tiles (16 x 16, one output per thread), the SIMT register
@@ -275,6 +276,11 @@ def main() -> None:
                     job("oddlarge", ours, best_tf32[0], sizes)
                     for t in fitting(tf32, sizes, "k", "o"):
                         job("oddlarge", ours, t, sizes)
+            elif step == "probe":
+                # The TN alpha/beta kernel at 64 rows (the one odd-size miss), profiled, with the 64-row shape.
+                for t in [t for t in mma if t.wgmma and t.bm == 64][:1]:
+                    job("probe", htn, t, (64, 16384, 1024), profile=True)
+                    job("probe", hn, t, (64, 16384, 1024), profile=True)
             elif step == "simt":
                 # float32 without TF32: the exact SIMT register-tile shapes on two naive SGEMMs of different styles.
                 for target in (ours, sgemm_nn):
