@@ -14,7 +14,8 @@ value is the global thread index of a 1-D launch, `blockIdx.x * blockDim.x + thr
 one guard compares it with a bound that is the same for every thread (`if (i < M) { ... }` or
 `if (i >= M) return;`); every loop after the guard is a loop over `j` (its start free of the thread index) whose
 carried values are sums, maxima or minima and whose global loads are contiguous (or uniform) across adjacent
-threads, as the kernel model classifies them (a loop whose loads are a row apart is the row-cooperative card's).
+threads, as the kernel model classifies them (a loop whose loads are a row apart is the row-cooperative card's);
+an array that a per-output statement writes is touched nowhere else (only slice 0 writes it, after the loops).
 
 The rewrite, with S slices (warps) per block and 32 outputs per block:
 
@@ -229,6 +230,21 @@ def _recognise(rc: Any, s: Any) -> ColumnKernel:
         prev = st
     if not loops:
         raise _Reject("no loop walks a column")
+    # An array a per-output statement writes is touched nowhere else: only slice 0 writes it, after the loops.
+    spans_out = [(n.start_byte, n.end_byte) for n in per_output]
+    for st in per_output:
+        for n in rc._walk(st):
+            target = None
+            if n.type == "assignment_expression":
+                target = n.child_by_field_name("left")
+            elif n.type == "update_expression":
+                target = n.child_by_field_name("argument")
+            e = s.element(target) if target is not None else None
+            if e is None:
+                continue
+            for u in rc._walk(s.body):
+                if u.type == "identifier" and s.text(u) in rc._aliases(s, e[0]) and not rc._inside(u, spans_out):
+                    raise _Reject(f"`{e[0]}` holds per-output results and is also read or written by the loops")
     return ColumnKernel(
         kernel=s.fn.name,
         out=squash(s.text(outs[0])),
