@@ -201,33 +201,38 @@ def _recognise(rc: Any, s: Any) -> ColumnKernel:
     outer: set[str] = set(s.defs)
     loops: list[Any] = []
     per_output: list[Node] = []
-    prev = None
-    for st in work:
-        t = st.type
-        if t in ("for_statement", "while_statement"):
-            head = rc._loop_header(s, st, prev)
-            if head is None or not rc._is_column_loop(s, head):
-                raise _Reject("a loop after the guard is not a loop over the column")
-            if st.parent is None or st.parent.type != "compound_statement":
-                raise _Reject("a loop over the column is not inside braces")
-            lp = rc._column_loop(s, st, head, outer)
-            if any(r.op not in ("sum", "max", "min") for r in lp.reductions):
-                raise _Reject("a loop over the column carries a value that is not a sum, maximum or minimum")
-            loops.append(lp)
-        elif t in ("declaration", "expression_statement", "if_statement"):
-            if any(
-                n.type in ("for_statement", "while_statement", "do_statement", "return_statement") for n in rc._walk(st)
-            ):
-                raise _Reject("a branch after the guard holds a loop or a return")
-            if t == "declaration" and any(
-                c.type == "array_declarator" for d in st.children_by_field_name("declarator") for c in rc._walk(d)
-            ):
-                raise _Reject("the kernel declares a local array")
-            if rc._writes_memory(s, st):
-                per_output.append(st)
-        elif t != "comment":
-            raise _Reject(f"the kernel has a `{t.replace('_statement', '')}` statement after its guard")
-        prev = st
+
+    def walk(stmts: list[Node]) -> None:
+        prev = None
+        for st in stmts:
+            t = st.type
+            if t in ("for_statement", "while_statement"):
+                head = rc._loop_header(s, st, prev)
+                if head is None or not rc._is_column_loop(s, head):
+                    raise _Reject("a loop after the guard is not a loop over the column")
+                if st.parent is None or st.parent.type != "compound_statement":
+                    raise _Reject("a loop over the column is not inside braces")
+                lp = rc._column_loop(s, st, head, outer)
+                if any(r.op not in ("sum", "max", "min") for r in lp.reductions):
+                    raise _Reject("a loop over the column carries a value that is not a sum, maximum or minimum")
+                loops.append(lp)
+            elif t in ("declaration", "expression_statement", "if_statement"):
+                inner = ("for_statement", "while_statement", "do_statement", "return_statement")
+                if any(n.type in inner for n in rc._walk(st)):
+                    raise _Reject("a branch after the guard holds a loop or a return")
+                if t == "declaration" and any(
+                    c.type == "array_declarator" for d in st.children_by_field_name("declarator") for c in rc._walk(d)
+                ):
+                    raise _Reject("the kernel declares a local array")
+                if rc._writes_memory(s, st):
+                    per_output.append(st)
+            elif t == "compound_statement":
+                walk(rc._statements(st))
+            elif t != "comment":
+                raise _Reject(f"the kernel has a `{t.replace('_statement', '')}` statement after its guard")
+            prev = st
+
+    walk(work)
     if not loops:
         raise _Reject("no loop walks a column")
     # An array a per-output statement writes is touched nowhere else: only slice 0 writes it, after the loops.
