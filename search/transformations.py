@@ -8,7 +8,9 @@ arguments) and `launch` the geometry change for a problem file's launch, as step
 to `block`, keeping the number of threads along each dimension in `scale` by scaling the grid (the search's
 `Transform("block", ...)`); `("grid_div", factor)` divides grid.x; `("python", code[, block])` replaces the
 geometry by the code's `launch(inputs)`, whose block it names (a kernel that is correct for any launch, such as the
-tiled transpose, picks its own). Each variant becomes one action; the gate decides which one pays off.
+tiled transpose, picks its own); `("changes", launch changes, block)` applies `verify.launch.LaunchChange`s as they
+are (a new grid that depends on the whole old block). Each variant becomes one action; the gate decides which one
+pays off.
 
 Where the kernel is launched from its own file, the rewrite edits the launch site itself and no override is
 needed; where a problem file launches it, the version carries the launch override. The plain card action
@@ -47,6 +49,8 @@ def _transform(step: Any, label: str) -> Transform:
         return Transform("grid_div", factor=int(step[1]), label=label)
     if step[0] == "python":
         return Transform("python", code=str(step[1]), label=label)
+    if step[0] == "changes":
+        return Transform("changes", launch_changes=tuple(step[1]), label=label)
     block, scale = step
     return Transform("block", block=tuple(block), scale=tuple(scale), label=label)
 
@@ -97,9 +101,9 @@ class TransformationActions:
                     for step in launch:
                         override = override.then(_transform(step, f"{label} ({card_id})"))
                 blocks = [
-                    tuple(s[2] if s[0] == "python" else s[0])
+                    tuple(s[2] if s[0] in ("python", "changes") else s[0])
                     for s in launch
-                    if not isinstance(s[0], str) or (s[0] == "python" and len(s) > 2)
+                    if not isinstance(s[0], str) or (s[0] in ("python", "changes") and len(s) > 2)
                 ]
                 child = version.derive(text, override, blocks[-1] if blocks else "same")
                 verdicts = [v for m in matches for v in m.verdicts]

@@ -22,8 +22,9 @@ class Transform:
 
     `kind` is `block` (set the block to `block`; along each dimension in `scale`, keep the number of threads by
     scaling the grid), `grid_div` (divide the grid's x dimension by `factor`, rounding up: each thread now covers
-    `factor` elements) or `python` (replace the geometry by `code`'s `launch(inputs)`, with the inputs renamed by
-    `rename`: a lineage step brings the expert's own launch).
+    `factor` elements), `python` (replace the geometry by `code`'s `launch(inputs)`, with the inputs renamed by
+    `rename`: a lineage step brings the expert's own launch) or `changes` (apply `launch_changes` as they are: a
+    transformation whose new grid depends on the whole old block, such as threads covered by a 2-D block).
     """
 
     kind: str
@@ -33,6 +34,7 @@ class Transform:
     code: str = ""
     rename: tuple[tuple[str, str], ...] = ()
     label: str = ""
+    launch_changes: tuple[LaunchChange, ...] = ()
 
     @property
     def changes(self) -> tuple[LaunchChange, ...] | None:
@@ -41,6 +43,8 @@ class Transform:
             return shrink_grid(self.factor)
         if self.kind == "block":
             return set_block(self.block, self.scale)
+        if self.kind == "changes":
+            return self.launch_changes
         return None
 
 

@@ -1,5 +1,7 @@
 """Time the naive kernel, its semantic rewrites and torch eager for the rows of issue 19 that missed their targets
-(session 7): the two reductions whose per-block partials are the output, and the Welford layernorm.
+(session 7): the two reductions whose per-block partials are the output, and the Welford layernorm; and (session 8)
+the thread-per-column kernels (the column-major GEMV of the naive suite, the transposed GEMV with 2-D blocks and
+the column sums of the out-of-distribution suite), which the thread-per-column-reduction card rewrites.
 
 Two steps, because the rewrites need the kernel model (tree-sitter) and the GPU machine has only torch:
 
@@ -36,6 +38,9 @@ ROWS: dict[str, dict[str, Any]] = {
     "bench/suite_ood/reduce_sum/interleaved_partials.cu": {"kind": "reduction", "target": "85% of copy"},
     "bench/suite_ood/reduce_sum/sequential_two_loads.cu": {"kind": "reduction", "target": "85% of copy"},
     "bench/suite_ood/layernorm/welford_stats.cu": {"kind": "row operator", "target": "0.95x eager"},
+    "bench/suite/gemv_colmajor/naive.cu": {"kind": "row operator", "target": "0.95x eager"},
+    "bench/suite_ood/gemv/transposed_2d_block.cu": {"kind": "row operator", "target": "0.95x eager"},
+    "bench/suite_ood/column_sums/thread_per_col.cu": {"kind": "reduction", "target": "85% of copy"},
 }
 """The rows of this batch: each kernel file, what kind of target the issue sets, and the target."""
 
@@ -98,9 +103,30 @@ def _row_cooperative(model: Any, fn: Any) -> tuple[list[tuple[str, bytes, tuple[
     return out, "" if out else "row-cooperative-reduction: every mapping refused"
 
 
+def _thread_per_column(model: Any, fn: Any) -> tuple[list[tuple[str, bytes, tuple[Any, ...], str]], str]:
+    """Return the thread-per-column-reduction candidates (one per slice count), or why there are none."""
+    from warpwise.skills.library import builtin_library
+
+    card = builtin_library().get("thread-per-column-reduction")
+    if card is None or card.rules is None:
+        return [], "the thread-per-column-reduction card did not load"
+    rules = card.rules
+    ck, why = rules.recognise(model, fn)
+    if ck is None:
+        return [], f"thread-per-column-reduction: {why}"
+    out = []
+    for slices in rules.SLICE_CHOICES:
+        text = rules.rewrite_source(model, fn.name, slices)
+        if text is not None:
+            mechanism = f"transformation thread-per-column-reduction, params slices={slices}"
+            out.append((f"cols{slices}", text, rules.launch_changes(slices), mechanism))
+    return out, "" if out else "thread-per-column-reduction: every slice count refused"
+
+
 TRANSFORMATIONS: tuple[Callable[[Any, Any], tuple[list[tuple[str, bytes, tuple[Any, ...], str]], str]], ...] = (
     _block_partials,
     _row_cooperative,
+    _thread_per_column,
 )
 
 

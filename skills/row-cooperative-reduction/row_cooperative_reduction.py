@@ -15,7 +15,10 @@ The recogniser reads what one kernel computes, whatever its spelling. It finds:
   `min`, `if (e > acc) acc = e;`, `acc = e > acc ? e : acc` (max and min), and the online max-and-sum pair of a
   softmax or a log-sum-exp (`m2 = fmaxf(m, v); s = s * expf(m - m2) + expf(v - m2); m = m2;` or its branch form
   `if (v > m) { s = s * expf(m - v) + 1; m = v; } else s += expf(v - m);`). Updates may sit under conditions
-  (`if (mask[...]) total += ...`). Every store in a loop writes an element that depends on the loop index with a
+  (`if (mask[...]) total += ...`). Welford's one-pass mean and variance is the one carried triple read inside its
+  own updates: `d = x - mean; mean += d / c; m2 += d * (x - mean);` where `c` is the number of elements seen
+  (`k - start + 1`, or a counter the loop steps by one), with a second deviation local or `fmaf` allowed.
+  Every store in a loop writes an element that depends on the loop index with a
   non-zero coefficient, and every access to a stored array in that loop uses the same index, so no iteration
   reads what another one writes. Anything else (a loop-carried value read outside its update, a prefix sum, a
   nested loop, a `break`, an atomic, a call that is not a pure math function, shared memory or barriers) is not a
@@ -36,7 +39,9 @@ The rewrite keeps the kernel's name, signature and statements, and changes five 
 3. after each loop, each accumulator is combined across the lanes of its row: warp shuffles (`__shfl_xor_sync`),
    then, for a block per row, one shared-memory slot per warp, so that every lane holds the row's value (an
    accumulator that did not start at zero is set aside before the loop and added back after); the online pair is
-   combined as `M = max m; s = sum(s * exp(m - M))` with the kernel's own exponential; a loop that stores to
+   combined as `M = max m; s = sum(s * exp(m - M))` with the kernel's own exponential; Welford's (count, mean,
+   M2) is combined by Chan's formulas (`ww_rc_welford`), each lane having counted its own elements (`ww_n<i>` in
+   place of the divisor `k - start + 1`, or the kernel's own counter); a loop that stores to
    global memory is followed by `__syncwarp()` (`__syncthreads()` for a block per row), so a later loop or a
    per-row statement sees what other lanes wrote;
 4. per-row stores and atomics run on lane 0 only (`if (ww_lane == 0) { ... }`);
@@ -47,7 +52,13 @@ The rewrite keeps the kernel's name, signature and statements, and changes five 
 Exactness: max and min are exact (the maximum of a set does not depend on the order). Sums are re-associated: a
 row's sum becomes 32 (or B) strided partial sums combined by a tree, so results change within the rounding of a
 float sum of that length (relative error of order n * 2^-24 in the worst case, far less for random data); the
-online pair's rescaling by `exp(m - M)` rounds differently too. Hence the fix is `unsafe`: the verification gate
+online pair's rescaling by `exp(m - M)` rounds differently too. Welford: each lane's recurrence is the kernel's
+own over a subsequence of the row, so each lane holds the exact-arithmetic (count, mean, M2) of its elements up to
+rounding; Chan's combination of two such triples is an identity of exact arithmetic (the mean and the sum of
+squared deviations of a union), so the combined triple is the row's, rounded differently: the same class of change
+as a re-associated sum (Chan, Golub and LeVeque, "Updating formulae and a pairwise algorithm for computing sample
+variances", 1979, bound its error by that of pairwise summation). The count is an integer (or a float counting by
+one, exact below 2^24) and is exact. Hence the fix is `unsafe`: the verification gate
 compares the outputs within the problem's tolerance. The rewrite assumes that distinct pointer parameters do not
 overlap at elements the kernel writes (as `__restrict__` would say).
 """
@@ -487,6 +498,10 @@ class Reduction:
     partner: str = ""  # the max of an online pair
     exp: str = "expf"  # the exponential an online pair rescales with
     zero_start: bool = True  # whether the accumulator is zero when the loop starts
+    # Welford (`op == "welford"`: `var` is the running mean, `partner` the running sum of squared deviations):
+    count: str = ""  # the kernel's own counter of elements seen, or "" when the count is the loop index's
+    divisor: tuple[int, int] = (0, 0)  # without a counter: the span of the divisor `k - start + 1`
+    body_open: int = 0  # without a counter: the offset just after the loop body's `{` (the lane's count goes there)
 
 
 @dataclass(frozen=True)
@@ -523,9 +538,12 @@ class RowKernel:
         parts = []
         for lp in self.loops:
             for r in lp.reductions:
-                parts.append(
-                    f"online max-and-sum of `{r.partner}`, `{r.var}`" if r.op == "online" else f"{r.op} of `{r.var}`"
-                )
+                if r.op == "online":
+                    parts.append(f"online max-and-sum of `{r.partner}`, `{r.var}`")
+                elif r.op == "welford":
+                    parts.append(f"Welford mean and M2 of `{r.var}`, `{r.partner}`")
+                else:
+                    parts.append(f"{r.op} of `{r.var}`")
         return ", ".join(parts) if parts else "elementwise passes"
 
 
@@ -973,6 +991,172 @@ def _classify(s: _Syntax, scan: _LoopScan, body_nodes: list[Node]) -> list[Reduc
     return out
 
 
+def _count_step(s: _Syntax, e: Node, name: str) -> bool:
+    """Whether an expression adds one to `name` (`n++`, `++n`, `n += 1`, `n = n + 1`, `n += 1.0f`)."""
+    parts = _assign_parts(s, e)
+    if parts is None or not _is_var(s, parts[0], name):
+        return False
+    if parts[2] is None:
+        return parts[1] == "+=" and "++" in s.text(e)
+    term = _sum_update(s, name, parts[1], parts[2])
+    if parts[1] == "-=" or term is False or term is True or term is None:
+        return False
+    return bool(re.fullmatch(r"1(\.0*)?[fF]?|1[uUlL]*", squash(s.text(unparen(term)))))
+
+
+def _deviation(s: _Syntax, node: Node | None, mean: str) -> Node | None:
+    """Return `x` when an expression is `x - mean` (x not reading `mean`), else None."""
+    node = unparen(node) if node is not None else None
+    if node is None or node.type != "binary_expression" or s.text(node.child_by_field_name("operator")) != "-":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if not _is_var(s, right, mean) or mean in s.names(left):
+        return None
+    return unparen(left)
+
+
+def _same_value(s: _Syntax, a: Node | None, b: Node | None, depth: int = 0) -> bool:
+    """Whether two expressions read the same value: the same text, the same element of the same array, the same
+    integer polynomial, or a local whose single definition is the other (`v = x[i]`), whatever the spelling."""
+    if a is None or b is None or depth > 4:
+        return False
+    a, b = unparen(a), unparen(b)
+    if squash(s.text(a)) == squash(s.text(b)):
+        return True
+    for x, y in ((a, b), (b, a)):
+        if x.type == "identifier" and s.text(x) not in s.keep:
+            init = s.single_def(s.text(x))
+            if init is not None and _same_value(s, init, y, depth + 1):
+                return True
+    ea, eb = s.element(a), s.element(b)
+    if ea is not None and eb is not None:
+        return ea[0] == eb[0] and ea[1] is not None and ea[1] == eb[1]
+    pa, pb = s.poly(a), s.poly(b)
+    return pa is not None and pa == pb
+
+
+def _welford(s: _Syntax, loop: Node, scan: _LoopScan, body: list[Node], var: str, start: Node) -> Reduction | None:
+    """Read Welford's one-pass mean and variance in a loop over the row; None when the loop is not exactly that.
+
+    The loop body, in order (any other statement is a declaration that reads none of these names):
+    an optional counter step `n += 1`; `d = x - mean;`; `mean += d / c` (or `mean = mean + d / c`), where `c` is
+    the counter or `k - start + 1`, the number of elements seen including this one; an optional `d2 = x - mean;`;
+    `m2 += d * (x - mean)` (or `d * d2`, either order, `m2 = m2 + ...`, `m2 = fmaf(d, d2, m2)`), with the same `x`.
+    """
+    carried = set(scan.updates)
+    if not 2 <= len(carried) <= 3 or scan.stores:
+        return None
+    count = ""
+    d = mean = ""
+    x: Node | None = None
+    d2 = m2 = ""
+    divisor: Node | None = None
+    for st in body:
+        if st.type == "declaration":
+            decls = st.children_by_field_name("declarator")
+            if len(decls) != 1:
+                return None
+            dn = decls[0]
+            name = s._declared(dn.child_by_field_name("declarator") if dn.type == "init_declarator" else dn)
+            value = dn.child_by_field_name("value") if dn.type == "init_declarator" else None
+            if name is None or value is None or len(s.defs.get(name, [])) != 1:
+                return None
+            reads = s.names(value)
+            if not d and not mean:
+                for m in carried - {count}:
+                    dev = _deviation(s, value, m)
+                    if dev is not None and not (s.names(unparen(value).child_by_field_name("left")) & carried):
+                        d, mean, x = name, m, dev
+                        break
+                if d:
+                    continue
+            elif mean and not d2 and not m2 and _same_value(s, _deviation(s, value, mean), x):
+                d2 = name
+                continue
+            if reads & (carried | {d, d2} - {""}):
+                return None
+            continue
+        if st.type != "expression_statement" or st.named_child_count != 1:
+            return None
+        e = unparen(st.named_children[0])
+        parts = _assign_parts(s, e)
+        if parts is None or parts[0].type != "identifier":
+            return None
+        target, op, value = s.text(parts[0]), parts[1], parts[2]
+        if divisor is None and not count and target in carried and _count_step(s, e, target):
+            count = target
+            continue
+        if d and target == mean and divisor is None:
+            added = _sum_update(s, target, op, value)
+            if added is False or added is True or added is None or op == "-=":
+                return None
+            term = unparen(added)
+            if term.type != "binary_expression":
+                return None
+            if s.text(term.child_by_field_name("operator")) != "/":
+                return None
+            if not _is_var(s, term.child_by_field_name("left"), d):
+                return None
+            divisor = term.child_by_field_name("right")
+            continue
+        if divisor is not None and not m2 and target in carried - {mean, count}:
+            if not _m2_term(s, target, op, value, d, d2, mean, x):
+                return None
+            m2 = target
+            continue
+        return None
+    if not (d and divisor is not None and m2) or carried != {mean, m2} | ({count} if count else set()):
+        return None
+    c = unparen(divisor)
+    while c.type == "cast_expression":
+        c = unparen(c.child_by_field_name("value"))
+    if count:
+        if not _is_var(s, c, count):
+            return None
+    else:
+        first = s.poly(start)
+        seen = s.poly(divisor, frozenset({var}))
+        if first is None or seen is None or seen != Poly.atom(var) - first + Poly.const(1):
+            return None
+    open_at = 0
+    loop_body = loop.child_by_field_name("body")
+    if not count:
+        if loop_body is None or loop_body.type != "compound_statement":
+            return None
+        open_at = loop_body.start_byte + 1
+    return Reduction(
+        mean,
+        "welford",
+        partner=m2,
+        count=count,
+        divisor=(0, 0) if count else (divisor.start_byte, divisor.end_byte),
+        body_open=open_at,
+    )
+
+
+def _m2_term(s: _Syntax, target: str, op: str, value: Node | None, d: str, d2: str, mean: str, x: Node | None) -> bool:
+    """Whether an update adds `d * (x - mean)` (or `d * d2`, either order, or through `fmaf`) to `target`."""
+    term = _sum_update(s, target, op, value)
+    if term is False or term is True or term is None or op == "-=":
+        return False
+    term = unparen(term)
+    c = _call(s, term)
+    if c is not None and c[0] in ("fmaf", "fma", "__fmaf_rn"):
+        factors = c[1][:2]
+    elif term.type == "binary_expression" and s.text(term.child_by_field_name("operator")) == "*":
+        factors = [term.child_by_field_name("left"), term.child_by_field_name("right")]
+    else:
+        return False
+    if len(factors) != 2:
+        return False
+
+    def after(n: Node) -> bool:
+        return (bool(d2) and _is_var(s, n, d2)) or _same_value(s, _deviation(s, n, mean), x)
+
+    a, b = factors
+    return (_is_var(s, a, d) and after(b)) or (_is_var(s, b, d) and after(a))
+
+
 def _rescaled(s: _Syntax, node: Node | None, var: str) -> bool:
     """Whether an expression is `var * exp(...)` (or `exp(...) * var`)."""
     node = unparen(node) if node is not None else None
@@ -1260,7 +1444,8 @@ def _column_loop(s: _Syntax, st: Node, head: tuple[str, Node, Node, list[Node]],
     scan = _LoopScan(var)
     s.keep = frozenset({var})
     _scan_body(s, body, scan, outer - {var}, allow_continue=st.type == "for_statement")
-    reductions = _classify(s, scan, body)
+    welford = _welford(s, st, scan, body, var, start)
+    reductions = [welford] if welford is not None else _classify(s, scan, body)
     # Iterations are independent: each store writes a distinct element, and every access to a stored array in this
     # loop uses the same element.
     for name, poly, node in scan.stores:
@@ -1287,7 +1472,13 @@ def _column_loop(s: _Syntax, st: Node, head: tuple[str, Node, Node, list[Node]],
     for r in reductions:
         if r.op == "online" and not zero[r.var]:
             raise _Reject(f"the running sum `{r.var}` of an online max-and-sum does not start at zero")
-    reductions = [Reduction(r.var, r.op, r.partner, r.exp, zero.get(r.var, True)) for r in reductions]
+        if r.op == "welford":
+            for v in (r.var, r.partner, r.count):
+                if v and not _starts_at_zero(s, v, st):
+                    raise _Reject(f"`{v}` of Welford's running statistics does not start at zero")
+    reductions = [
+        r if r.op == "welford" else Reduction(r.var, r.op, r.partner, r.exp, zero.get(r.var, True)) for r in reductions
+    ]
     return RowLoop(
         var=var,
         start=(start.start_byte, start.end_byte),
@@ -1435,13 +1626,61 @@ template <int LANES, class T, class Op> __device__ __forceinline__ T ww_rc_reduc
 """
 
 
+WELFORD_HELPERS = """#ifndef WARPWISE_ROW_COOPERATIVE_WELFORD
+#define WARPWISE_ROW_COOPERATIVE_WELFORD
+// warpwise row-cooperative-reduction: combine per-lane Welford statistics (count n, mean, M2 = the sum of squared
+// deviations from the mean) across the LANES threads of a row with Chan's formulas. The lower lane's statistics are
+// always the first operand, so every lane computes the same combination and holds the same bits.
+template <class C, class T> __device__ __forceinline__ void ww_rc_chan(C &n, T &mean, T &m2, C nb, T mb, T m2b) {
+  const C nn = n + nb;
+  if (nn == C(0)) return;
+  const T d = mb - mean;
+  const T fb = (T)nb / (T)nn;
+  mean = mean + d * fb;
+  m2 = m2 + m2b + d * d * ((T)n * fb);
+  n = nn;
+}
+template <int LANES, class C, class T> __device__ __forceinline__ void ww_rc_welford(C &n, T &mean, T &m2) {
+#pragma unroll
+  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o /= 2) {
+    const C on = __shfl_xor_sync(0xffffffffu, n, o);
+    const T om = __shfl_xor_sync(0xffffffffu, mean, o);
+    const T oq = __shfl_xor_sync(0xffffffffu, m2, o);
+    if (threadIdx.x & o) {
+      C an = on; T am = om, aq = oq;
+      ww_rc_chan(an, am, aq, n, mean, m2);
+      n = an; mean = am; m2 = aq;
+    } else {
+      ww_rc_chan(n, mean, m2, on, om, oq);
+    }
+  }
+  if (LANES > 32) {
+    __shared__ C ww_wn[LANES / 32 > 0 ? LANES / 32 : 1];
+    __shared__ T ww_wm[LANES / 32 > 0 ? LANES / 32 : 1];
+    __shared__ T ww_wq[LANES / 32 > 0 ? LANES / 32 : 1];
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) {
+      ww_wn[threadIdx.x / 32] = n; ww_wm[threadIdx.x / 32] = mean; ww_wq[threadIdx.x / 32] = m2;
+    }
+    __syncthreads();
+    n = ww_wn[0]; mean = ww_wm[0]; m2 = ww_wq[0];
+    for (int w = 1; w < LANES / 32; ++w) ww_rc_chan(n, mean, m2, ww_wn[w], ww_wm[w], ww_wq[w]);
+  }
+}
+#endif
+"""
+
+
 def generate_edits(rk: RowKernel, mp: Mapping, data: bytes) -> list[Edit]:
     """Return the edits that turn the kernel into its row-cooperative form (launches not included)."""
     lanes = mp.lanes
     edits: list[Edit] = []
-    if b"WARPWISE_ROW_COOPERATIVE_HELPERS" not in data:
+    helpers = "" if b"WARPWISE_ROW_COOPERATIVE_HELPERS" in data else HELPERS + "\n"
+    if "welford" in rk.ops and b"WARPWISE_ROW_COOPERATIVE_WELFORD" not in data:
+        helpers += WELFORD_HELPERS + "\n"
+    if helpers:
         at = _annotation_start(data, rk.fn_start)  # The helpers go above the kernel's `// warpwise:` lines.
-        edits.append(Edit(at, at, HELPERS + "\n"))
+        edits.append(Edit(at, at, helpers))
     if mp.mode == "warp":
         head = (
             f"\n  // warpwise row-cooperative-reduction: {mp.describe()} ({rk.summary}), launched with blocks of "
@@ -1486,6 +1725,15 @@ def generate_edits(rk: RowKernel, mp: Mapping, data: bytes) -> list[Edit]:
                     after.append(f"{r.var} = ww_start{i}_{r.var} + {red}({r.var}, ww_rc_add());")
             elif r.op in ("max", "min"):
                 after.append(f"{r.var} = {red}({r.var}, ww_rc_{r.op}());")
+            elif r.op == "welford":
+                # Each lane runs Welford's recurrence over its own elements; its count is the kernel's counter, or
+                # one it keeps (`ww_n<i>`, the number of elements this lane has seen, in place of `k - start + 1`).
+                n = r.count or f"ww_n{i}"
+                if not r.count:
+                    before.append(f"int {n} = 0;")
+                    edits.append(Edit(r.body_open, r.body_open, f" {n} += 1;"))
+                    edits.append(Edit(r.divisor[0], r.divisor[1], n))
+                after.append(f"ww_rc_welford<{lanes}>({n}, {r.var}, {r.partner});")
             else:
                 after.append(
                     f"{{ const auto ww_m = {red}({r.partner}, ww_rc_max()); "
@@ -1704,6 +1952,7 @@ def rewrite_source(model: FileModel, kernel: str, mapping: Mapping | None = None
 __all__ = [
     "HELPERS",
     "MAPPING_CHOICES",
+    "WELFORD_HELPERS",
     "Mapping",
     "Reduction",
     "RowKernel",

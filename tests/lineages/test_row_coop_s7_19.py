@@ -59,12 +59,16 @@ def test_reductions_get_a_warp_per_partial_for_each_grid_factor(prepared: tuple[
     assert grid == ((1 << 18) // 32, 1, 1) and block == (256, 1, 1)
 
 
-def test_rows_no_transformation_takes_say_why(prepared: tuple[Path, dict[str, Any]]) -> None:
+def test_every_row_has_a_transformation(prepared: tuple[Path, dict[str, Any]]) -> None:
     _out, manifest = prepared
     refused = {r["file"]: r["why"] for r in manifest["refused"]}
-    # FIXME(issue 19): the Welford layernorm is refused until row-cooperative-reduction combines Welford states.
-    assert set(refused) == {WELFORD}
-    assert any(w.startswith("row-cooperative-reduction:") for w in refused[WELFORD])
+    # Every row has a candidate now: the Welford layernorm through row-cooperative-reduction's Welford combine, the
+    # column kernels through thread-per-column-reduction.
+    assert refused == {}
+    keys = {(e["original"], e["key"]) for e in manifest["entries"]}
+    assert (WELFORD, "warp4") in keys and (WELFORD, "block256") in keys
+    for rel in ("bench/suite/gemv_colmajor/naive.cu", "bench/suite_ood/gemv/transposed_2d_block.cu"):
+        assert {(rel, "cols8"), (rel, "cols16"), (rel, "cols32")} <= keys
 
 
 def test_corpus_check_discovers_the_candidates_under_the_reported_names(

@@ -36,6 +36,7 @@ SUITE_KERNELS = {
     "bench/suite_ood/cross_entropy/row_per_thread.cu": "max of `mx`, sum of `s`",
     "bench/suite_ood/gemv/row_per_thread_alpha_beta.cu": "sum of `dot`",
     "bench/suite_ood/layernorm/row_per_thread.cu": "sum of `mean`, sum of `var`",
+    "bench/suite_ood/layernorm/welford_stats.cu": "Welford mean and M2 of `mean`, `m2`",
     "bench/suite_ood/masked_softmax/lengths_2d_typedef.cu": "max of `mx`, sum of `sum`",
     "bench/suite_ood/masked_softmax/row_per_thread_mask.cu": "max of `best`, sum of `total`",
     "bench/suite_ood/rmsnorm_residual/inplace_row_per_thread.cu": "sum of `ss`",
@@ -46,7 +47,6 @@ SUITE_KERNELS = {
 # Kernels of the suites it must refuse, and a word of the reason.
 SUITE_REFUSED = {
     "bench/suite/scan_rows/naive.cu": "running value",  # a prefix sum: the carried value is read in the loop
-    "bench/suite_ood/layernorm/welford_stats.cu": "running value",  # Welford's mean is read by its own update
     "bench/suite_ood/column_sums/thread_per_col.cu": "contiguously",  # a thread per column is coalesced already
     "bench/suite/softmax/naive.cu": "shared memory",  # already cooperative
 }
@@ -128,6 +128,22 @@ def test_sum_that_does_not_start_at_zero_is_set_aside() -> None:
     assert "acc = ww_start0_acc + ww_rc_reduce<32>(acc, ww_rc_add());" in text
 
 
+def test_welford_lanes_count_their_own_elements_and_combine_by_chan() -> None:
+    model, fn = _kernel(ROOT / "bench/suite_ood/layernorm/welford_stats.cu")
+    out = rc.rewrite_source(model, fn.name, rc.Mapping("block", threads=256))
+    assert out is not None
+    text = out.decode()
+    # The divisor `k + 1` (elements seen by the one thread) becomes the lane's own count.
+    assert "mean += delta / ww_n0;" in text and "delta / (k + 1)" not in text
+    assert "int ww_n0 = 0;" in text and "{ ww_n0 += 1;" in text
+    assert "ww_rc_welford<256>(ww_n0, mean, m2);" in text
+    assert text.count("#define WARPWISE_ROW_COOPERATIVE_WELFORD") == 1
+    # A kernel with its own counter keeps it: the combined count is the row's.
+    model, fn = _kernel(FIXTURES / "pos_welford_counter_uint.cu")
+    out = rc.rewrite_source(model, fn.name)
+    assert out is not None and b"ww_rc_welford<32>(count, avg, sq);" in out and b"ww_n0" not in out
+
+
 def test_host_launch_is_rewritten_to_a_grid_over_rows() -> None:
     src = (FIXTURES / "pos_host_launch.cu").read_bytes()
     model = analyze_text(src)
@@ -172,11 +188,16 @@ GPU_CASES = [
     ("bench/suite_ood/cross_entropy/online_ignore_index.cu", "xent_online", rc.Mapping("warp", 2)),
     # The row index is read through the function-like macro `IDX2C` (issue 19).
     ("bench/suite_ood/column_sums/colmajor_mean.cu", "column_mean_colmajor", rc.Mapping("warp", 4)),
+    # Welford's running mean and M2, combined across lanes and warps with Chan's formulas (issue 19).
+    ("bench/suite_ood/layernorm/welford_stats.cu", "layernorm_welford", rc.Mapping("warp", 4)),
+    ("bench/suite_ood/layernorm/welford_stats.cu", "layernorm_welford", rc.Mapping("block", threads=512)),
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("rel", "kernel", "mapping"), GPU_CASES, ids=[c[1] for c in GPU_CASES])
+@pytest.mark.parametrize(
+    ("rel", "kernel", "mapping"), GPU_CASES, ids=[f"{c[1]}-{c[2].mode}{c[2].lanes}" for c in GPU_CASES]
+)
 def test_gate_finds_the_rewrite_correct(rel: str, kernel: str, mapping) -> None:
     from warpwise.skills.launches import changed_problem_spec
     from warpwise.verify.backends import gpu_count, make_backend
