@@ -74,7 +74,7 @@ from warpwise.analyzers.expr.poly import Poly
 from warpwise.analyzers.facts import function_node
 from warpwise.analyzers.facts_memory import launch_syntax, node_text, squash, unparen
 from warpwise.analyzers.function_nodes import of_type
-from warpwise.analyzers.macros import ExpressionMacro, expression_macros, file_function_macro_defs
+from warpwise.analyzers.macros import expansion_poly, file_expression_macros
 from warpwise.analyzers.model import AccessKind, AccessPattern, FileModel, Function, FunctionKind, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import CheckContext, MatchContext, Region, Verdict, check, holds, matcher, unknown
@@ -211,7 +211,7 @@ class _Syntax:
         # each of two loops): a use reads the declaration of its own scope, as C scoping says.
         self.scoped: dict[str, list[Node]] = {}
         self.assigned: set[str] = set()
-        self.macros = _expression_macros(model)
+        self.macros = file_expression_macros(model)
         for n in self.within(("init_declarator", "declaration", "assignment_expression", "update_expression")):
             if n.type == "init_declarator":
                 name = self._declared(n.child_by_field_name("declarator"))
@@ -341,7 +341,7 @@ class _Syntax:
             if p is None:
                 return None
             env[name] = p
-        return _expansion_poly(self.macros, macro, macro.expr, env, depth + 1)
+        return expansion_poly(self.macros, macro, macro.expr, env, depth + 1, _DEPTH)
 
     def opaque_poly(self, node: Node | None, keep: frozenset[str] = frozenset(), depth: int = 0) -> Poly | None:
         """Read an expression as `poly`, but take a division or remainder free of `keep` as a symbol of its text."""
@@ -422,67 +422,6 @@ class _Syntax:
                 off = self.opaque_poly(left)
                 return base[0], (None if off is None or base[1] is None else base[1] + off)
         return None
-
-
-def _expression_macros(model: FileModel) -> dict[str, ExpressionMacro]:
-    """Return the file's expression macros, read once per model."""
-    key = "row-cooperative-reduction.macros"
-    got = model.memo.get(key)
-    if got is None:
-        got = expression_macros(file_function_macro_defs(model), model.text)
-        model.memo[key] = got
-    return got
-
-
-def _expansion_poly(
-    macros: dict[str, ExpressionMacro], macro: ExpressionMacro, node: Node | None, env: dict[str, Poly], depth: int
-) -> Poly | None:
-    """Read a macro body's integer expression as a polynomial, its parameters replaced by their arguments' values.
-
-    Only `+`, `-`, `*`, casts, parentheses, integer literals, names and calls of other expression macros are read,
-    so a macro accepted here has no side effects; a name that is not a parameter (an object-like macro, a constant)
-    is a symbol, as in `_Syntax.poly`.
-    """
-    if node is None or depth > _DEPTH:
-        return None
-    node = unparen(node)
-    text = macro.source[node.start_byte : node.end_byte].decode(errors="replace")
-    if node.type == "number_literal":
-        try:
-            return Poly.const(int(text.rstrip("uUlL"), 0))
-        except ValueError:
-            return None
-    if node.type == "identifier":
-        return env.get(text, Poly.atom(text))
-    if node.type == "cast_expression":
-        return _expansion_poly(macros, macro, node.child_by_field_name("value"), env, depth + 1)
-    if node.type == "call_expression":
-        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
-        inner = macros.get(macro.source[fn.start_byte : fn.end_byte].decode(errors="replace")) if fn else None
-        items = [c for c in args.named_children if c.type != "comment"] if args is not None else []
-        if inner is None or len(items) != len(inner.params):
-            return None
-        values = [_expansion_poly(macros, macro, a, env, depth + 1) for a in items]
-        if any(v is None for v in values):
-            return None
-        inner_env = {k: v for k, v in zip(inner.params, values, strict=True) if v is not None}
-        return _expansion_poly(macros, inner, inner.expr, inner_env, depth + 1)
-    if node.type == "unary_expression":
-        op = node.child_by_field_name("operator")
-        arg = _expansion_poly(macros, macro, node.child_by_field_name("argument"), env, depth + 1)
-        sign = macro.source[op.start_byte : op.end_byte] if op is not None else b""
-        if arg is None or sign not in (b"-", b"+"):
-            return None
-        return arg.scale(-1) if sign == b"-" else arg
-    if node.type == "binary_expression":
-        op = node.child_by_field_name("operator")
-        a = _expansion_poly(macros, macro, node.child_by_field_name("left"), env, depth + 1)
-        b = _expansion_poly(macros, macro, node.child_by_field_name("right"), env, depth + 1)
-        o = macro.source[op.start_byte : op.end_byte] if op is not None else b""
-        if a is None or b is None or o not in (b"+", b"-", b"*"):
-            return None
-        return a + b if o == b"+" else a - b if o == b"-" else a * b
-    return None
 
 
 # ---------------------------------------------------------------------------------------------------------------
