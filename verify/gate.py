@@ -387,6 +387,15 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         path=c.original_path,
         user_include_dirs=flags.include_dirs,
     )
+    host_origin = ""
+    if "?" in name_o:
+        # A header's template kernel that nothing in the header instantiates: nvcc builds the header followed by
+        # a file that includes it (its instantiations, often written through the project's macros, come along).
+        completed = _with_includer(c, model_c.source, flags)
+        if completed is not None:
+            dev_o = replace(dev_o, host_text=completed[0])
+            dev_c = replace(dev_c, host_text=completed[1])
+            host_origin = completed[2]
     torch_note = ""
     if torchext.includes_torch(dev_o.dropped_includes) and not _has_torch(flags):
         extra = torchext.torch_flags()
@@ -417,8 +426,8 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     job = WorkerJob(
         job_id=uuid.uuid4().hex[:12],
         key=pair_key,
-        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags),
-        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags),
+        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags, host_origin),
+        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags, host_origin),
         spec=run,
         options=options if options.arch or not flags.arch else replace(options, arch=flags.arch),
     )
@@ -446,7 +455,7 @@ def _embedded(c: Candidate) -> Candidate:
     return replace(c, original_text=cuda(c.original_text), candidate_text=cuda(c.candidate_text))
 
 
-def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:
+def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags, host_origin: str = "") -> Source:
     """Return the worker's build input: the device code, the whole file for nvcc, and the project's flags."""
     return Source(
         dev.text,
@@ -456,7 +465,35 @@ def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> S
         nvrtc_flags=flags.nvrtc_flags,
         nvcc_flags=flags.nvcc_flags,
         host_text=dev.host_text,
+        host_origin=host_origin,
     )
+
+
+def _with_includer(c: Candidate, candidate_source: Any, flags: BuildFlags) -> tuple[str, str, str] | None:
+    """Return the original's and the candidate's host text completed by a file that includes the header, and
+    that file's name, or None when the file is no header or nothing next to it includes it.
+
+    One walk reads the header's text then the includer's (its `#include` of the header blanked), so a header both
+    include (`#pragma once`) is inlined once; the includer's folder is searched for its own quoted includes.
+    """
+    from warpwise.verify import includers
+
+    header = Path(c.original_path)
+    if header.suffix not in _HEADER_SUFFIXES or not header.is_file():
+        return None
+    for includer in includers.includer_files(header)[:1]:
+        try:
+            other = includers.without_include(includer.read_text(encoding="utf-8", errors="replace"), header.name)
+        except OSError:
+            continue
+        dirs = (*flags.include_dirs, str(includer.parent))
+        candidate_text = candidate_source.text.decode("utf-8", "surrogateescape")
+        hosts = [
+            device_source(f"{t}\n{other}", header.name, path=c.original_path, user_include_dirs=dirs).host_text
+            for t in (c.original_text, candidate_text)
+        ]
+        return hosts[0], hosts[1], includer.name
+    return None
 
 
 def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:

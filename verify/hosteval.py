@@ -13,8 +13,11 @@ Real launchers seldom write their geometry as plain arithmetic. They call small 
 arithmetic from `cexpr`) that also takes comparisons, `&&`/`||`, `?:`, `std::min`/`max`, functional casts, a
 tensor's `size(i)`/`numel()`/`dim()` (tensors bound to representative shapes by `torchspec`), and calls of the
 file's own host functions, whose bodies it interprets (declarations, assignments, `if`, `for`/`while` with a step
-budget, `return`; `dim3&` and integer reference parameters written back to the caller). Anything else (an
-unknown call, a pointer, a global the file does not define) makes the whole value unknown: never a guess.
+budget, `return`; `dim3&` and integer reference parameters written back to the caller). A `std::vector` is a
+value too (`push_back`, `back`, `size`, `data`, an index in bounds), and a pointer to a known allocation is a
+`Buffer` (a condition or a vector of data pointers may choose it: `out = last ? y : scratch`, `bias = ptrs[i]`).
+Anything else (an unknown call, a pointer into nothing known, a global the file does not define) makes the whole
+value unknown: never a guess.
 """
 
 from __future__ import annotations

@@ -46,6 +46,16 @@ def _includers(header: Path) -> list[Path]:
     return out
 
 
+def includer_files(header: Path) -> list[Path]:
+    """Return the `.cu` files next to a header that include it (its folder, then the parent folder)."""
+    return _includers(header)
+
+
+def without_include(text: str, name: str) -> str:
+    """Return an includer's text with its `#include` of the header blanked."""
+    return _without_include(text, name)
+
+
 def _without_include(text: str, name: str) -> str:
     """Return an includer's text with its `#include` of the header blanked (the header's text comes first)."""
     pattern = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^>"\n]*/)?' + re.escape(name) + r'[>"]', re.M)
