@@ -56,6 +56,8 @@ class HostFacts:
     functions: dict[str, Any] = field(default_factory=dict)
     evaluated: list[str] = field(default_factory=list)
     objects: dict[str, Any] = field(default_factory=dict)
+    refs: dict[str, str] = field(default_factory=dict)
+    """References to a plain variable (`const unsigned& w = feats;`): they read its value at the launch."""
     pointed: set[str] = field(default_factory=set)
     """Pointers whose buffer comes from an assignment or initialiser read by the host evaluator (`p = c ? a : b`)."""
 
@@ -148,6 +150,12 @@ def host_facts(
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
+    for ref, target in facts.refs.items():
+        # A reference reads its variable as it is at the launch (or has no value when the variable has none).
+        if target in facts.names:
+            facts.names[ref] = facts.names[target]
+        else:
+            facts.names.pop(ref, None)
     return facts
 
 
@@ -584,6 +592,8 @@ def _pointer_declaration(src: bytes, d: Any, facts: HostFacts) -> None:
         v = _evaluate(src, value, facts, name)
         if isinstance(v, int | float):
             facts.names[name] = v
+            if value.type == "identifier":
+                facts.refs[name] = _text(src, value)
             return
     if name in facts.allocs and name not in facts.pointed:
         # Already known (a tensor's data pointer the binding declares): kept.

@@ -304,3 +304,16 @@ def test_a_layer_kernel_whose_output_is_the_scratch_buffer_of_an_unknown_size_ge
     spec = resolve_spec(str(path), text, "clamp_zero")
     assert isinstance(spec, SpecMissing), spec
     assert any("size of `y` (passed `out`" in m for m in spec.missing)
+
+
+def test_a_reference_reads_its_variable_at_the_launch() -> None:
+    # `width` refers to `feats[layer]` through a local that changes before the launch: the launch sees the new value.
+    path = TORCH / "stacked_layers.cu"
+    text = path.read_text().replace(
+        "    const unsigned& width = feats[layer];",
+        "    unsigned w = feats[layer];\n    const unsigned& width = w;\n    w = w / 2;",
+    )
+    spec = resolve_spec(str(path), text, "add_offset")
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args["feats"] == DEFAULT_SHAPES[2][1] // 2
