@@ -313,7 +313,9 @@ def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ..
                     if found is not None:
                         out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                         continue
-                if "?" not in args:
+                # A launch inside a host template passes that template's parameters: no instance by itself.
+                outer = enclosing_template_params(model.text, caller.span(launch.span)[0], model.tree)
+                if "?" not in args and not any(re.search(rf"\b{re.escape(n)}\b", a) for a in args for n in outer):
                     out.append(tuple(args))
     return out
 
@@ -473,27 +475,37 @@ def _with_includer(c: Candidate, candidate_source: Any, flags: BuildFlags) -> tu
     """Return the original's and the candidate's host text completed by a file that includes the header, and
     that file's name, or None when the file is no header or nothing next to it includes it.
 
-    One walk reads the header's text then the includer's (its `#include` of the header blanked), so a header both
-    include (`#pragma once`) is inlined once; the includer's folder is searched for its own quoted includes.
+    One walk reads the includer with the header's text where it includes it (as the preprocessor does), so a
+    header both include (`#pragma once`) is inlined once; the includer's folder is searched for its own quoted
+    includes. A header that only a host-template header includes is completed by that header, then by a `.cu` file
+    including it.
     """
     from warpwise.verify import includers
 
     header = Path(c.original_path)
     if header.suffix not in _HEADER_SUFFIXES or not header.is_file():
         return None
-    for includer in includers.includer_files(header)[:1]:
+    chain = includers.includer_chain(header)
+    if not chain:
+        return None
+    texts = []
+    for f in chain:
         try:
-            other = includers.without_include(includer.read_text(encoding="utf-8", errors="replace"), header.name)
+            texts.append(f.read_text(encoding="utf-8", errors="replace"))
         except OSError:
-            continue
-        dirs = (*flags.include_dirs, str(includer.parent))
-        candidate_text = candidate_source.text.decode("utf-8", "surrogateescape")
-        hosts = [
-            device_source(f"{t}\n{other}", header.name, path=c.original_path, user_include_dirs=dirs).host_text
-            for t in (c.original_text, candidate_text)
-        ]
-        return hosts[0], hosts[1], includer.name
-    return None
+            return None
+    dirs = (*flags.include_dirs, *dict.fromkeys(str(f.parent) for f in chain))
+
+    def host(header_text: str) -> str:
+        # The header's text stands where the includer includes it; then the next file of the chain around that.
+        whole, inner = header_text, header.name
+        for f, t in zip(chain, texts, strict=True):
+            whole, inner = includers.inlined(t, inner, whole), f.name
+        return device_source(whole, header.name, path=c.original_path, user_include_dirs=dirs).host_text
+
+    hosts = [host(c.original_text), host(candidate_source.text.decode("utf-8", "surrogateescape"))]
+    through = f" (through `{chain[0].name}`)" if len(chain) > 1 else ""
+    return hosts[0], hosts[1], f"`{chain[-1].name}`{through}"
 
 
 def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:

@@ -248,7 +248,8 @@ class Source(Plain):
 
     `flags` are the project's `-I`/`-D`/`--std` options (both compilers take them), `host_text` the whole file
     with its project headers inlined, which nvcc builds when NVRTC cannot build `text`; `host_origin` names the
-    file that `host_text` was completed with, if any (a header's includer, whose instantiations it carries).
+    file that `host_text` was completed with, if any (a header's includer, whose instantiations it carries), as the
+    build reason shows it.
     """
 
     text: str
