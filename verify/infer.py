@@ -754,8 +754,9 @@ def infer_launch(
     facts = host_facts(model, caller, offset)
     loop_notes = []
     for var, (value, where) in hostcode.loop_first_values(model.text, offset, facts.names, model.tree).items():
-        if var in facts.names:
+        if var in facts.names and facts.names[var] != value:
             continue
+        # Also noted when the loop's own declaration already gave the first value (`for (int l = 0; ...)`).
         facts.names[var] = value
         loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
     result = _from_launch(model, fn, caller, launch, facts, indent, n_launches, tuple(loop_notes))
@@ -890,7 +891,7 @@ def _through_tensors(
         facts.alloc_origin[host] = bound.origin[host]
     notes = list(bound.notes)
     for var, (value, where) in hostcode.loop_first_values(model2.text, offset2, facts.names, model2.tree).items():
-        if var not in facts.names:
+        if var not in facts.names or facts.names[var] == value:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
     deduced = _deduce_templates(fn2, launch2, {**_pointer_types(model2, caller2), **bound.elem_types})

@@ -293,6 +293,7 @@ def test_a_launcher_over_layers_reads_a_pushed_vector_a_chosen_pointer_and_the_o
     assert "the real occupancy may be lower" in notes
     assert "the buffer `out` is set to `(layer == layers - 1) ? y : scratch_y`" in notes
     assert "the buffer `offset` is set to `offsets[layer]`" in notes
+    assert "the launch runs in a loop over `layer`" in notes
     assert f"the tensor `y` is made with sizes [{rows}, {feats}], read through the host code before it" in notes
 
 
