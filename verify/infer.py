@@ -219,6 +219,18 @@ def _run_loop(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
             facts.dims[name] = value.as_tuple()
         elif isinstance(value, int | float) and name in facts.names:
             facts.names[name] = value
+        elif name in facts.allocs or isinstance(value, hosteval.Buffer | hosteval.Tensor):
+            # A pointer the loop sets: the buffer it holds after the loop, or no buffer when that is not one.
+            found = _pointer_bytes(value, facts)
+            facts.allocs.pop(name, None)
+            if found is not None:
+                facts.allocs[name] = found[0]
+                base = facts.alloc_origin.get(found[1], f"`{found[1]}`")
+                loop_text = " ".join(_text(src, node).split())[:60]
+                facts.alloc_origin[name] = f"{base}, the buffer `{name}` holds after the loop `{loop_text}`"
+                facts.alloc_texts.setdefault(name, facts.alloc_texts.get(found[1], found[1]))
+                facts.pointed.add(name)
+            continue
         else:
             continue
         loop = " ".join(_text(src, node).split())

@@ -488,3 +488,26 @@ def _enclosing(node: object) -> object:
     while p is not None and p.type != "function_definition":  # type: ignore[attr-defined]
         p = p.parent  # type: ignore[attr-defined]
     return p
+
+
+def test_a_pointer_a_loop_before_the_launch_sets_takes_the_buffer_it_holds_after_the_loop() -> None:
+    text = b"""
+__global__ void fill(float* p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = 1.0f;
+}
+void run() {
+  float *small, *big;
+  cudaMalloc(&small, 256 * sizeof(float));
+  cudaMalloc(&big, 4096 * sizeof(float));
+  float* p = small;
+  for (int pass = 0; pass < 2; pass++) {
+    p = big;
+  }
+  fill<<<16, 256>>>(p, 4096);
+}
+"""
+    spec = resolve_spec("loop_pointer.cu", text.decode(), "fill")
+    assert isinstance(spec, ProblemSpec), spec
+    assert {b.name: b.count for b in spec.run.buffers} == {"p": 4096}
+    assert any("the buffer `p` holds after the loop" in n for n in spec.notes)
