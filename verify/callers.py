@@ -425,7 +425,9 @@ def _through_call(
     if len(args) > len(params):
         return None
     src = model.text
-    decls = " ".join(f"{decl} = {arg};" for (decl, _), arg in zip(params, args, strict=False))
+    # A parameter passed a variable of its own name (`batch_size` for `int batch_size`) needs no declaration: the
+    # caller's variable is in scope with that value, and `int n = n;` would read as changing it.
+    decls = " ".join(f"{decl} = {arg};" for (decl, name), arg in zip(params, args, strict=False) if arg != name)
     # Trailing parameters the call leaves to defaults its header declares: declared without a value (what the
     # launch needs of them is then named as missing, never guessed).
     decls += "".join(f" {decl};" for decl, _ in params[len(args) :])

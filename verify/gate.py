@@ -313,7 +313,9 @@ def _instantiations_from_includers(path: str, kernel: str) -> list[tuple[str, ..
                     if found is not None:
                         out += [tuple(t if a == "scalar_t" else a for a in args) for t in found[1]]
                         continue
-                if "?" not in args:
+                # A launch inside a host template passes that template's parameters: no instance by itself.
+                outer = enclosing_template_params(model.text, caller.span(launch.span)[0], model.tree)
+                if "?" not in args and not any(re.search(rf"\b{re.escape(n)}\b", a) for a in args for n in outer):
                     out.append(tuple(args))
     return out
 
@@ -387,6 +389,15 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
         path=c.original_path,
         user_include_dirs=flags.include_dirs,
     )
+    host_origin = ""
+    if "?" in name_o:
+        # A header's template kernel that nothing in the header instantiates: nvcc builds the header followed by
+        # a file that includes it (its instantiations, often written through the project's macros, come along).
+        completed = _with_includer(c, model_c.source, flags)
+        if completed is not None:
+            dev_o = replace(dev_o, host_text=completed[0])
+            dev_c = replace(dev_c, host_text=completed[1])
+            host_origin = completed[2]
     torch_note = ""
     if torchext.includes_torch(dev_o.dropped_includes) and not _has_torch(flags):
         extra = torchext.torch_flags()
@@ -417,8 +428,8 @@ def prepare(c: Candidate, options: Options | None = None) -> PreparedJob | Verif
     job = WorkerJob(
         job_id=uuid.uuid4().hex[:12],
         key=pair_key,
-        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags),
-        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags),
+        original=_source(dev_o, name_o, Path(c.original_path).name or "original.cu", flags, host_origin),
+        candidate=_source(dev_c, name_c, Path(cand_path).name or "candidate.cu", flags, host_origin),
         spec=run,
         options=options if options.arch or not flags.arch else replace(options, arch=flags.arch),
     )
@@ -446,7 +457,7 @@ def _embedded(c: Candidate) -> Candidate:
     return replace(c, original_text=cuda(c.original_text), candidate_text=cuda(c.candidate_text))
 
 
-def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> Source:
+def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags, host_origin: str = "") -> Source:
     """Return the worker's build input: the device code, the whole file for nvcc, and the project's flags."""
     return Source(
         dev.text,
@@ -456,7 +467,45 @@ def _source(dev: DeviceSource, name: str, filename: str, flags: BuildFlags) -> S
         nvrtc_flags=flags.nvrtc_flags,
         nvcc_flags=flags.nvcc_flags,
         host_text=dev.host_text,
+        host_origin=host_origin,
     )
+
+
+def _with_includer(c: Candidate, candidate_source: Any, flags: BuildFlags) -> tuple[str, str, str] | None:
+    """Return the original's and the candidate's host text completed by a file that includes the header, and
+    that file's name, or None when the file is no header or nothing next to it includes it.
+
+    One walk reads the includer with the header's text where it includes it (as the preprocessor does), so a
+    header both include (`#pragma once`) is inlined once; the includer's folder is searched for its own quoted
+    includes. A header that only a host-template header includes is completed by that header, then by a `.cu` file
+    including it.
+    """
+    from warpwise.verify import includers
+
+    header = Path(c.original_path)
+    if header.suffix not in _HEADER_SUFFIXES or not header.is_file():
+        return None
+    chain = includers.includer_chain(header)
+    if not chain:
+        return None
+    texts = []
+    for f in chain:
+        try:
+            texts.append(f.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+    dirs = (*flags.include_dirs, *dict.fromkeys(str(f.parent) for f in chain))
+
+    def host(header_text: str) -> str:
+        # The header's text stands where the includer includes it; then the next file of the chain around that.
+        whole, inner = header_text, header.name
+        for f, t in zip(chain, texts, strict=True):
+            whole, inner = includers.inlined(t, inner, whole), f.name
+        return device_source(whole, header.name, path=c.original_path, user_include_dirs=dirs).host_text
+
+    hosts = [host(c.original_text), host(candidate_source.text.decode("utf-8", "surrogateescape"))]
+    through = f" (through `{chain[0].name}`)" if len(chain) > 1 else ""
+    return hosts[0], hosts[1], f"`{chain[-1].name}`{through}"
 
 
 def finish(prepared: PreparedJob, result: VerificationResult) -> VerificationResult:

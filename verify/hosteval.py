@@ -13,8 +13,11 @@ Real launchers seldom write their geometry as plain arithmetic. They call small 
 arithmetic from `cexpr`) that also takes comparisons, `&&`/`||`, `?:`, `std::min`/`max`, functional casts, a
 tensor's `size(i)`/`numel()`/`dim()` (tensors bound to representative shapes by `torchspec`), and calls of the
 file's own host functions, whose bodies it interprets (declarations, assignments, `if`, `for`/`while` with a step
-budget, `return`; `dim3&` and integer reference parameters written back to the caller). Anything else (an
-unknown call, a pointer, a global the file does not define) makes the whole value unknown: never a guess.
+budget, `return`; `dim3&` and integer reference parameters written back to the caller). A `std::vector` is a
+value too (`push_back`, `back`, `size`, `data`, an index in bounds), and a pointer to a known allocation is a
+`Buffer` (a condition or a vector of data pointers may choose it: `out = last ? y : scratch`, `bias = ptrs[i]`).
+Anything else (an unknown call, a pointer into nothing known, a global the file does not define) makes the whole
+value unknown: never a guess.
 """
 
 from __future__ import annotations
@@ -67,9 +70,26 @@ class Dim3:
 
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor of a representative shape (what `torchspec` chose for it)."""
+    """A tensor of a representative shape (what `torchspec` chose for it); `name` is the host name it is bound to
+    (its data pointer, once a binding's `t.data_ptr<T>()` reads as `t`)."""
 
     shape: tuple[int, ...]
+    name: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A pointer to a known allocation (a `cudaMalloc`, a tensor's data): `nbytes` from it to the allocation's end."""
+
+    name: str
+    nbytes: int
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class Vector(list[Any]):
+    """A `std::vector` (and the pointer its `data()` returns): values appended by `push_back`, read by index."""
 
 
 class _Pointer:
@@ -98,6 +118,7 @@ H200: dict[str, int] = {
     "regsPerBlock": 65536,
     "regsPerMultiprocessor": 65536,
     "l2CacheSize": 52428800,
+    "maxBlocksPerMultiProcessor": 32,
 }
 """The device properties host code reads, as the H200 the gate times on reports them (`cudaGetDeviceProperties`)."""
 
@@ -272,13 +293,16 @@ class HostEval(ExprWalk[Value]):
         if index is not None and index.type == "subscript_argument_list":
             index = index.named_children[0] if index.named_children else None
         i = self.walk(index, depth + 1)
-        if isinstance(arg, tuple) and isinstance(i, int) and 0 <= i < len(arg):
+        if isinstance(arg, tuple | Vector) and isinstance(i, int) and 0 <= i < len(arg):
             return arg[i]
         return self.unknown(node)
 
     def on_cast(self, node: Any, depth: int) -> Value:
         ty = node.child_by_field_name("type")
         v = self.walk(node.child_by_field_name("value"), depth + 1)
+        if ty is not None and isinstance(v, Buffer | Tensor | Vector) and _text(self.src, ty).rstrip().endswith("*"):
+            # `(float*) p`, `(void*)(t)`: the same allocation, seen as another type.
+            return v
         conv = _CASTS.get(" ".join(_text(self.src, ty).split()).replace("const ", "")) if ty is not None else None
         if conv is None or not isinstance(v, int | float):
             return self.unknown(node)
@@ -288,7 +312,7 @@ class HostEval(ExprWalk[Value]):
         op = node.child_by_field_name("operator")
         v = self.walk(node.child_by_field_name("argument"), depth + 1)
         o = _text(self.src, op) if op is not None else ""
-        if o == "!" and isinstance(v, _Pointer | Tensor):
+        if o == "!" and isinstance(v, _Pointer | Tensor | Buffer):
             return 0
         if not isinstance(v, int | float):
             return self.unknown(node)
@@ -308,7 +332,7 @@ class HostEval(ExprWalk[Value]):
         if op in ("==", "!=") and right is not None and _text(self.src, right) in _NULLS:
             # `p == nullptr` / `p != NULL` of a pointer known to be present.
             present = self.walk(left, depth + 1)
-            if not isinstance(present, _Pointer | Tensor):
+            if not isinstance(present, _Pointer | Tensor | Buffer):
                 return self.unknown(node)
             return int(op == "!=")
         a = self.walk(left, depth + 1)
@@ -368,6 +392,8 @@ class HostEval(ExprWalk[Value]):
             method = _text(self.src, fn.child_by_field_name("field"))
             if isinstance(target, Tensor):
                 return _tensor_query(target, method, [self.walk(a, depth + 1) for a in args], node, self)
+            if isinstance(target, Vector):
+                return _vector_method(target, method, [self.walk(a, depth + 1) for a in args], node, self)
             return self.unknown(node)
         cast = re.fullmatch(r"static_cast\s*<\s*([\w\s:]+?)\s*>", _text(self.src, fn))
         if cast is not None and len(args) == 1:
@@ -495,7 +521,11 @@ class HostEval(ExprWalk[Value]):
             elif inner.type == "call_expression":
                 # A call for its effect: a helper of the file runs; anything else (a check, a print) is skipped.
                 fn = inner.child_by_field_name("function")
-                if fn is not None and _text(self.src, fn).split("::")[-1] in self.functions:
+                # A `std::vector` method (`v.push_back(x)`) changes the vector in place.
+                if fn is not None and (
+                    _text(self.src, fn).split("::")[-1] in self.functions
+                    or (fn.type == "field_expression" and vector_call(self.src, inner))
+                ):
                     self.walk(inner)
             elif inner.type == "comma_expression":
                 for part in inner.named_children:
@@ -579,16 +609,26 @@ class HostEval(ExprWalk[Value]):
         type_text = _text(self.src, ty) if ty is not None else ""
         for d in decl.children_by_field_name("declarator"):
             if d.type == "identifier":
-                # An uninitialised `dim3` is (1, 1, 1); any other uninitialised local has no value yet.
+                # An uninitialised `dim3` is (1, 1, 1), a `std::vector` empty; any other uninitialised local has no
+                # value yet.
                 if type_text == "dim3":
                     self.frame.names[_text(self.src, d)] = Dim3()
+                elif is_vector_type(type_text):
+                    self.frame.names[_text(self.src, d)] = Vector()
                 else:
                     self.frame.names.pop(_text(self.src, d), None)
+                continue
+            if d.type == "pointer_declarator" and declared_name(self.src, d):
+                # `T *a, *b;`: pointers with no value yet.
+                self.frame.names.pop(declared_name(self.src, d) or "", None)
                 continue
             if d.type != "init_declarator":
                 raise Unknown("declarator")
             name_node = d.child_by_field_name("declarator")
             value = d.child_by_field_name("value")
+            if name_node is not None and name_node.type in ("pointer_declarator", "reference_declarator"):
+                # `T* p = e;` binds a pointer (a buffer, a vector's data); `const int& r = e;` the value it refers to.
+                name_node = _innermost(name_node)
             if name_node is None or name_node.type != "identifier" or value is None:
                 raise Unknown("declarator")
             name = _text(self.src, name_node)
@@ -610,6 +650,54 @@ class HostEval(ExprWalk[Value]):
             if conv is not None and isinstance(v, int | float):
                 v = conv(v)
             self.frame.names[name] = v
+
+
+def is_vector_type(type_text: str) -> bool:
+    """Return whether a declaration's type is a `std::vector<...>`."""
+    return re.fullmatch(r"(?:std::)?vector\s*<.*>", " ".join(type_text.split()), re.S) is not None
+
+
+_VECTOR_METHODS = frozenset({"push_back", "emplace_back", "back", "front", "size", "data", "empty"})
+
+
+def vector_call(src: bytes, call: Any) -> bool:
+    """Return whether a call is a `std::vector` method the evaluator models (`v.push_back(x)`, `v.back()`)."""
+    fn = call.child_by_field_name("function")
+    if fn is None or fn.type != "field_expression":
+        return False
+    f = fn.child_by_field_name("field")
+    return f is not None and _text(src, f) in _VECTOR_METHODS
+
+
+def _vector_method(v: Vector, method: str, args: list[Value], node: Any, ev: HostEval) -> Value:
+    """Apply one `std::vector` method: `push_back` appends (in place); `back`, `size`, `data`... read."""
+    if method in ("push_back", "emplace_back") and len(args) == 1 and args[0] is not None:
+        v.append(args[0])
+        return None
+    if args:
+        return ev.unknown(node)
+    if method == "size":
+        return len(v)
+    if method == "empty":
+        return int(not v)
+    if method == "data":
+        return v
+    if method in ("back", "front") and v:
+        return v[-1] if method == "back" else v[0]
+    return ev.unknown(node)
+
+
+def _innermost(d: Any) -> Any:
+    """Return the identifier inside pointer and reference declarators (`*p`, `&r`, `* const p`)."""
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+        d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+    return d
+
+
+def declared_name(src: bytes, d: Any) -> str | None:
+    """Return the name a pointer or reference declarator declares, if it is a plain identifier."""
+    inner = _innermost(d)
+    return _text(src, inner) if inner is not None and inner.type == "identifier" else None
 
 
 def _alias(src: bytes, name: str) -> str | None:
@@ -697,6 +785,16 @@ def value_of(
             device_fields |= ev.device_fields
         return v
     return None
+
+
+def run_call(src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value]) -> bool:
+    """Run a call for its effect on the objects `names` holds (`v.push_back(x)`); return whether it ran."""
+    ev = HostEval(src, functions, Frame(dict(names)))
+    try:
+        ev.walk(call)
+    except (Unknown, _Return, _Break, _Continue, RecursionError, OverflowError, ZeroDivisionError):
+        return False
+    return True
 
 
 def call_effects(src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value]) -> dict[str, Value] | None:

@@ -46,6 +46,49 @@ def _includers(header: Path) -> list[Path]:
     return out
 
 
+def includer_files(header: Path) -> list[Path]:
+    """Return the `.cu` files next to a header that include it (its folder, then the parent folder)."""
+    return _includers(header)
+
+
+def includer_chain(header: Path) -> list[Path]:
+    """Return the files from a header to a `.cu` that includes it: `[x.cu]`, or `[h.cuh, x.cu]` when the header is
+    included only by another header of its folder (a host template) that a `.cu` file includes; [] when none."""
+    direct = _includers(header)
+    if direct:
+        return direct[:1]
+    pattern = re.compile(rb'#\s*include\s*[<"](?:[^>"]*/)?' + re.escape(header.name.encode()) + rb'[>"]')
+    try:
+        siblings = sorted(f for f in header.parent.iterdir() if f.suffix in _HEADER_SUFFIXES and f != header)
+    except OSError:
+        return []
+    for h in siblings[:_MAX_SCANNED]:
+        try:
+            if not pattern.search(h.read_bytes()):
+                continue
+        except OSError:
+            continue
+        outer = _includers(h)
+        if outer:
+            return [h, outer[0]]
+    return []
+
+
+def without_include(text: str, name: str) -> str:
+    """Return an includer's text with its `#include` of the header blanked."""
+    return _without_include(text, name)
+
+
+def inlined(text: str, name: str, header_text: str) -> str:
+    """Return an includer's text with its first `#include` of the header replaced by the header's text (what the
+    preprocessor does), so what the includer includes before it comes first; appended when there is none."""
+    pattern = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^>"\n]*/)?' + re.escape(name) + r'[>"]', re.M)
+    m = pattern.search(text)
+    if m is None:
+        return f"{header_text}\n{text}"
+    return f"{text[: m.start()]}{header_text}\n{_without_include(text[m.end() :], name)}"
+
+
 def _without_include(text: str, name: str) -> str:
     """Return an includer's text with its `#include` of the header blanked (the header's text comes first)."""
     pattern = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:[^>"\n]*/)?' + re.escape(name) + r'[>"]', re.M)

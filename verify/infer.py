@@ -56,14 +56,18 @@ class HostFacts:
     functions: dict[str, Any] = field(default_factory=dict)
     evaluated: list[str] = field(default_factory=list)
     objects: dict[str, Any] = field(default_factory=dict)
+    refs: dict[str, str] = field(default_factory=dict)
+    """References to a plain variable (`const unsigned& w = feats;`): they read its value at the launch."""
+    pointed: set[str] = field(default_factory=set)
+    """Pointers whose buffer comes from an assignment or initialiser read by the host evaluator (`p = c ? a : b`)."""
 
     def env(self) -> dict[str, Any]:
         """Return the names the host evaluator sees: values, dim3s and tensors of representative shapes."""
         out: dict[str, Any] = {"true": 1, "false": 0, **self.names}
         out.update({k: hosteval.Dim3(*v) for k, v in self.dims.items()})
-        out.update({k: hosteval.Tensor(v) for k, v in self.tensors.items() if k not in out})
+        out.update({k: hosteval.Tensor(v, k) for k, v in self.tensors.items() if k not in out})
         # An allocated pointer is not null: a condition on it (`v ? 2 : 1`) takes the path where it is present.
-        out.update({k: hosteval.POINTER for k in self.allocs if k not in out})
+        out.update({k: hosteval.Buffer(k, v) for k, v in self.allocs.items() if k not in out})
         out.update({k: v for k, v in self.objects.items() if k not in out})
         return out
 
@@ -79,11 +83,13 @@ def host_facts(
     before: int,
     seed: dict[str, int | float] | None = None,
     tensors: dict[str, tuple[int, ...]] | None = None,
+    allocs: dict[str, tuple[int, str]] | None = None,
 ) -> HostFacts:
     """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
 
     `seed` gives values known before the function's first statement (a binding's representative parameters);
-    `tensors` the representative shapes of a torch binding's tensors (which the file's host helpers may query).
+    `tensors` the representative shapes of a torch binding's tensors (which the file's host helpers may query);
+    `allocs` the buffers known from the start (a tensor's data: bytes and where they come from).
     """
     src = model.text
     tree = model.tree
@@ -91,6 +97,10 @@ def host_facts(
     while node is not None and node.type != "function_definition":
         node = node.parent
     facts = HostFacts(names={**model.constants, **(seed or {})}, tensors=dict(tensors or {}))
+    for name, (nbytes, origin) in (allocs or {}).items():
+        facts.allocs[name] = nbytes
+        facts.alloc_texts[name] = origin
+        facts.alloc_origin[name] = origin
     facts.functions = hosteval.host_functions(src, tree.root_node)
     if node is None:
         return facts
@@ -130,6 +140,9 @@ def host_facts(
                 facts.changed.add(name)
                 facts.names.pop(name, None)
                 facts.dims.pop(name, None)
+                if name in facts.pointed:
+                    # A pointer set on a path that may not run: its buffer is no longer known.
+                    facts.allocs.pop(name, None)
         elif n.type == "call_expression":
             _allocation(src, n, facts)
             if n.parent is not None and n.parent.type == "expression_statement" and _on_path(n.parent, body, path):
@@ -137,6 +150,12 @@ def host_facts(
     for name in facts.changed:
         facts.names.pop(name, None)
         facts.dims.pop(name, None)
+    for ref, target in facts.refs.items():
+        # A reference reads its variable as it is at the launch (or has no value when the variable has none).
+        if target in facts.names:
+            facts.names[ref] = facts.names[target]
+        else:
+            facts.names.pop(ref, None)
     return facts
 
 
@@ -200,6 +219,18 @@ def _run_loop(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
             facts.dims[name] = value.as_tuple()
         elif isinstance(value, int | float) and name in facts.names:
             facts.names[name] = value
+        elif name in facts.allocs or isinstance(value, hosteval.Buffer | hosteval.Tensor):
+            # A pointer the loop sets: the buffer it holds after the loop, or no buffer when that is not one.
+            found = _pointer_bytes(value, facts)
+            facts.allocs.pop(name, None)
+            if found is not None:
+                facts.allocs[name] = found[0]
+                base = facts.alloc_origin.get(found[1], f"`{found[1]}`")
+                loop_text = " ".join(_text(src, node).split())[:60]
+                facts.alloc_origin[name] = f"{base}, the buffer `{name}` holds after the loop `{loop_text}`"
+                facts.alloc_texts.setdefault(name, facts.alloc_texts.get(found[1], found[1]))
+                facts.pointed.add(name)
+            continue
         else:
             continue
         loop = " ".join(_text(src, node).split())
@@ -249,7 +280,13 @@ def _passes(node: Any, path: _Path) -> bool:
         return node.start_byte in path.decided
     if node.type == "else_clause":
         return node.parent is not None and node.parent.start_byte in path.decided
+    if node.type in _HOLDERS:
+        # A dispatch macro's lambda holding the launch (`AT_DISPATCH_...(t, "op", [&] { ... launch ... })`) runs.
+        return node.start_byte < path.before < node.end_byte
     return node.type in _LOOPS and node.start_byte < path.before < node.end_byte
+
+
+_HOLDERS = frozenset({"lambda_expression", "argument_list", "call_expression", "expression_statement"})
 
 
 def _straight_line(node: Any, body: Any, src: bytes, path: _Path) -> bool:
@@ -290,9 +327,60 @@ def _device_query(src: bytes, call: Any, facts: HostFacts) -> bool:
     return True
 
 
+_OCCUPANCY = frozenset({"cudaOccupancyMaxActiveBlocksPerMultiprocessor"})
+
+
+def _occupancy(src: bytes, call: Any, facts: HostFacts) -> bool:
+    """Record `cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem)` on the representative device.
+
+    The answer depends on the kernel's registers and static shared memory, which host inference does not read; `n`
+    takes the bound the block size (and the dynamic shared memory) alone sets on the H200, an upper bound of the
+    real occupancy. A grid sized from it is a grid-stride launch (the count of resident blocks changes per device),
+    so the kernel's buffers do not depend on it; the notes say what was taken.
+    """
+    fn = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    if fn is None or args is None or _text(src, fn).split("::")[-1] not in _OCCUPANCY:
+        return False
+    parts = [a for a in args.named_children if a.type != "comment"]
+    if len(parts) < 3 or parts[0].type != "pointer_expression":
+        return True
+    target = parts[0].child_by_field_name("argument")
+    threads = _evaluate(src, parts[2], facts)
+    smem = _evaluate(src, parts[3], facts) if len(parts) > 3 else 0
+    if target is None or target.type != "identifier" or not isinstance(threads, int) or not isinstance(smem, int):
+        return True
+    if not 0 < threads <= hosteval.H200["maxThreadsPerBlock"] or smem < 0:
+        return True
+    blocks = min(hosteval.H200["maxBlocksPerMultiProcessor"], hosteval.H200["maxThreadsPerMultiProcessor"] // threads)
+    if smem > 0:
+        blocks = min(blocks, hosteval.H200["sharedMemPerMultiprocessor"] // smem)
+    name = _text(src, target)
+    facts.names[name] = blocks
+    facts.changed.discard(name)
+    facts.evaluated.append(
+        f"`{name}` = {blocks} from `{_text(src, fn)}` with {threads} threads per block"
+        + (f" and {smem} bytes of dynamic shared memory" if smem else "")
+        + f": the most blocks of that size an SM of the {hosteval.DEVICE.name} holds (the kernel's registers and "
+        "static shared memory are not read, so the real occupancy may be lower)"
+    )
+    return True
+
+
 def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
     """Apply a call of the file's own host helper that sets the caller's dim3s or integers through references."""
-    if _device_query(src, call, facts):
+    if _device_query(src, call, facts) or _occupancy(src, call, facts):
+        return
+    if hosteval.vector_call(src, call):
+        # `v.push_back(x)`: the vector (shared with the facts) changes in place; a value the evaluator cannot
+        # give leaves the vector unknown from here on.
+        fn = call.child_by_field_name("function")
+        target = fn.child_by_field_name("argument") if fn is not None else None
+        name = _text(src, target) if target is not None else ""
+        if isinstance(facts.objects.get(name), hosteval.Vector) and not hosteval.run_call(
+            src, facts.functions, call, facts.env()
+        ):
+            del facts.objects[name]
         return
     changed = hosteval.call_effects(src, facts.functions, call, facts.env())
     if not changed:
@@ -399,6 +487,8 @@ def _assign(src: bytes, node: Any, facts: HostFacts) -> bool:
     except cexpr.ExprError:
         if op_text != "=":
             return False
+        if name not in facts.names and _point(src, name, right, facts, "is set to"):
+            return True
         found = _evaluate(src, right, facts, name)
         if found is None:
             return False
@@ -414,8 +504,18 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
     ty = decl.child_by_field_name("type")
     type_text = _text(src, ty) if ty is not None else ""
     for d in decl.children_by_field_name("declarator"):
+        if hosteval.is_vector_type(type_text) and d.type == "identifier":
+            # `std::vector<int> v;`: an empty vector that `push_back` fills.
+            facts.objects[_text(src, d)] = hosteval.Vector()
+            continue
         if "vector" in type_text:
             _vector(src, d, facts)
+            continue
+        if d.type == "init_declarator" and (d.child_by_field_name("declarator") or d).type in (
+            "pointer_declarator",
+            "reference_declarator",
+        ):
+            _pointer_declaration(src, d, facts)
             continue
         if type_text == "dim3" and d.type == "identifier":
             facts.dims[_text(src, d)] = (1, 1, 1)
@@ -462,6 +562,55 @@ def _declaration(src: bytes, decl: Any, facts: HostFacts) -> None:
             facts.names[name] = float(v)
         elif isinstance(v, int) or float(v).is_integer():
             facts.names[name] = int(v)
+
+
+def _pointer_bytes(value: Any, facts: HostFacts) -> tuple[int, str] | None:
+    """Return the bytes a pointer value reaches and the allocation it points into, if it is a known buffer."""
+    if isinstance(value, hosteval.Buffer):
+        return value.nbytes, value.name
+    if isinstance(value, hosteval.Tensor) and value.name in facts.allocs:
+        return facts.allocs[value.name], value.name
+    return None
+
+
+def _point(src: bytes, name: str, value_node: Any, facts: HostFacts, how: str) -> bool:
+    """Bind pointer `name` to the buffer an expression gives (`c ? a : b`, `ptrs[i]`); return whether it did."""
+    value = hosteval.value_of(src, facts.functions, value_node, facts.env())
+    if isinstance(value, hosteval.Vector):
+        facts.objects[name] = value
+        return True
+    found = _pointer_bytes(value, facts)
+    if found is None:
+        return False
+    nbytes, target = found
+    text = " ".join(_text(src, value_node).split())
+    facts.allocs[name] = nbytes
+    base = facts.alloc_origin.get(target) or (
+        f"`cudaMalloc({facts.alloc_texts[target]})`" if target in facts.alloc_texts else f"`{target}`"
+    )
+    facts.alloc_origin[name] = f"{base}, the buffer `{name}` {how} `{text[:80]}` (read by the host evaluator)"
+    facts.alloc_texts.setdefault(name, facts.alloc_texts.get(target, target))
+    facts.pointed.add(name)
+    return True
+
+
+def _pointer_declaration(src: bytes, d: Any, facts: HostFacts) -> None:
+    """Record `T* p = e;` (a buffer, a vector's data) or `const int& r = e;` (the value it refers to)."""
+    name = hosteval.declared_name(src, d.child_by_field_name("declarator"))
+    value = d.child_by_field_name("value")
+    if name is None or value is None:
+        return
+    if (d.child_by_field_name("declarator")).type == "reference_declarator":
+        v = _evaluate(src, value, facts, name)
+        if isinstance(v, int | float):
+            facts.names[name] = v
+            if value.type == "identifier":
+                facts.refs[name] = _text(src, value)
+            return
+    if name in facts.allocs and name not in facts.pointed:
+        # Already known (a tensor's data pointer the binding declares): kept.
+        return
+    _point(src, name, value, facts, "is initialised to")
 
 
 def _dim3_declarator(src: bytes, d: Any, facts: HostFacts) -> None:
@@ -617,8 +766,9 @@ def infer_launch(
     facts = host_facts(model, caller, offset)
     loop_notes = []
     for var, (value, where) in hostcode.loop_first_values(model.text, offset, facts.names, model.tree).items():
-        if var in facts.names:
+        if var in facts.names and facts.names[var] != value:
             continue
+        # Also noted when the loop's own declaration already gave the first value (`for (int l = 0; ...)`).
         facts.names[var] = value
         loop_notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
     result = _from_launch(model, fn, caller, launch, facts, indent, n_launches, tuple(loop_notes))
@@ -700,15 +850,24 @@ def _through_tensors(
         index = next((i for i, la in enumerate(same) if la is launch), 0)
         caller2, launch2 = pairs[min(index, len(pairs) - 1)]
     offset2 = caller2.span(launch2.span)[0]
+    seed = {k: v for k, v in bound.scalars.items() if k not in model2.constants}
+    numel = dict(bound.numel)
+    for at in _made_at(model2, caller2, bound).values():
+        # Made with sizes only the host code before it gives (`{batch, features.back()}`): read there.
+        numel.update(at)
+        for name in at:
+            bound.origin[name] = f"{bound.origin.get(name, name)}, evaluated through the host code before it is made"
     facts = host_facts(
         model2,
         caller2,
         offset2,
-        {k: v for k, v in bound.scalars.items() if k not in model2.constants},
+        seed,
         tensors=bound.shapes,
+        allocs=_tensor_buffers(bound, numel),
     )
-    numel = dict(bound.numel)
     for t, parts in bound.deferred.items():
+        if t in numel:
+            continue
         # Made from a local the binding changes before the launch: its sizes with the values the launch sees.
         try:
             sizes = [cexpr.evaluate_int(q, facts.names) for q in parts]
@@ -744,7 +903,7 @@ def _through_tensors(
         facts.alloc_origin[host] = bound.origin[host]
     notes = list(bound.notes)
     for var, (value, where) in hostcode.loop_first_values(model2.text, offset2, facts.names, model2.tree).items():
-        if var not in facts.names:
+        if var not in facts.names or facts.names[var] == value:
             facts.names[var] = value
             notes.append(f"the launch runs in a loop over `{var}` ({where}); using its first value {_fmt(value)}")
     deduced = _deduce_templates(fn2, launch2, {**_pointer_types(model2, caller2), **bound.elem_types})
@@ -756,6 +915,70 @@ def _through_tensors(
             f"representative shapes ({result.origin.removeprefix('inferred from ')})",
         )
     return replace(result, message=f"{result.message} (its tensors given representative shapes)")
+
+
+def _tensor_buffers(bound: torchspec.TorchBinding, numel: dict[str, int]) -> dict[str, tuple[int, str]]:
+    """Return each tensor's data as a buffer (bytes, origin), for the tensors whose element type the binding reads."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, n in numel.items():
+        ty = bound.elem_types.get(name)
+        et = element_type(ty) if ty else None
+        if et is not None:
+            out[name] = (n * DTYPE_BYTES[et[0]] * et[1], bound.origin.get(name, f"tensor `{name}`"))
+    return out
+
+
+def _made_at(model: FileModel, caller: Function, bound: torchspec.TorchBinding) -> dict[str, dict[str, int]]:
+    """Return the element counts of the tensors `bound` left unsized, read with the host values where each is made.
+
+    `auto out = at::empty({batch, feats.back()}, ...)` after `feats` is filled by `push_back` in a loop: the host
+    evaluator reads the sizes at the declaration (the values there, not at the launch). Each tensor's aliases (the
+    pointers declared from it) get the same count.
+    """
+    out: dict[str, dict[str, int]] = {}
+    if not bound.made_at:
+        return out
+    node = model.tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    if node is None:
+        return out
+    src = model.text
+    seed = {k: v for k, v in bound.scalars.items() if k not in model.constants}
+    stack = [node]
+    decls: dict[str, Any] = {}
+    while stack:
+        n = stack.pop()
+        stack.extend(n.named_children)
+        if n.type == "init_declarator":
+            name, value = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+        elif n.type == "assignment_expression" and _text(src, n.child_by_field_name("operator")) == "=":
+            # `at::Tensor t; if (...) { t = at::empty({...}); }`: made where it is assigned.
+            name, value = n.child_by_field_name("left"), n.child_by_field_name("right")
+        else:
+            continue
+        if name is None or value is None or name.type != "identifier" or _text(src, name) not in bound.made_at:
+            continue
+        args = value.child_by_field_name("arguments") if value.type == "call_expression" else None
+        first = args.named_children[0] if args is not None and args.named_children else None
+        if first is not None and first.type == "initializer_list":
+            decls.setdefault(_text(src, name), (n, first))
+    for t, (decl, sizes_node) in decls.items():
+        facts = host_facts(model, caller, decl.start_byte, seed, tensors=bound.shapes)
+        found = [_evaluate(src, part, facts) for part in sizes_node.named_children]
+        shown = [v for v in found if isinstance(v, int) and v > 0]
+        if not found or len(shown) != len(found):
+            continue
+        count = 1
+        for v in shown:
+            count *= v
+        names = [a for a, r in bound.deferred_root.items() if r == t] + [t]
+        out[t] = {a: count for a in names}
+        for a in names:
+            bound.shapes[a] = tuple(shown)
+        bound.notes = [n for n in bound.notes if not (n.startswith("the size `") and f"of the tensor `{t}` made" in n)]
+        bound.notes.append(f"the tensor `{t}` is made with sizes {shown}, read through the host code before it")
+    return out
 
 
 def _pointer_types(model: FileModel, caller: Function) -> dict[str, str]:

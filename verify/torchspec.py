@@ -75,6 +75,11 @@ class TorchBinding:
     deferred: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Tensors made from sizes that name a local the binding changes after declaring it (`max_chunks` updated
     in a loop): their sizes as expressions, evaluated with the host code's values at the launch."""
+    made_at: set[str] = field(default_factory=set)
+    """Tensors made from sizes the binding's values alone do not give (`{batch, feats.back()}`): read by the host
+    evaluator where each is made (`infer`), else left without a size."""
+    deferred_root: dict[str, str] = field(default_factory=dict)
+    """The `made_at` tensor each alias (a pointer declared from it, `float* y = out;`) is the buffer of."""
 
 
 def _text(src: bytes, node: Any) -> str:
@@ -497,10 +502,15 @@ def bind(
                     for i in range(len(parts)):
                         dims.fix((t, i), 1)
                     break
-                # Its pointers stay unknown (named in the spec's missing pieces); the other tensors are kept.
+                # Left to the host evaluator where it is made; unless that reads it, its pointers stay unknown
+                # (named in the spec's missing pieces). The other tensors are kept.
                 out.notes.append(f"the size `{p}` of the tensor `{t}` made in `{caller.name}()` does not evaluate")
-                for other in [o for o in tensors if root(o) == t]:
-                    del tensors[other]
+                if _changed_after(btext, t, words):
+                    # What it is made with changes before the launch: the launch may see other sizes.
+                    for other in [o for o in tensors if root(o) == t]:
+                        del tensors[other]
+                else:
+                    out.made_at.add(t)
                 break
         else:
             for i, v in enumerate(sizes):
@@ -573,6 +583,10 @@ def bind(
         new_body = re.sub(rf"\b{re.escape(name)}\b(?!\s*=)", types[name], new_body)
     for t in tensors:
         base = out.origin.get(t, t)
+        if root(base) in out.made_at:
+            out.deferred_root[t] = root(base)
+            out.origin[t] = f"tensor `{root(base)}` made with sizes {made[root(base)]}"
+            continue
         if root(base) in out.deferred:
             out.deferred[t] = out.deferred[root(base)]
             out.origin[t] = f"tensor `{root(base)}` made with sizes {list(out.deferred[t])}"
@@ -625,6 +639,31 @@ def _assigned_after(body: str, tensor: str, names: set[str]) -> bool:
         n = re.escape(name)
         if re.search(rf"(?<![\w.>]){n}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{n}\b", body[made.end() :]):
             return True
+    return False
+
+
+def _changed_after(body: str, tensor: str, names: set[str]) -> bool:
+    """Whether one of `names` is assigned or stepped after the tensor is made (where unknown, True).
+
+    A declaration of the same name (`int* feats = feats.data();`, a launcher's parameter inlined into an inner
+    block) makes a new variable and changes nothing: it does not count.
+    """
+    made = re.search(rf"(?<![\w.>]){re.escape(tensor)}\s*=(?!=)", body)
+    if made is None:
+        return True
+    rest = body[made.end() :]
+    for name in names:
+        n = re.escape(name)
+        if re.search(rf"(?:\+\+|--)\s*{n}\b|(?<![\w.>]){n}\s*(?:\+\+|--)", rest):
+            return True
+        for m in re.finditer(rf"(?<![\w.>]){n}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", rest):
+            before = rest[: m.start()].rstrip()
+            word = re.search(r"(\w+)$", before)
+            declares = (bool(before) and before[-1] in "*&>") or (
+                word is not None and word.group(1) not in ("else", "return", "do", "case")
+            )
+            if not declares:
+                return True
     return False
 
 

@@ -247,7 +247,9 @@ class Source(Plain):
     """A translation unit ready for NVRTC, the name expression of the kernel in it, and how to build it.
 
     `flags` are the project's `-I`/`-D`/`--std` options (both compilers take them), `host_text` the whole file
-    with its project headers inlined, which nvcc builds when NVRTC cannot build `text`.
+    with its project headers inlined, which nvcc builds when NVRTC cannot build `text`; `host_origin` names the
+    file that `host_text` was completed with, if any (a header's includer, whose instantiations it carries), as the
+    build reason shows it.
     """
 
     text: str
@@ -257,6 +259,7 @@ class Source(Plain):
     nvrtc_flags: tuple[str, ...] = ()
     nvcc_flags: tuple[str, ...] = ()
     host_text: str = ""
+    host_origin: str = ""
 
 
 @dataclass(frozen=True, slots=True)

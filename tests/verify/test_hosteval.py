@@ -452,3 +452,62 @@ void f(float lr, float b, int t) {
     assert values[0] == pytest.approx(2.0 * (0.875**0.5) / 0.75)
     assert values[1:3] == [None, None]
     assert values[3] == pytest.approx(1.0)
+
+
+def test_a_helper_fills_a_vector_and_reads_it_back_and_an_unknown_element_stays_unknown() -> None:
+    text = b"""
+int last_width(int n) {
+  std::vector<int> widths;
+  for (int i = 0; i < n; i++) {
+    widths.push_back(16 * (i + 1));
+  }
+  int* w = widths.data();
+  const int& first = w[0];
+  return widths.back() + first + widths.size();
+}
+int out_of_range(int n) { std::vector<int> v; v.push_back(n); return v[1]; }
+int unknown_element(int n) { std::vector<int> v; v.push_back(opaque(n)); return v.back(); }
+void f(int n) { int a = last_width(n); int b = out_of_range(n); int c = unknown_element(n); }
+"""
+    model = analyze_text(text, "x.cu")
+    functions = hosteval.host_functions(text, model.tree.root_node)
+    values = []
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "init_declarator" and hosteval._function_name(text, _enclosing(node)) == "f":
+            values.append(hosteval.value_of(text, functions, node.child_by_field_name("value"), {"n": 3}))
+        stack.extend(reversed(node.children))
+    # 48 (the last of 16, 32, 48) + 16 (the first, through a pointer and a reference) + 3 (the size).
+    assert values == [67, None, None]
+
+
+def _enclosing(node: object) -> object:
+    """Return the function definition around a syntax node."""
+    p = node
+    while p is not None and p.type != "function_definition":  # type: ignore[attr-defined]
+        p = p.parent  # type: ignore[attr-defined]
+    return p
+
+
+def test_a_pointer_a_loop_before_the_launch_sets_takes_the_buffer_it_holds_after_the_loop() -> None:
+    text = b"""
+__global__ void fill(float* p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = 1.0f;
+}
+void run() {
+  float *small, *big;
+  cudaMalloc(&small, 256 * sizeof(float));
+  cudaMalloc(&big, 4096 * sizeof(float));
+  float* p = small;
+  for (int pass = 0; pass < 2; pass++) {
+    p = big;
+  }
+  fill<<<16, 256>>>(p, 4096);
+}
+"""
+    spec = resolve_spec("loop_pointer.cu", text.decode(), "fill")
+    assert isinstance(spec, ProblemSpec), spec
+    assert {b.name: b.count for b in spec.run.buffers} == {"p": 4096}
+    assert any("the buffer `p` holds after the loop" in n for n in spec.notes)

@@ -331,3 +331,37 @@ def test_template_arguments_that_are_a_host_functions_local_names_are_read_throu
     assert kernel_instantiations(unknown, "a.cu", "k") == [("float", "?")]
     with_type = text.replace("k<float, acc_t>", "k<float, Traits>")
     assert kernel_instantiations(with_type, "a.cu", "k") == [("float", "Traits")]
+
+
+@needs_nvcc
+def test_a_header_kernel_only_an_includers_macro_instantiates_is_built_by_nvcc_through_that_includer() -> None:
+    # `scale_rows.cuh` makes no instance; `scale_rows_8.cu` includes it and instantiates `scale_rows<HalfScale, 8>`
+    # through a macro of `row_traits.h`, which both include (inlined once).
+    path = REAL / "includer_macro" / "scale_rows.cuh"
+    text = path.read_text()
+    prepared = prepare(Candidate(str(path), text, "scale_rows", text, str(path)), Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob)
+    source = prepared.job.original
+    assert "?" in source.name_expression
+    assert source.host_origin == "`scale_rows_8.cu`"
+    assert source.host_text.count("struct HalfScale") == 1
+    build = nvbuild.build(source, "sm_90")
+    assert build.info.ok, build.info.log
+    assert build.info.builder == "nvcc"
+    assert "so nvcc built the instances `scale_rows_8.cu`, which includes the file, makes" in build.info.builder_reason
+    assert "9HalfScaleLi8E" in (build.info.lowered_name or "")
+
+
+@needs_nvcc
+def test_a_header_kernel_included_only_by_a_host_template_header_is_built_through_the_cu_that_includes_that() -> None:
+    path = REAL / "includer_chain" / "shift_kernel.cuh"
+    text = path.read_text()
+    prepared = prepare(Candidate(str(path), text, "shift_rows", text, str(path)), Options(compile_only=True))
+    assert isinstance(prepared, PreparedJob)
+    source = prepared.job.original
+    assert source.host_origin == "`shift_3.cu` (through `shift_launch.cuh`)"
+    # The header stands where the host template includes it: after the template's own `<vector>`.
+    assert source.host_text.index("<vector>") < source.host_text.index("__global__ void shift_rows")
+    build = nvbuild.build(source, "sm_90")
+    assert build.info.ok, build.info.log
+    assert build.info.lowered_name == "_Z10shift_rowsILi3EEvPKiPii"

@@ -269,3 +269,52 @@ def test_a_kernels_type_is_deduced_from_the_declared_type_of_a_local_pointer_pas
     assert isinstance(spec, SpecMissing), spec
     assert not any("template argument `T`" in m for m in spec.missing), spec.missing
     assert any("size of `b` (passed `bias`" in m for m in spec.missing), spec.missing
+
+
+def test_a_launcher_over_layers_reads_a_pushed_vector_a_chosen_pointer_and_the_occupancy_grid() -> None:
+    """`stacked_layers.cu` (issue 17): sizes pushed into a `std::vector<int>`, a tensor made with `feats.back()`,
+    the output chosen by `layer == layers - 1 ? y : scratch`, an offset from a vector of data pointers, a
+    `const unsigned&` width, and a grid from `cudaOccupancyMaxActiveBlocksPerMultiprocessor`."""
+    from warpwise.verify import hosteval
+
+    spec = _spec("stacked_layers.cu", "add_offset")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, feats = DEFAULT_SHAPES[2]
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # `y` is the tensor made as {rows, feats.back()}: the last layer's output, exactly rows * feats elements.
+    assert counts == {"y": rows * feats, "offset": rows * feats}
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args == {"rows": rows, "feats": feats}
+    blocks = hosteval.H200["maxThreadsPerMultiProcessor"] // 128
+    assert spec.run.original_geometry.grid == (hosteval.H200["multiProcessorCount"] * blocks, 1, 1)
+    assert spec.run.original_geometry.block == (128, 1, 1)
+    notes = " | ".join(spec.notes)
+    assert f"`blocks_per_sm` = {blocks} from `cudaOccupancyMaxActiveBlocksPerMultiprocessor`" in notes
+    assert "the real occupancy may be lower" in notes
+    assert "the buffer `out` is set to `(layer == layers - 1) ? y : scratch_y`" in notes
+    assert "the buffer `offset` is set to `offsets[layer]`" in notes
+    assert "the launch runs in a loop over `layer`" in notes
+    assert f"the tensor `y` is made with sizes [{rows}, {feats}], read through the host code before it" in notes
+
+
+def test_a_layer_kernel_whose_output_is_the_scratch_buffer_of_an_unknown_size_gets_no_spec() -> None:
+    # With the last layer's output swapped for the scratch buffer, the kernel writes rows * feats elements into a
+    # tensor whose size (`rows * n_scratch`) nothing gives: the spec names the pointer as missing, never a guess.
+    path = TORCH / "stacked_layers.cu"
+    text = path.read_text().replace("? y : scratch_y", "? scratch_y : y").replace("{rows * 4}", "{rows * n_scratch}")
+    spec = resolve_spec(str(path), text, "clamp_zero")
+    assert isinstance(spec, SpecMissing), spec
+    assert any("size of `y` (passed `out`" in m for m in spec.missing)
+
+
+def test_a_reference_reads_its_variable_at_the_launch() -> None:
+    # `width` refers to `feats[layer]` through a local that changes before the launch: the launch sees the new value.
+    path = TORCH / "stacked_layers.cu"
+    text = path.read_text().replace(
+        "    const unsigned& width = feats[layer];",
+        "    unsigned w = feats[layer];\n    const unsigned& width = w;\n    w = w / 2;",
+    )
+    spec = resolve_spec(str(path), text, "add_offset")
+    assert isinstance(spec, ProblemSpec), spec
+    args = {a.param: a.value for a in spec.run.args if a.buffer is None}
+    assert args["feats"] == DEFAULT_SHAPES[2][1] // 2

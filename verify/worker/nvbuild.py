@@ -250,9 +250,10 @@ def _build_any(source: Source, arch: str, nvrtc_label: str | None, nvcc_label: s
     """Build with NVRTC, then with nvcc on the whole file when NVRTC is missing or fails; say which and why."""
     if nvrtc_label is not None and "?" in source.name_expression and nvcc_label is not None:
         built = _build_nvcc(source, source.host_text or source.text, arch, nvcc_label)
+        made_by = f"{source.host_origin}, which includes the file," if source.host_origin else "the file itself"
         reason = (
             f"the template arguments of `{source.name_expression}` are unknown (no launch in the file gives them), "
-            "so nvcc built the instances the file itself makes"
+            f"so nvcc built the instances {made_by} makes"
         )
         return Build(built.cubin, _replace(built.info, builder="nvcc", builder_reason=reason))
     if nvrtc_label is not None:
