@@ -110,10 +110,11 @@ def loro_models(models: Path | None) -> dict[str, Any]:
     from warpwise.ranking import dataset
 
     sys.path.insert(0, str(ROOT / "bench"))
+    from public_ranking import CALIBRATION
     from public_ranking import loro_models as train_loro
 
     ts = dataset.build(ROOT, include_public=True)
-    return train_loro(ts.examples, ts.gpus, models)
+    return train_loro(ts.examples, ts.gpus, models, calibration=CALIBRATION)
 
 
 def score(

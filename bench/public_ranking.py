@@ -7,15 +7,21 @@ k's code are stored in `lineages/public/features.json`. For each public reposito
 without that repository's examples and predicts them; every figure below is on repositories the model never saw.
 Each fold is one fit with fixed penalties (alpha 10, C 0.1, the middle of the default grid) rather than penalties
 chosen on the data, so that no choice sees the held-out repository (and a fold costs one fit on the shared CPU;
-the prediction intervals `train` adds are not used here). Reported over the held-out public examples:
+the prediction intervals `train` adds are not used here). Every fit weighs each (kernel, card, code facts) pair
+once in total (`ranking.model.pair_weights`), however many times it was measured, as `train` does. P(faster) is
+calibrated as `train` calibrates it (by default the method, none, Platt or isotonic, that scores best
+cross-fitted over the fold's training operators), chosen and fitted inside each fold on the classifier's
+leave-one-operator-out probabilities over that fold's training examples: the held-out repository never enters the
+calibration. Reported over the held-out public examples:
 
 * Spearman between predicted and measured speedup (target >= 0.6), pooled and per repository;
 * a reliability table of the predicted P(faster): per bin of the prediction, the share measured faster (the
-  quartile bounds of the ratio clear 1);
+  quartile bounds of the ratio clear 1), with the Brier score and the expected calibration error, before and
+  after the calibration;
 * of the measured wins >= 2x, the share predicted >= 1.5x (target 70%);
 * the same for the shipped model (trained on our own suite only) on the same examples, as the baseline.
 
-    .venv/bin/python bench/public_ranking.py --date 2026-12-01
+    .venv/bin/python bench/public_ranking.py --date 2026-12-03-s8 --models /tmp/loro
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OWN = "warpwise (own suite and lineages)"
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 FOLD_ALPHAS, FOLD_CS = (10.0,), (0.1,)
+# The calibration `warpwise ranking train` ships (`ranking.model.train`'s default): the method that scores best
+# cross-fitted over the training operators; each fold chooses and fits it on its own training examples.
+CALIBRATION = "auto"
 TARGETS = {"spearman": 0.6, "big_wins_predicted": 0.7, "big_win": 2.0, "predicted_big": 1.5}
 
 
@@ -89,16 +98,24 @@ def nested_alpha(examples: list[Any], gpus: Any, weights: list[float] | None = N
 
 
 def loro_models(
-    examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none", penalties: str = "fixed"
+    examples: list[Any],
+    gpus: Any,
+    save: Path | None = None,
+    weighting: str = "none",
+    penalties: str = "fixed",
+    calibration: str = "none",
 ) -> dict[str, Any]:
     """Return, per public repository, the model trained on every labelled example except that repository's.
 
     With `save`, each model is written there (`<owner>+<name>.json`) and read back when the folder already holds
     one trained on the same examples (the agreement benchmark reuses them). `weighting` "balanced" fits with
     `balanced_weights` (computed on each fold's training examples). `penalties` "nested" chooses each fold's
-    regression penalty by `nested_alpha` on that fold's training examples; "fixed" uses alpha 10.
+    regression penalty by `nested_alpha` on that fold's training examples; "fixed" uses alpha 10. `calibration`
+    (auto, isotonic, platt or none) is chosen and fitted per fold by `ranking.model.calibration_for` on that
+    fold's training examples only (the classifier's leave-one-operator-out probabilities there), never on the
+    held-out repository.
     """
-    from warpwise.ranking.model import RankingModel, _fit_once
+    from warpwise.ranking.model import RankingModel, _fit_once, calibration_for
 
     labelled = [e for e in examples if e.outcome.labelled]
     out = {}
@@ -109,6 +126,7 @@ def loro_models(
             model = RankingModel.loads(path.read_text(encoding="utf-8"))
             got = model.trained_on
             same = got.get("examples") == len(mine) and got.get("weighting", "none") == weighting
+            same = same and got.get("weights") == "pairs" and got.get("calibration", "none") == calibration
             if same and got.get("penalties", "fixed") == penalties:
                 out[repo] = model
                 continue
@@ -123,7 +141,15 @@ def loro_models(
             alpha, inner = nested_alpha(labelled_sorted, gpus, weights)
         out[repo] = _fit_once(labelled_sorted, alpha, FOLD_CS[0], gpus, weights=weights)
         out[repo].residuals, out[repo].card_residuals = [0.0, 0.0], {}  # no intervals (see above)
-        out[repo].trained_on = {"examples": len(mine), "weighting": weighting}
+        out[repo].calibration, chosen, scores = calibration_for(labelled_sorted, FOLD_CS[0], gpus, calibration)
+        out[repo].trained_on = {
+            "examples": len(mine),
+            "weighting": weighting,
+            "weights": "pairs",
+            "calibration": calibration,
+            "calibration_chosen": chosen,
+            "calibration_brier": scores,
+        }
         if penalties == "nested":
             out[repo].trained_on.update({"penalties": penalties, "alpha": alpha, "inner_spearman": inner})
         if path is not None:
@@ -133,10 +159,21 @@ def loro_models(
 
 
 def leave_one_repository_out(
-    examples: list[Any], gpus: Any, save: Path | None = None, weighting: str = "none", penalties: str = "fixed"
+    examples: list[Any],
+    gpus: Any,
+    save: Path | None = None,
+    weighting: str = "none",
+    penalties: str = "fixed",
+    calibration: str = "none",
+    raw: bool = False,
 ) -> list[tuple[Any, Any]]:
-    """Return (example, prediction) for every labelled public example, from a model trained without its repository."""
-    models = loro_models(examples, gpus, save, weighting, penalties)
+    """Return (example, prediction) for every labelled public example, from a model trained without its repository.
+
+    With `raw`, the predictions are the fold models' without their calibration (the classifier's own P).
+    """
+    models = loro_models(examples, gpus, save, weighting, penalties, calibration)
+    if raw:
+        models = {r: m.uncalibrated() for r, m in models.items()}
     labelled = [e for e in examples if e.outcome.labelled]
     return [(e, models[repo_of(e.source)].predict(e.features)) for e in labelled if repo_of(e.source) in models]
 
@@ -161,6 +198,16 @@ def metrics(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
                 else None,
             }
         )
+    faster = [float(e.outcome.status == "verified") for e, _ in pairs]
+    brier = (
+        sum((p.p_verified - y) ** 2 for (_, p), y in zip(pairs, faster, strict=True)) / len(pairs) if pairs else None
+    )
+    # Expected calibration error: the bins' gaps between mean predicted and measured share, weighted by size.
+    ece = (
+        sum(r["n"] * abs(r["mean_predicted"] - r["share_faster"]) for r in table if r["n"]) / len(pairs)
+        if pairs
+        else None
+    )
     wins = [(e, p) for e, p in measured if (e.outcome.speedup or 0) >= TARGETS["big_win"]]
     caught = [(e, p) for e, p in wins if p.speedup >= TARGETS["predicted_big"]]
     return {
@@ -168,6 +215,8 @@ def metrics(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
         "measured": len(measured),
         "spearman": round(rho, 3) if not math.isnan(rho) else None,
         "reliability": table,
+        "brier": round(brier, 4) if brier is not None else None,
+        "ece": round(ece, 4) if ece is not None else None,
         "big_wins": len(wins),
         "big_wins_predicted_big": len(caught),
         "big_win_share": round(len(caught) / len(wins), 3) if wins else None,
@@ -218,15 +267,39 @@ def markdown(doc: dict[str, Any]) -> str:
             f"| {repo} | {m['examples']} | {m['measured']} | {m['spearman']} | "
             f"{m['big_wins_predicted_big']}/{m['big_wins']} |"
         )
-    for name in ("retrained", "shipped"):
+    titles = {
+        "retrained_uncalibrated": "retrained model before calibration (the classifier's own P)",
+        "retrained": f"retrained model, calibrated ({doc.get('calibration', 'none')}, fitted inside each fold)",
+        "shipped": "shipped model",
+    }
+    if doc.get("calibration_per_fold"):
         out += [
             "",
-            f"## Reliability of P(faster), {name} model",
+            "## The calibration each fold chose (weighted Brier score, cross-fitted over the fold's own operators)",
+            "",
+            "| held-out repository | chosen | none | platt | isotonic |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for repo, c in doc["calibration_per_fold"].items():
+            sc = c.get("calibration_brier") or {}
+            out.append(
+                f"| {repo} | {c.get('calibration_chosen')} | {sc.get('none')} | {sc.get('platt')} | "
+                f"{sc.get('isotonic')} |"
+            )
+    for name, title in titles.items():
+        if name not in doc:
+            continue
+        m = doc[name]["all"]
+        out += [
+            "",
+            f"## Reliability of P(faster), {title}",
+            "",
+            f"Brier score {m['brier']}, expected calibration error {m['ece']} (lower is better).",
             "",
             "| predicted | n | mean predicted | measured faster | share |",
             "| --- | --- | --- | --- | --- |",
         ]
-        for row in doc[name]["all"]["reliability"]:
+        for row in m["reliability"]:
             out.append(
                 f"| {row['predicted']} | {row['n']} | {row['mean_predicted']} | {row['measured_faster']} | "
                 f"{row['share_faster']} |"
@@ -265,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
         help="per fold: fixed penalties, or the regression penalty chosen on the fold's training examples",
     )
     ap.add_argument(
+        "--calibration",
+        choices=("auto", "isotonic", "platt", "none"),
+        default=CALIBRATION,
+        help="per fold: the calibration of P(faster), fitted on that fold's training examples only",
+    )
+    ap.add_argument(
         "--baseline",
         default="7ccba4e",
         help="commit whose ranking/default_model.json is the baseline (trained on our own suite only)",
@@ -272,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ts = dataset.build(ROOT, include_public=True)
     labelled = ts.labelled
-    held = leave_one_repository_out(ts.examples, ts.gpus, args.models, args.weighting, args.penalties)
+    models = loro_models(ts.examples, ts.gpus, args.models, args.weighting, args.penalties, args.calibration)
+    public = [e for e in labelled if repo_of(e.source) in models]
+    held = [(e, models[repo_of(e.source)].predict(e.features)) for e in public]
+    raw = [(e, models[repo_of(e.source)].uncalibrated().predict(e.features)) for e in public]
     old = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{args.baseline}:ranking/default_model.json"],
         capture_output=True,
@@ -290,6 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         "targets": TARGETS,
         "weighting": args.weighting,
         "penalties": args.penalties,
+        "calibration": args.calibration,
+        "calibration_per_fold": {
+            r: {k: m.trained_on.get(k) for k in ("calibration_chosen", "calibration_brier")}
+            for r, m in sorted(models.items())
+        },
         "training_set": {
             "labelled": len(labelled),
             "public": sum(repo_of(e.source) != OWN for e in labelled),
@@ -299,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             "all": metrics(held),
             "per_repo": {r: metrics([(e, p) for e, p in held if repo_of(e.source) == r]) for r in repos},
         },
+        "retrained_uncalibrated": {"all": metrics(raw)},
         "shipped": {"all": metrics(base), "model": f"ranking/default_model.json at {args.baseline}"},
     }
     args.out.mkdir(parents=True, exist_ok=True)

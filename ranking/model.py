@@ -7,6 +7,10 @@ Two regularised linear models over the same features (see `warpwise.ranking.feat
 * an L2-penalised Huber regression of log(speedup), trained on the measured outcomes (verified and not faster);
   Huber's loss because the outcomes are heavy-tailed (most rewrites measure 1.00x, a few 0.12x or 6x).
 
+Each (kernel, card, GPU, code facts) pair weighs 1 in total however often it was measured (`pair_weights`), and
+P(verified) is calibrated on the classifier's leave-one-operator-out probabilities (`Calibration`,
+`choose_calibration`).
+
 The card enters through its own record, shrunk towards the overall one (its verification rate and mean log
 speedup, computed for each training example without that example's operator), the anchor kind as one-hot columns,
 and the region and kernel numbers standardised after missing values are filled with the training median. The
@@ -23,11 +27,13 @@ microseconds and a model file is readable and diffable.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from warpwise.ranking.dataset import Example
@@ -150,6 +156,72 @@ def _r(x: float) -> float:
     return float(f"{x:.{DIGITS}g}")
 
 
+# How a model's P(verified) is calibrated: "isotonic" (a monotone step map) or "platt" (a logistic map of the
+# log-odds), fitted on the classifier's out-of-fold probabilities; "none" keeps the classifier's own; "auto" takes
+# whichever of the three scores best cross-fitted over the training operators (`choose_calibration`).
+CALIBRATIONS = ("auto", "isotonic", "platt", "none")
+# A calibrated probability stays inside these bounds: a stretch of training evidence that all verified (or all
+# failed) is a few dozen examples, not certainty.
+CALIBRATION_BOUNDS = (0.02, 0.98)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A monotone map from the classifier's probability to a calibrated one, fitted on out-of-sample predictions.
+
+    `isotonic`: knots `x` -> `y` (scikit-learn's isotonic regression), interpolated linearly and held constant
+    beyond the end knots; `platt`: `sigmoid(a * logit(p) + b)`. Both are plain numbers, evaluated without
+    scikit-learn.
+    """
+
+    method: str
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    a: float = 1.0
+    b: float = 0.0
+    fitted_on: int = 0
+
+    def apply(self, p: float) -> float:
+        """Return the calibrated probability of a classifier probability `p`."""
+        lo, hi = CALIBRATION_BOUNDS
+        if self.method == "platt":
+            q = min(max(p, 1e-6), 1 - 1e-6)
+            z = self.a * math.log(q / (1 - q)) + self.b
+            out = 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+        elif self.method == "isotonic" and self.x:
+            if p <= self.x[0]:
+                out = self.y[0]
+            elif p >= self.x[-1]:
+                out = self.y[-1]
+            else:
+                i = bisect.bisect_right(self.x, p)
+                x0, x1, y0, y1 = self.x[i - 1], self.x[i], self.y[i - 1], self.y[i]
+                out = y0 + (y1 - y0) * (p - x0) / (x1 - x0) if x1 > x0 else y1
+        else:
+            return p
+        return min(max(out, lo), hi)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return JSON data."""
+        d: dict[str, Any] = {"method": self.method, "fitted_on": self.fitted_on}
+        if self.method == "isotonic":
+            d.update(x=list(self.x), y=list(self.y))
+        else:
+            d.update(a=self.a, b=self.b)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Calibration:
+        """Return a calibration from JSON data (ValueError for an unknown method or unordered knots)."""
+        method = str(d.get("method", ""))
+        if method not in ("isotonic", "platt"):
+            raise ValueError(f"unknown calibration method {method!r}: write isotonic or platt")
+        x, y = tuple(float(v) for v in d.get("x", ())), tuple(float(v) for v in d.get("y", ()))
+        if len(x) != len(y) or any(b < a for a, b in itertools.pairwise(x)):
+            raise ValueError("the isotonic calibration needs as many x as y knots, x in increasing order")
+        return cls(method, x, y, float(d.get("a", 1.0)), float(d.get("b", 0.0)), int(d.get("fitted_on", 0)))
+
+
 @dataclass
 class RankingModel:
     """A trained model as plain numbers (see the module docstring)."""
@@ -174,6 +246,7 @@ class RankingModel:
     default_gpu: str
     trained_on: dict[str, Any] = field(default_factory=dict)
     version: str = ""
+    calibration: Calibration | None = None
 
     # -- prediction --------------------------------------------------------------------------------------------
 
@@ -203,6 +276,8 @@ class RankingModel:
         x = self.design(f)
         logit = self.clf_intercept + sum(w * v for w, v in zip(self.clf_coef, x, strict=True))
         p = 1.0 / (1.0 + math.exp(-max(min(logit, 40.0), -40.0)))
+        if self.calibration is not None:
+            p = self.calibration.apply(p)
         mu = self.reg_intercept + sum(w * v for w, v in zip(self.reg_coef, x, strict=True))
         q = self.card_residuals.get(f.card, self.residuals)
         return Prediction(
@@ -215,6 +290,10 @@ class RankingModel:
             tuple(self._reasons(f, x, top)) if top else (),
             self.version,
         )
+
+    def uncalibrated(self) -> RankingModel:
+        """Return the same model without its calibration (the classifier's own probabilities)."""
+        return replace(self, calibration=None)
 
     def predict_match(self, file_model: Any, match: Any, gpu: str | None = None) -> Prediction | None:
         """Return the prediction for one engine `Match` in a file model (None when it is not in a kernel)."""
@@ -274,6 +353,7 @@ class RankingModel:
             "base": {"rate": self.base_rate, "log_speedup": self.base_log_speedup},
             "gpus": {k: g.to_dict() for k, g in sorted(self.gpus.items())},
             "default_gpu": self.default_gpu,
+            **({"calibration": self.calibration.to_dict()} if self.calibration is not None else {}),
         }
 
     def dumps(self) -> str:
@@ -307,6 +387,7 @@ class RankingModel:
                 default_gpu=str(d["default_gpu"]),
                 trained_on=dict(d.get("trained_on") or {}),
                 version=str(d.get("version", "")),
+                calibration=Calibration.from_dict(d["calibration"]) if d.get("calibration") else None,
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"the model file is incomplete: {type(exc).__name__}: {exc}") from exc
@@ -368,6 +449,106 @@ def _label(e: Example) -> float:
     return 1.0 if e.outcome.status == "verified" else 0.0
 
 
+def _pair_key(e: Example) -> tuple[str, ...]:
+    return (e.kernel, e.card, e.gpu, json.dumps(e.features.to_dict(), sort_keys=True))
+
+
+def pair_weights(examples: Sequence[Example]) -> list[float]:
+    """Return sample weights under which every (kernel, card, GPU, code facts) pair weighs 1 in total.
+
+    The committed evidence measures some pairs once and others six times (the same naive-suite rewrite timed by
+    each card-evidence and admission run, an expert step and our rewrite of the same version k). Counted per
+    measurement, a pair measured often outweighs the rest: one 6x histogram rewrite timed six times taught the
+    regressor that safe fixes are large wins. Repeated measurements of one pair are kept (their spread is
+    evidence), each with its share of the pair's weight.
+    """
+    counts: dict[tuple[str, ...], int] = {}
+    keys = [_pair_key(e) for e in examples]
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    return [1.0 / counts[k] for k in keys]
+
+
+def fit_calibration(
+    probabilities: Sequence[float], labels: Sequence[float], weights: Sequence[float], method: str
+) -> Calibration | None:
+    """Return the calibration of `method` fitted on out-of-sample probabilities and their labels (None for none)."""
+    import numpy as np
+
+    if method not in ("isotonic", "platt", "none"):
+        raise ValueError(f"unknown calibration {method!r}: write isotonic, platt or none")
+    keep = [i for i, p in enumerate(probabilities) if not math.isnan(p)]
+    ys = [labels[i] for i in keep]
+    # Guard: a calibration needs both outcomes among the out-of-sample predictions.
+    if method == "none" or not keep or len(set(ys)) < 2:
+        return None
+    ps = np.array([probabilities[i] for i in keep])
+    w = np.array([weights[i] for i in keep])
+    if method == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        lo, hi = CALIBRATION_BOUNDS
+        iso = IsotonicRegression(y_min=lo, y_max=hi, out_of_bounds="clip").fit(ps, ys, sample_weight=w)
+        xs = tuple(_r(float(v)) for v in iso.X_thresholds_)
+        ys_ = tuple(_r(float(v)) for v in iso.y_thresholds_)
+        return Calibration("isotonic", xs, ys_, fitted_on=len(keep))
+    from sklearn.linear_model import LogisticRegression
+
+    q = np.clip(ps, 1e-6, 1 - 1e-6)
+    z = np.log(q / (1 - q)).reshape(-1, 1)
+    lr = LogisticRegression(C=1e6, max_iter=1000, tol=1e-8).fit(z, ys, sample_weight=w)
+    return Calibration("platt", a=_r(float(lr.coef_[0][0])), b=_r(float(lr.intercept_[0])), fitted_on=len(keep))
+
+
+def choose_calibration(
+    probabilities: Sequence[float],
+    labels: Sequence[float],
+    weights: Sequence[float],
+    groups: Sequence[str],
+    method: str,
+) -> tuple[Calibration | None, str, dict[str, float]]:
+    """Return the calibration of `method` fitted on out-of-sample probabilities, the method used, and the scores.
+
+    With `auto`, the method (none, platt or isotonic) is the one whose calibrated probabilities have the lowest
+    weighted Brier score when cross-fitted over `groups`: each group's probabilities are mapped by a calibration
+    fitted on the other groups' only. The choice reads nothing but these probabilities.
+    """
+    if method != "auto":
+        return fit_calibration(probabilities, labels, weights, method), method, {}
+    scores: dict[str, float] = {}
+    for m in ("none", "platt", "isotonic"):
+        total = 0.0
+        for g in sorted(set(groups)):
+            rest = [i for i, h in enumerate(groups) if h != g]
+            cal = fit_calibration(
+                [probabilities[i] for i in rest], [labels[i] for i in rest], [weights[i] for i in rest], m
+            )
+            for i, h in enumerate(groups):
+                if h == g and not math.isnan(probabilities[i]):
+                    q = cal.apply(probabilities[i]) if cal is not None else probabilities[i]
+                    total += weights[i] * (q - labels[i]) ** 2
+        scores[m] = _r(total / sum(weights))
+    # Ties go to the simpler map.
+    best = min(scores, key=lambda m: (round(scores[m], 9), ("none", "platt", "isotonic").index(m)))
+    return fit_calibration(probabilities, labels, weights, best), best, scores
+
+
+def calibration_for(
+    examples: Sequence[Example], c: float, gpus: Mapping[str, GpuProfile], method: str
+) -> tuple[Calibration | None, str, dict[str, float]]:
+    """Return a calibration fitted on the classifier's leave-one-operator-out probabilities over `examples`
+    (with the method used and, for `auto`, its scores; see `choose_calibration`).
+
+    Every probability it is fitted on comes from a classifier that never saw that example's operator, so the map
+    corrects the confidence the model has on code it was not trained on; nothing outside `examples` is read.
+    """
+    if method == "none" or len({e.operator for e in examples}) < 3:
+        return None, "none", {}
+    ho = held_out(examples, ALPHAS[0], c, gpus, ("clf",))
+    ps, ys = [p for p, _ in ho], [_label(e) for e in examples]
+    return choose_calibration(ps, ys, pair_weights(examples), [e.operator for e in examples], method)
+
+
 def _training_priors(examples: Sequence[Example]) -> list[tuple[float, float]]:
     """Return each example's card priors computed from the other operators only (no example sees itself)."""
     out = []
@@ -390,7 +571,7 @@ def _fit_once(
 ) -> RankingModel:
     """Fit the classifier and the regressor (or the `parts` named) with fixed penalties (no intervals yet).
 
-    `weights` (one per example, default all 1) are scikit-learn's sample weights for both fits.
+    Each example's sample weight is its `pair_weights` share, times its entry of `weights` when given.
     """
     import numpy as np
     from sklearn.linear_model import HuberRegressor, LogisticRegression
@@ -434,7 +615,9 @@ def _fit_once(
     )
     x = np.array([model.design(e.features, pr) for e, pr in zip(examples, priors, strict=True)], dtype=float)
     y = np.array([_label(e) for e in examples])
-    w = np.ones(len(examples)) if weights is None else np.asarray(weights, dtype=float)
+    w = np.asarray(pair_weights(examples), dtype=float)
+    if weights is not None:
+        w = w * np.asarray(weights, dtype=float)
     model.clf_coef, model.reg_coef = [0.0] * x.shape[1], [0.0] * x.shape[1]
     if "clf" in parts and 0 < y.sum() < len(y):
         clf = LogisticRegression(C=c, max_iter=1000, tol=1e-6)
@@ -473,9 +656,12 @@ def held_out(
     return out
 
 
-def _log_loss(ps: Sequence[float], ys: Sequence[float]) -> float:
+def _log_loss(ps: Sequence[float], ys: Sequence[float], ws: Sequence[float]) -> float:
     eps = 1e-6
-    return -sum(y * math.log(max(p, eps)) + (1 - y) * math.log(max(1 - p, eps)) for p, y in zip(ps, ys, strict=True))
+    return -sum(
+        w * (y * math.log(max(p, eps)) + (1 - y) * math.log(max(1 - p, eps)))
+        for p, y, w in zip(ps, ys, ws, strict=True)
+    )
 
 
 def _quantile(values: Sequence[float], q: float) -> float:
@@ -495,8 +681,12 @@ def train(
     alphas: Sequence[float] = ALPHAS,
     cs: Sequence[float] = CS,
     sources: Mapping[str, int] | None = None,
+    calibration: str = "auto",
 ) -> RankingModel:
-    """Train the model on labelled examples; penalties and intervals come from leave-one-operator-out."""
+    """Train the model on labelled examples; penalties, intervals and the calibration come from
+    leave-one-operator-out."""
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"unknown calibration {calibration!r}: write one of {', '.join(CALIBRATIONS)}")
     labelled = sorted(
         (e for e in examples if e.outcome.labelled), key=lambda e: (e.file, e.kernel, e.card, e.gpu, e.source)
     )
@@ -504,14 +694,19 @@ def train(
         raise ValueError("no labelled examples: the training set has no verified, not-faster or failed outcome")
     measured_idx = [i for i, e in enumerate(labelled) if e.outcome.measured]
     ys = [_label(e) for e in labelled]
+    pw = pair_weights(labelled)
     best_c, best_a = cs[0], alphas[0]
+    held_p: dict[float, list[float]] = {}
     if len({e.operator for e in labelled}) >= 3:
-        scores_c = {c: _log_loss([p for p, _ in held_out(labelled, alphas[0], c, gpus, ("clf",))], ys) for c in cs}
+        held_p = {c: [p for p, _ in held_out(labelled, alphas[0], c, gpus, ("clf",))] for c in cs}
+        scores_c = {c: _log_loss(held_p[c], ys, pw) for c in cs}
         best_c = min(cs, key=lambda c: (round(scores_c[c], 9), c))
         scores_a = {}
         for a in alphas:
             ho = held_out(labelled, a, best_c, gpus, ("reg",))
-            scores_a[a] = sum((ho[i][1] - math.log(labelled[i].outcome.speedup or 1.0)) ** 2 for i in measured_idx)
+            scores_a[a] = sum(
+                pw[i] * (ho[i][1] - math.log(labelled[i].outcome.speedup or 1.0)) ** 2 for i in measured_idx
+            )
         best_a = min(alphas, key=lambda a: (round(scores_a[a], 9), a))
     model = _fit_once(labelled, best_a, best_c, gpus)
     ho = held_out(labelled, best_a, best_c, gpus, ("reg",)) if len({e.operator for e in labelled}) >= 2 else []
@@ -529,6 +724,11 @@ def train(
         for card, rs in sorted(residuals.items())
         if len(rs) >= MIN_CARD_RESIDUALS
     }
+    chosen, cal_scores = "none", dict[str, float]()
+    if best_c in held_p and calibration != "none":
+        # The same leave-one-operator-out probabilities that chose C: each from a classifier without its operator.
+        groups = [e.operator for e in labelled]
+        model.calibration, chosen, cal_scores = choose_calibration(held_p[best_c], ys, pw, groups, calibration)
     _round(model)
     model.trained_on = {
         "examples": len(labelled),
@@ -538,6 +738,9 @@ def train(
         "cards": len(model.card_stats),
         "gpus": sorted({e.gpu for e in labelled}),
         "sources": dict(sorted((sources or {}).items())),
+        "pairs": len({_pair_key(e) for e in labelled}),
+        "calibration": chosen if model.calibration is not None else "none",
+        **({"calibration_brier": cal_scores} if cal_scores else {}),
     }
     model.version = _digest(model)
     return model
