@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from warpwise.analyzers.findings import Severity
 from warpwise.analyzers.model import Span
 from warpwise.server.analysis import Analysis
-from warpwise.server.providers import Item
+from warpwise.server.providers import CardInfo, Item
 from warpwise.skills.presentation import (
     Contender,
     Outlook,
@@ -67,8 +67,7 @@ def _card_outlook(
         return None
     verified = False
     if item.has_fix:
-        state = verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
-        verified = state.state == "verified"
+        verified = verification.verified(analysis.uri, analysis.content_hash, item.id, item.span)
     pred = preds.get((item.function or "", item.id)) if item.has_fix else None
     if pred is None and not verified:
         # A correctness card's risk condition decides its severity even with no prediction.
@@ -78,8 +77,46 @@ def _card_outlook(
         p_verified=float(pred.p_verified) if pred is not None else None,
         verified=verified,
         unproven_benefit=unproven_benefit(item.verdicts),
-        measured_best=measured_best(e.speedup for e in item.card.evidence) if item.card is not None else None,
+        measured_best=_measured_best(item.card) if item.card is not None else None,
     )
+
+
+_BEST: dict[int, tuple[CardInfo, float | None]] = {}
+
+
+def _measured_best(card: CardInfo) -> float | None:
+    """Return the largest speedup a card's evidence records (kept per card: every finding of it asks)."""
+    hit = _BEST.get(id(card))
+    if hit is not None and hit[0] is card:
+        return hit[1]
+    best = measured_best(e.speedup for e in card.evidence)
+    if len(_BEST) >= MAX_MEMO:
+        _BEST.clear()
+    _BEST[id(card)] = (card, best)
+    return best
+
+
+MAX_MEMO = 8192
+"""Entries kept by each of this module's memos (one per card, or per item of the open documents)."""
+
+_RANKED: dict[int, tuple[Item, Outlook | None, Severity, Contender | None]] = {}
+"""Per item, the severity and contender last computed for it, with the outlook they were computed from."""
+
+
+def _severity_and_contender(item: Item, look: Outlook | None, show_all: bool) -> tuple[Severity, Contender | None]:
+    """Return the severity an item is shown with and its contender for one region (kept per item and outlook:
+    an item of a function the keystroke did not touch is the same object in the next analysis)."""
+    hit = _RANKED.get(id(item))
+    if hit is not None and hit[0] is item and hit[1] == look and not show_all:
+        return hit[2], hit[3]
+    severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all)
+    card = item.source == "card" and item.payload is not None and not show_all
+    got = contender(item.payload, severity, look) if card else None
+    if not show_all:
+        if len(_RANKED) >= MAX_MEMO:
+            _RANKED.clear()
+        _RANKED[id(item)] = (item, look, severity, got)
+    return severity, got
 
 
 def _ranked(
@@ -96,10 +133,9 @@ def _ranked(
             contenders.append(None)
             continue
         look = None if show_all else outlook(verification, analysis, item, preds)
-        severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all)
+        severity, got = _severity_and_contender(item, look, show_all)
         out.append((item, severity))
-        card = item.source == "card" and item.payload is not None and not show_all
-        contenders.append(contender(item.payload, severity, look) if card else None)
+        contenders.append(got)
     return out, one_per_region(contenders)
 
 
