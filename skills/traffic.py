@@ -64,33 +64,11 @@ def sectors(stride_elems: Fraction | int, width: int) -> int:
     return max(1, math.ceil(((WARP - 1) * step + width) / SECTOR_BYTES))
 
 
-_MEMO: dict[tuple[int, int], tuple[Function, Traffic | None]] = {}
-MAX_MEMO = 4096
-"""Answers kept across versions of a file, one per (function object, access)."""
-
-
 def access_traffic(model: FileModel, function: str | None, start: int) -> Traffic | None:
-    """Return the sector factor of the strided global access that starts at absolute byte `start`, if any.
-
-    The answer reads only the function, its syntax and the file's constants, which the analysis keys a function
-    object by (it reuses the object while they are unchanged), so it is kept per function object: the server
-    asks again for every finding of the file on each keystroke.
-    """
+    """Return the sector factor of the strided global access that starts at absolute byte `start`, if any."""
     fn = model.function(function) if function else None
     if fn is None:
         return None
-    key = (id(fn), start)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    got = _access_traffic(model, fn, start)
-    if len(_MEMO) >= MAX_MEMO:
-        _MEMO.clear()
-    _MEMO[key] = (fn, got)
-    return got
-
-
-def _access_traffic(model: FileModel, fn: Function, start: int) -> Traffic | None:
     for acc in fn.accesses:
         if acc.space is not MemorySpace.GLOBAL or acc.pattern is not AccessPattern.STRIDED:
             continue
