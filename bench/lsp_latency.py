@@ -215,14 +215,21 @@ async def _timed(coro: Any) -> float:
 
 
 async def measure_open(
-    name: str, command: list[str], root: Path, uri: str, text: str, runs: int, cpu: list[float] | None = None
+    name: str,
+    command: list[str],
+    root: Path,
+    uri: str,
+    text: str,
+    runs: int,
+    cpu: list[float] | None = None,
+    options: Any = None,
 ) -> list[float]:
     """Return didOpen-to-first-diagnostics times, each in a fresh process (and the server's CPU time of each into
-    `cpu`, when given)."""
+    `cpu`, when given), each server initialized with `options`."""
     out = []
     for _ in range(runs):
         probe = Probe(name, command)
-        await probe.start(root)
+        await probe.start(root, options)
         c0 = probe.cpu_s()
         t0 = time.perf_counter()
         t1 = await asyncio.wait_for(probe.open(uri, text), 120)
@@ -299,24 +306,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     doc.write_text(text)
     uri = doc.as_uri()
     warpwise = [args.server_python or sys.executable, "-m", "warpwise", "serve"]
+    options = json.loads(args.options) if args.options else None
     clangd_exe = None if args.no_clangd else clangd_binary()
     results: dict[str, Any] = {
         "file": anchor.name,
         "lines": positions["num_lines"],
         "kernels": positions["num_kernels"],
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "initialization_options": options,
     }
 
     print("warpwise: didOpen to first diagnostics", flush=True)
     open_cpu: list[float] = []
     results["warpwise"] = {
         "first_diagnostics": summary_ms(
-            await measure_open("warpwise", warpwise, root, uri, text, args.open_runs, open_cpu)
+            await measure_open("warpwise", warpwise, root, uri, text, args.open_runs, open_cpu, options)
         )
     }
     results["warpwise"]["first_diagnostics_server_cpu"] = summary_ms(open_cpu)
     probe = Probe("warpwise", warpwise)
-    await probe.start(root)
+    await probe.start(root, options)
     await asyncio.wait_for(probe.open(uri, text), 120)
     session = Session(probe, uri, positions)
     print("warpwise: warm requests, idle", flush=True)
@@ -443,6 +452,8 @@ def report(r: dict[str, Any]) -> str:
         f"the idle warm requests: {w.get('idle_server_cpu_s', 'not measured')} s.",
         "",
     ]
+    if r.get("initialization_options") is not None:
+        lines += [f"Initialization options: `{json.dumps(r['initialization_options'])}`.", ""]
     if isinstance(w.get("busy"), str):
         lines.append(f"While a job runs: {w['busy']}.")
     else:
@@ -475,6 +486,12 @@ def main() -> int:
         help="measure `PYTHON -m warpwise serve` (e.g. another checkout's venv) instead of this Python's warpwise",
     )
     ap.add_argument("--no-clangd", action="store_true", help="measure warpwise only")
+    ap.add_argument(
+        "--options",
+        metavar="JSON",
+        help='warpwise\'s initializationOptions, e.g. \'{"cards": {"disabled": ["row-register-cache"]}}\' to '
+        "measure with fewer cards (the server then does not pull its configuration)",
+    )
     ap.add_argument("--label", help="write bench/results/lsp_latency-LABEL-<date>.* (e.g. before-COMMIT)")
     args = ap.parse_args()
     results = asyncio.run(run(args))

@@ -287,6 +287,9 @@ class AnalysisLane:
 
     def _checkpoint(self, abortable: bool) -> None:
         """Run other documents' waiting snapshots now; abandon this analysis if its document has a newer one."""
+        if not self._inbox:
+            # Nothing waits (the common case, read without the lock): nothing to run and nothing newer.
+            return
         current = self._interrupted[-1]
         while not self._stop:
             if abortable and self._superseded(current):

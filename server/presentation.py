@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from warpwise.analyzers.findings import Severity
-from warpwise.analyzers.model import Span
+from warpwise.analyzers.model import Function, Span
 from warpwise.server.analysis import Analysis
-from warpwise.server.providers import Item
+from warpwise.server.providers import CardInfo, Item
 from warpwise.skills.presentation import (
     Contender,
     Outlook,
@@ -26,7 +28,7 @@ from warpwise.skills.presentation import (
     unproven_benefit,
     why_shown,
 )
-from warpwise.skills.traffic import access_traffic, traffic_ids
+from warpwise.skills.traffic import Traffic, access_traffic, traffic_ids
 
 if TYPE_CHECKING:
     from warpwise.server.verification import VerificationService
@@ -48,16 +50,37 @@ def _predictions(verification: VerificationService, analysis: Analysis) -> dict[
 
 
 def outlook(
-    verification: VerificationService, analysis: Analysis, item: Item, preds: dict[tuple[str, str], Any]
+    verification: VerificationService,
+    analysis: Analysis,
+    item: Item,
+    preds: dict[tuple[str, str], Any],
+    memo: _Memo | None = None,
 ) -> Outlook | None:
     """Return what is known of an item's pay-off: its prediction, whether its fix verified on this text, and the
     DRAM traffic of an uncoalesced access it reports."""
     look = _card_outlook(verification, analysis, item, preds)
     if item.id in traffic_ids():
-        traffic = access_traffic(analysis.model, item.function, item.span[0])
+        traffic = _traffic(analysis, item, memo)
         if traffic is not None:
             look = dataclasses.replace(look or Outlook(), traffic_factor=traffic.factor, traffic=traffic.describe())
     return look
+
+
+def _traffic(analysis: Analysis, item: Item, memo: _Memo | None) -> Traffic | None:
+    """Return the DRAM traffic of the access an item reports, reused from the document's previous analysis where
+    its function is the same object (the answer reads only the function, its syntax and the file's constants,
+    which the analysis keys a reused function object by)."""
+    fn = analysis.model.function(item.function) if item.function else None
+    if memo is None or fn is None:
+        return access_traffic(analysis.model, item.function, item.span[0])
+    key = (id(fn), item.span[0])
+    hit = memo.previous.traffic.get(key) or memo.current.traffic.get(key)
+    if hit is not None and hit[0] is fn:
+        got = hit[1]
+    else:
+        got = access_traffic(analysis.model, item.function, item.span[0])
+    memo.current.traffic[key] = (fn, got)
+    return got
 
 
 def _card_outlook(
@@ -67,8 +90,7 @@ def _card_outlook(
         return None
     verified = False
     if item.has_fix:
-        state = verification.candidate_state(analysis.uri, analysis.content_hash, item.id, item.span)
-        verified = state.state == "verified"
+        verified = verification.verified(analysis.uri, analysis.content_hash, item.id, item.span)
     pred = preds.get((item.function or "", item.id)) if item.has_fix else None
     if pred is None and not verified:
         # A correctness card's risk condition decides its severity even with no prediction.
@@ -78,8 +100,64 @@ def _card_outlook(
         p_verified=float(pred.p_verified) if pred is not None else None,
         verified=verified,
         unproven_benefit=unproven_benefit(item.verdicts),
-        measured_best=measured_best(e.speedup for e in item.card.evidence) if item.card is not None else None,
+        measured_best=_measured_best(item.card) if item.card is not None else None,
     )
+
+
+_BEST: dict[int, tuple[CardInfo, float | None]] = {}
+"""A card's largest measured speedup, per card (the library's cards live as long as the server)."""
+
+
+def _measured_best(card: CardInfo) -> float | None:
+    """Return the largest speedup a card's evidence records (kept per card: every finding of it asks)."""
+    hit = _BEST.get(id(card))
+    if hit is not None and hit[0] is card:
+        return hit[1]
+    best = measured_best(e.speedup for e in card.evidence)
+    if len(_BEST) >= MAX_CARDS:
+        _BEST.clear()
+    _BEST[id(card)] = (card, best)
+    return best
+
+
+MAX_CARDS = 1024
+MAX_DOCUMENTS = 32
+
+
+@dataclass(slots=True)
+class _Answers:
+    """What the quiet default computed for one analysis of a document."""
+
+    ranked: dict[int, tuple[Item, Outlook | None, Severity, Contender | None]] = field(default_factory=dict)
+    """Per item (by id): the item, the outlook, and the severity and contender computed from them."""
+    traffic: dict[tuple[int, int], tuple[Function, Traffic | None]] = field(default_factory=dict)
+    """Per (function object, access start): the function and its access's traffic."""
+
+
+@dataclass(slots=True)
+class _Memo:
+    """The answers of a document's previous analysis (read) and of the one being ranked (filled)."""
+
+    previous: _Answers
+    current: _Answers = field(default_factory=_Answers)
+
+
+_MEMOS: OrderedDict[str, _Answers] = OrderedDict()
+"""Per document, the answers of its last ranked analysis: only those, so nothing of older versions is kept."""
+
+
+def _severity_and_contender(item: Item, look: Outlook | None, memo: _Memo) -> tuple[Severity, Contender | None]:
+    """Return the severity an item is shown with and its contender for one region (reused from the previous
+    analysis for the same item and outlook: an item of a function the keystroke did not touch is the same
+    object in the next analysis)."""
+    hit = memo.previous.ranked.get(id(item))
+    if hit is not None and hit[0] is item and hit[1] == look:
+        severity, got = hit[2], hit[3]
+    else:
+        severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look)
+        got = contender(item.payload, severity, look) if item.source == "card" and item.payload is not None else None
+    memo.current.ranked[id(item)] = (item, look, severity, got)
+    return severity, got
 
 
 def _ranked(
@@ -88,6 +166,7 @@ def _ranked(
     """Return every item with its shown severity, and which items another one's region and problem absorb."""
     show_all = analysis.settings.diagnostics_show_all
     preds = _predictions(verification, analysis)
+    memo = _Memo(_MEMOS.get(analysis.uri) or _Answers())
     out: list[tuple[Item, Severity]] = []
     contenders: list[Contender | None] = []
     for item in analysis.items:
@@ -95,11 +174,18 @@ def _ranked(
             out.append((item, item.severity))
             contenders.append(None)
             continue
-        look = None if show_all else outlook(verification, analysis, item, preds)
-        severity = shown_severity(item.id, item.severity, concern=item.concern, outlook=look, show_all=show_all)
+        if show_all:
+            out.append((item, shown_severity(item.id, item.severity, concern=item.concern, show_all=True)))
+            contenders.append(None)
+            continue
+        look = outlook(verification, analysis, item, preds, memo)
+        severity, got = _severity_and_contender(item, look, memo)
         out.append((item, severity))
-        card = item.source == "card" and item.payload is not None and not show_all
-        contenders.append(contender(item.payload, severity, look) if card else None)
+        contenders.append(got)
+    _MEMOS.pop(analysis.uri, None)
+    _MEMOS[analysis.uri] = memo.current
+    while len(_MEMOS) > MAX_DOCUMENTS:
+        _MEMOS.popitem(last=False)
     return out, one_per_region(contenders)
 
 

@@ -193,6 +193,8 @@ class CardProvider:
         self._reason = "not loaded yet"
         self._caches: OrderedDict[str, Any] = OrderedDict()
         self._infos: dict[str, tuple[Any, CardInfo, str | None]] = {}
+        self._items: dict[str, dict[int, tuple[Any, Item]]] = {}
+        """Per document, the item built for each match object of its last analysis (by the match's id)."""
         self._lock = threading.Lock()
 
     def _load(self) -> None:
@@ -221,6 +223,7 @@ class CardProvider:
             self._library = None
             self._caches = OrderedDict()
             self._infos = {}
+            self._items = {}
 
     def available(self) -> tuple[bool, str]:
         """Return whether the card engine and library loaded."""
@@ -251,20 +254,33 @@ class CardProvider:
         cache = self._caches.pop(model.path, None) or self._engine.MatchCache()
         self._caches[model.path] = cache
         while len(self._caches) > 32:
-            self._caches.popitem(last=False)
+            gone, _ = self._caches.popitem(last=False)
+            self._items.pop(gone, None)
         enabled = {c.skill_id for c in self._library if settings.rule_enabled(c.skill_id)}
         matches = cache.match_file(model, self._library, enabled=enabled, target_sm=_target_sm(settings.compiler_arch))
+        # The match cache hands back the same match object for a function it reused unchanged: its item is reused.
+        built = self._items.get(model.path, {})
+        kept: dict[int, tuple[Any, Item]] = {}
         out: list[Item] = []
         for m in matches:
-            try:
-                out.append(self._item(m))
-            except Exception:  # One malformed match is skipped, never the whole file.
-                log.exception("could not present the match of card %s", getattr(m, "card_id", "?"))
+            hit = built.get(id(m))
+            if hit is not None and hit[0] is m:
+                item = hit[1]
+            else:
+                try:
+                    item = self._item(m)
+                except Exception:  # One malformed match is skipped, never the whole file.
+                    log.exception("could not present the match of card %s", getattr(m, "card_id", "?"))
+                    continue
+            kept[id(m)] = (m, item)
+            out.append(item)
+        self._items[model.path] = kept
         return out
 
     def forget(self, path: str) -> None:
         """Drop the match cache of a closed document."""
         self._caches.pop(path, None)
+        self._items.pop(path, None)
 
     def _card_info(self, card: Any) -> tuple[CardInfo, str | None]:
         """Return what items show about a card (built once per card: a keystroke re-presents every match)."""

@@ -171,6 +171,12 @@ class VerificationService:
         available, reason = self.verification_available()
         return CandidateState("unverified", detail="" if available else reason)
 
+    def verified(self, uri: str, content_hash: str, card_id: str, span: tuple[int, int]) -> bool:
+        """Return whether the gate verified one candidate of this exact text (what `candidate_state` says, cheaply:
+        the quiet default asks for every finding on each keystroke)."""
+        state = self.gate.candidates.get((uri, content_hash, card_id, tuple(span)))
+        return state is not None and state.state == "verified"
+
     def candidates_for(self, uri: str, content_hash: str) -> list[tuple[str, tuple[int, int], CandidateState]]:
         """Return the verification states known for candidates of this exact text."""
         return [(k[2], k[3], v) for k, v in self.gate.candidates.items() if k[0] == uri and k[1] == content_hash]

@@ -471,11 +471,21 @@ def _launch_key(fn: Any, launches: list[Any], hosts: _HostIndex) -> tuple[Any, .
     return key
 
 
-def _rebase_related(message: str, anchor: _Anchor | None, new: FileModel) -> Related | None:
+def _functions_by_name(model: FileModel) -> dict[tuple[str, Any], list[Any]]:
+    """Return a model's functions by (name, kind), in file order."""
+    out: dict[tuple[str, Any], list[Any]] = {}
+    for f in model.functions:
+        out.setdefault((f.name, f.kind), []).append(f)
+    return out
+
+
+def _rebase_related(
+    message: str, anchor: _Anchor | None, functions: dict[tuple[str, Any], list[Any]]
+) -> Related | None:
     if anchor is None:
         return None
     name, kind, length, start, end = anchor
-    candidates = [f for f in new.functions if f.name == name and f.kind is kind]
+    candidates = functions.get((name, kind), [])
     same = [f for f in candidates if f.length == length] or candidates
     if not same:
         return None
@@ -520,6 +530,7 @@ class MatchCache:
             words = {body: ws for _, body, ws in hosts.hosts} if hosts is not None else {}
             hosts = _HostIndex(text, words)
         launches = _launches(model)
+        by_name = _functions_by_name(model)
         out: list[Match] = []
         for fn in model.functions:
             if fn.kind is FunctionKind.HOST:
@@ -539,28 +550,46 @@ class MatchCache:
                 entry = _entry(model, fn, match_function(model, fn, cards, target_sm))
                 if resources.pending_uses() != pending:
                     # A compile-only build was still running: match this function again next time, once it answered.
-                    out.extend(self._rebase(entry, model, fn))
+                    out.extend(self._rebase(entry, model, fn, by_name))
                     continue
-            else:
-                self.hits += 1
+                fresh[key] = entry
+                out.extend(entry.matches)
+                continue
+            self.hits += 1
+            rebased = self._rebase(entry, model, fn, by_name)
             fresh[key] = entry
-            out.extend(self._rebase(entry, model, fn))
+            if rebased is not entry.matches and all(
+                len(new.related) == len(old.related) for new, old in zip(rebased, entry.matches, strict=True)
+            ):
+                # Kept on this model's function object, so that the next version rebases nothing where it reuses it
+                # (every related location moved along, so the anchors still pair with them).
+                fresh[key] = _Entry(weakref.ref(model), fn, rebased, entry.anchors)
+            out.extend(rebased)
         self._entries = fresh
         self._hosts = hosts
         out.sort(key=lambda m: (m.span[0], m.card_id))
         return out
 
     @staticmethod
-    def _rebase(entry: _Entry, model: FileModel, fn: Any) -> list[Match]:
+    def _rebase(entry: _Entry, model: FileModel, fn: Any, functions: dict[tuple[str, Any], list[Any]]) -> list[Match]:
+        """Return an entry's matches on the new model's function object, their related locations moved with theirs.
+
+        A function the analysis reused (the same object: same text, context and place) keeps its match objects
+        wherever their related locations did not move, so the server can reuse what it built for them.
+        """
         if entry.model() is model and entry.function is fn:
             return entry.matches
+        same = entry.function is fn
         out = []
         for m, anchors in zip(entry.matches, entry.anchors, strict=True):
             related = tuple(
                 r
-                for r in (_rebase_related(rel.message, a, model) for rel, a in zip(m.related, anchors, strict=True))
+                for r in (_rebase_related(rel.message, a, functions) for rel, a in zip(m.related, anchors, strict=True))
                 if r is not None
             )
+            if same and related == m.related:
+                out.append(m)
+                continue
             region = dataclasses.replace(m.region, function=fn)
             out.append(dataclasses.replace(m, region=region, related=related))
         return out

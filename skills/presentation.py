@@ -261,14 +261,17 @@ def one_per_region(contenders: Sequence[Contender | None]) -> dict[int, int]:
         (i for i, c in enumerate(contenders) if c is not None),
         key=lambda i: (tuple(-x for x in contenders[i].rank), contenders[i].card_id, contenders[i].span),  # type: ignore[union-attr]
     )
-    kept: list[int] = []
+    # Only contenders of one function can share a problem (`same_problem`), so each is compared with the kept ones
+    # of its own function, in the order they were kept.
+    kept: dict[str, list[int]] = {}
     absorbed: dict[int, int] = {}
     for i in order:
         c = contenders[i]
         assert c is not None
-        into = next((k for k in kept if contenders[k].same_problem(c)), None)  # type: ignore[union-attr]
+        mine = kept.setdefault(c.function, [])
+        into = next((k for k in mine if contenders[k].same_problem(c)), None)  # type: ignore[union-attr]
         if into is None:
-            kept.append(i)
+            mine.append(i)
         else:
             absorbed[i] = into
     return absorbed

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from lsprotocol import types
 
 from tests.conftest import needs_nvcc
-from tests.server.conftest import CLIENTS, KERNELS, SLOW_NVCC, Session
+from tests.server.conftest import CLIENTS, KERNELS, SLOW_NVCC, WAIT_S, Session
 
 
 def _ends(s: Session) -> list[tuple[object, object]]:
@@ -41,20 +42,47 @@ async def test_save_publishes_the_compile_only_resource_report(session: Session)
         assert "kernel builds reported" in (end.message or "")
 
 
+def _seen(s: Session, uri: str) -> str:
+    """Return what the server sent about a document so far: each push's version and its counts of static and
+    profiling diagnostics, the job progress that ended, and the last status's job and queue."""
+    pushes = [
+        f"v{p.version}: {sum(d.source == 'warpwise' for d in p.diagnostics)} static, "
+        f"{sum(d.source == 'warpwise profile' for d in p.diagnostics)} profile"
+        for p in s.recorder.diagnostics
+        if p.uri == uri
+    ]
+    ends = [str(v.message) for _, v in _ends(s)]
+    status = s.recorder.status[-1] if s.recorder.status else {}
+    return (
+        f"pushes [{'; '.join(pushes)}], jobs ended {ends}, last status: running {status.get('running')}, "
+        f"queue {status.get('queue')}, worker {status.get('worker')}"
+    )
+
+
+async def _step(s: Session, uri: str, what: str, waiting: Any) -> Any:
+    """Await one step of a scenario; on a timeout, fail saying which step and what the server had sent."""
+    try:
+        return await waiting
+    except TimeoutError:
+        pytest.fail(f"no {what} within {WAIT_S:g} s; {_seen(s, uri)}")
+
+
 @needs_nvcc
 async def test_profile_is_hidden_on_newer_text_and_returns_on_undo(session: Session) -> None:
     uri = session.open(KERNELS)
-    await session.static(uri)
+    await _step(session, uri, "first diagnostics", session.static(uri))
     session.save(uri)
-    await session.profile(uri)
+    await _step(session, uri, "profile of the saved text", session.profile(uri))
     version = session.change(uri, (0, 0), (0, 0), "// x\n")
     if not session.pulls:
-        params = await session.pushed(uri, lambda p: p.version == version)
+        params = await _step(
+            session, uri, f"diagnostics of version {version}", session.pushed(uri, lambda p: p.version == version)
+        )
         assert not any(d.source == "warpwise profile" for d in params.diagnostics)
     else:
-        await session.pushed(uri, lambda p: not p.diagnostics)
+        await _step(session, uri, "cleared profile", session.pushed(uri, lambda p: not p.diagnostics))
     session.change(uri, (0, 0), (1, 0), "")
-    assert await session.profile(uri)
+    assert await _step(session, uri, "profile after the undo", session.profile(uri))
 
 
 @needs_nvcc
