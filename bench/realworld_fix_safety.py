@@ -82,8 +82,9 @@ LOAD_INLINE_PRELUDE = ("#include <torch/types.h>", "#include <cuda.h>", "#includ
 """What `torch.utils.cpp_extension.load_inline` puts before a CUDA source it compiles."""
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 _TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](?:torch|ATen|c10)/', re.M)
-_ARCH_SPECIFIC = ((re.compile(rb"\btcgen05\."), "sm_100a"), (re.compile(rb"\b(?:wgmma|setmaxnreg)\."), "sm_90a"))
-"""PTX instructions that ptxas accepts only for an architecture-specific target, and that target."""
+_BLACKWELL_SPECIFIC = re.compile(rb"\btcgen05\.")
+"""Blackwell's tensor-memory instructions: ptxas takes them only for `sm_100a` (the repositories build such
+files with `-gencode arch=compute_100a,code=sm_100a`)."""
 PRECISION_CORPUS = Path(__file__).resolve().parent / "precision" / "corpus.yaml"
 """The pinned repositories of the precision set; `--extra-corpus` reads their names and commits from here."""
 
@@ -193,11 +194,13 @@ def _common_prefix(a: Path, b: Path) -> int:
 
 
 def needed_arch(texts: list[bytes]) -> str:
-    """Return the target a file's PTX needs: sm_100a or sm_90a for their architecture-specific instructions."""
-    for pattern, arch in _ARCH_SPECIFIC:
-        if any(pattern.search(t) for t in texts):
-            return arch
-    return "sm_90"
+    """Return the target a file's PTX needs: `sm_100a` for Blackwell's instructions, else the gate's choice
+    (`target_arch`: `sm_90a` for Hopper's architecture-specific ones)."""
+    from warpwise.verify.worker.nvbuild import target_arch
+
+    if any(_BLACKWELL_SPECIFIC.search(t) for t in texts):
+        return "sm_100a"
+    return target_arch("\n".join(t.decode("utf-8", "replace") for t in texts), "sm_90")
 
 
 def file_recipe(recipe: Any, index: RepoIndex, file: Path, generic: bool) -> Any:
