@@ -221,12 +221,41 @@ def file_recipe(recipe: Any, index: RepoIndex, file: Path, generic: bool) -> Any
     # `load_inline` puts torch's types header before the source: a file that names `torch::` without it is one.
     load_inline = b"torch::" in text and not re.search(rb'#[ \t]*include[ \t]*[<"]torch/', text)
     flags = EXTRA_FLAGS.get(root.name, recipe.nvcc_flags)
+    by_script, script_flags, script_arch = python_build(file)
+    if by_script and script_flags:
+        flags = script_flags
+    if script_arch is not None and out.arch == "sm_90":
+        out = replace(out, arch=script_arch)
     return replace(
         out,
-        torch=torch_ext or load_inline,
+        torch=torch_ext or load_inline or by_script,
         nvcc_flags=flags,
         prelude=(*(LOAD_INLINE_PRELUDE if load_inline else ()), *out.prelude),
     )
+
+
+_CUDA_CFLAGS = re.compile(r"extra_cuda_cflags\s*=\s*\[(.*?)\]", re.S)
+_QUOTED = re.compile(r"""(?<![fA-Za-z])["'](-[^"']*)["']""")
+_ARCH_FLAG = re.compile(r"(?:code=|arch=)(sm_\d+a)\b")
+
+
+def python_build(file: Path) -> tuple[bool, tuple[str, ...], str | None]:
+    """Return whether a Python script beside a file (or one folder up) builds it as a torch extension
+    (`torch.utils.cpp_extension.load`), the literal nvcc flags of its `extra_cuda_cflags`, and the
+    architecture-specific target they name (`sm_120a`), if any."""
+    for folder in (file.parent, file.parent.parent):
+        for script in sorted(folder.glob("*.py")):
+            text = script.read_text(encoding="utf-8", errors="replace")
+            if "cpp_extension" not in text:
+                continue
+            m = _CUDA_CFLAGS.search(text)
+            flags = _QUOTED.findall(m.group(1)) if m else []
+            arch = next((a.group(1) for f in flags if (a := _ARCH_FLAG.search(f))), None)
+            # Link flags (`-l...`, which also drops `-lineinfo`: line tables change no build's outcome), ptxas'
+            # verbose report and targets are not compile flags of one file here.
+            kept = [f for f in flags if not f.startswith(("-l", "-Xptxas", "--ptxas", "-gencode", "-arch", "-I"))]
+            return True, tuple(kept), arch
+    return False, (), None
 
 
 def _submodules(root: Path) -> list[Path]:

@@ -130,3 +130,25 @@ def test_a_header_that_needs_its_includer_builds_only_with_the_prelude(tmp_path:
     with_prelude = rw.nvcc_build(root, recipe, header, 120)
     assert not alone["ok"] and "half" in alone["error"]
     assert with_prelude["ok"], with_prelude["error"]
+
+
+def test_a_file_a_script_builds_with_torch_gets_the_scripts_flags_and_target(tmp_path: Path) -> None:
+    root = _repo(
+        tmp_path,
+        {
+            "mm/main.py": (
+                "import torch.utils.cpp_extension\n"
+                "torch.utils.cpp_extension.load('m', sources=['mm_v1.cu'], extra_cuda_cflags=[\n"
+                '    "-O3", "-lineinfo", "-Xptxas=-v", "-gencode=arch=compute_120a,code=sm_120a", f"-I {root}/x",\n'
+                "], extra_ldflags=['-lcuda'])\n"
+            ),
+            "mm/mm_v1.cu": "__global__ void k() {}\n",
+            "plain/k.cu": "__global__ void k() {}\n",
+        },
+    )
+    index = fs.RepoIndex(root)
+    built = fs.file_recipe(fs.GENERIC_RECIPE, index, root / "mm/mm_v1.cu", generic=True)
+    plain = fs.file_recipe(fs.GENERIC_RECIPE, index, root / "plain/k.cu", generic=True)
+    # torch's load() adds its extension flags (--expt-relaxed-constexpr among them) to the script's own.
+    assert built.torch and built.nvcc_flags == ("-O3",) and built.arch == "sm_120a"
+    assert not plain.torch and plain.arch == "sm_90"
