@@ -73,6 +73,9 @@ class Recipe:
     torch: bool
     where: str
     skip: tuple[str, ...] = ()
+    arch: str = "sm_90"
+    prelude: tuple[str, ...] = ()
+    """Lines a translation unit puts before the file (what its real build's translation unit includes first)."""
 
 
 RECIPES: dict[str, Recipe] = {
@@ -202,13 +205,13 @@ def nvcc_build(
     nvcc = nvcc_path() or "nvcc"
     with tempfile.TemporaryDirectory(prefix="rw-nvcc-") as tmp:
         target = file
-        if file.suffix == ".cuh":
+        if file.suffix == ".cuh" or recipe.prelude:
             target = Path(tmp) / (file.stem + "_include.cu")
-            target.write_text(f'#include "{file}"\n')
+            target.write_text("".join(f"{line}\n" for line in recipe.prelude) + f'#include "{file}"\n')
         cmd = [
             nvcc,
             "-cubin",
-            "-arch=sm_90",
+            f"-arch={recipe.arch}",
             *repo_flags(root, recipe, flags_of or file),
             "-o",
             f"{tmp}/out.cubin",

@@ -33,10 +33,12 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +61,209 @@ GENERIC_RECIPE = rw.Recipe(
     include_dirs=(),
     defines=(),
     nvcc_flags=("-O3",),
-    torch=True,
-    where="no build recipe: nvcc -O3 with torch's include folders and extension flags",
+    torch=False,
+    where="no build recipe: nvcc -O3 and the repository's own flags (EXTRA_FLAGS); torch's include folders and "
+    "extension flags only for files that include torch's headers or are compiled by `load_inline`; the "
+    "repository's folders that hold the headers a file includes; sm_90a or sm_100a where the file's PTX needs it",
 )
-"""How `--extra-build` builds a file of a repository without a recipe (most of them are torch extensions or
-stand-alone programs)."""
+"""How `--extra-build` builds a file of a repository without a recipe (torch extensions or stand-alone programs);
+`file_recipe` adapts it to each file."""
+EXTRA_FLAGS: dict[str, tuple[str, ...]] = {
+    # kernels/*/*.py: torch.utils.cpp_extension.load(extra_cuda_cflags=[-O3, -U__CUDA_NO_HALF_*, ...]).
+    "LeetCUDA": ("-O3", *rw._HALF_UNDEFS),
+    # The load() calls of its Python scripts: extra_cuda_cflags=["-O3"] (and fast math for some).
+    "learn-cuda": ("-O3",),
+    "cudacodes": ("-O3",),
+    # lecture scripts: load_inline(extra_cuda_cflags=["-O2"]).
+    "lectures": ("-O2",),
+}
+"""nvcc flags the repositories' own build scripts pass (read from their Python `load` calls), by repository."""
+LOAD_INLINE_PRELUDE = ("#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>")
+"""What `torch.utils.cpp_extension.load_inline` puts before a CUDA source it compiles."""
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+_TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](?:torch|ATen|c10)/', re.M)
+_BLACKWELL_SPECIFIC = re.compile(rb"\btcgen05\.")
+"""Blackwell's tensor-memory instructions: ptxas takes them only for `sm_100a` (the repositories build such
+files with `-gencode arch=compute_100a,code=sm_100a`)."""
 PRECISION_CORPUS = Path(__file__).resolve().parent / "precision" / "corpus.yaml"
 """The pinned repositories of the precision set; `--extra-corpus` reads their names and commits from here."""
+
+
+class RepoIndex:
+    """The files of one exported repository by name, to find the folders that hold the headers a file includes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.deps = _submodules(root)
+        """The repository's submodules: dependencies (CUTLASS, fmt) whose headers do not set the file's target."""
+        self._texts: dict[Path, bytes] = {}
+        self.by_name: dict[str, list[Path]] = {}
+        for p in root.rglob("*"):
+            if p.is_file():
+                self.by_name.setdefault(p.name, []).append(p)
+
+    def read(self, path: Path) -> bytes:
+        """Return a file's bytes (read once)."""
+        if path not in self._texts:
+            self._texts[path] = path.read_bytes()
+        return self._texts[path]
+
+    def resolve(self, name: str, near: Path) -> Path | None:
+        """Return the repository file that `#include <name>` means from `near`'s folder (the nearest match)."""
+        if (near.parent / name).is_file():
+            return near.parent / name
+        parts = Path(name).parts
+        found = [p for p in self.by_name.get(parts[-1], []) if p.parts[-len(parts) :] == parts]
+        if not found:
+            return None
+        return max(found, key=lambda p: (_common_prefix(p, near), -len(p.parts)))
+
+    def include_dirs(self, file: Path, text: bytes, depth: int = 6) -> tuple[list[str], list[Path]]:
+        """Return the folders a file's includes need (recursively through the repository's headers) and the
+        repository files it includes."""
+        dirs: list[str] = []
+        seen: list[Path] = []
+        todo = [(file, text, 0)]
+        while todo:
+            cur, body, level = todo.pop()
+            for m in _INCLUDE.finditer(body):
+                name = m.group(1).decode("utf-8", "replace")
+                if m.group(0).rstrip().endswith(b">") and _system_header(name):
+                    continue  # `<mma.h>` is the toolkit's even where the repository has a file of that name.
+                hit = self.resolve(name, cur)
+                if hit is None or hit in seen:
+                    continue
+                seen.append(hit)
+                if hit.parent != cur.parent or len(Path(name).parts) > 1:
+                    base = hit.parents[len(Path(name).parts) - 1]
+                    if str(base) not in dirs:
+                        dirs.append(str(base))
+                if level < depth:
+                    todo.append((hit, self.read(hit), level + 1))
+        return dirs, seen
+
+    def includer_prelude(self, header: Path, depth: int = 4) -> tuple[str, ...]:
+        """Return what a translation unit of the repository includes before `header` (absolute paths), or ().
+
+        A header that relies on what its includer included first does not build alone; built after its first
+        includer's earlier `#include` and `#define` lines, it builds as the repository builds it.
+        """
+        if depth == 0:
+            return ()
+        files = (p for ps in self.by_name.values() for p in ps if p.suffix in (".cu", ".cuh", ".h"))
+        # A translation unit (.cu) that includes the header is the best context; an including header the next.
+        for cand in sorted(files, key=lambda p: (p.suffix != ".cu", p)):
+            if cand == header:
+                continue
+            body = self.read(cand)
+            if header.name.encode() not in body:
+                continue
+            lines = body.split(b"\n")
+            for i, line in enumerate(lines):
+                m = _INCLUDE.match(line)
+                if m is None or self.resolve(m.group(1).decode("utf-8", "replace"), cand) != header:
+                    continue
+                before = [] if cand.suffix == ".cu" else list(self.includer_prelude(cand, depth - 1))
+                for prev in lines[:i]:
+                    pm = _INCLUDE.match(prev)
+                    if pm is not None:
+                        hit = self.resolve(pm.group(1).decode("utf-8", "replace"), cand)
+                        before.append(f'#include "{hit}"' if hit is not None else prev.decode("utf-8", "replace"))
+                    elif prev.lstrip().startswith(b"#define"):
+                        before.append(prev.decode("utf-8", "replace"))
+                return tuple(before)
+        return ()
+
+
+def _system_header(name: str) -> bool:
+    """Return whether an angle-bracket include names a standard or toolkit header (found before the repository's)."""
+    if "." not in name:
+        return True  # <vector>, <cstdint>: the C++ library.
+    toolkit = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
+    return any((d / name).is_file() for d in (toolkit, Path("/usr/include")))
+
+
+def _common_prefix(a: Path, b: Path) -> int:
+    """Return how many leading path parts two paths share."""
+    n = 0
+    for x, y in zip(a.parts, b.parts, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def needed_arch(texts: list[bytes]) -> str:
+    """Return the target a file's PTX needs: `sm_100a` for Blackwell's instructions, else the gate's choice
+    (`target_arch`: `sm_90a` for Hopper's architecture-specific ones)."""
+    from warpwise.verify.worker.nvbuild import target_arch
+
+    if any(_BLACKWELL_SPECIFIC.search(t) for t in texts):
+        return "sm_100a"
+    return target_arch("\n".join(t.decode("utf-8", "replace") for t in texts), "sm_90")
+
+
+def file_recipe(recipe: Any, index: RepoIndex, file: Path, generic: bool) -> Any:
+    """Return the recipe one file is built with: its repository's, with the target its PTX needs, the include
+    folders its headers live in, and, for a header, what its includer includes first; for a repository without
+    a recipe (`generic`), torch's flags only where the file is a torch extension."""
+    text = file.read_bytes()
+    dirs, headers = index.include_dirs(file, text)
+    own = [h for h in headers if not any(h.is_relative_to(d) for d in index.deps)]
+    arch = needed_arch([text, *(index.read(h) for h in own)])
+    prelude = index.includer_prelude(file) if file.suffix == ".cuh" else ()
+    root = index.root
+    extra = tuple(str(Path(d).relative_to(root)) for d in dirs if Path(d).is_relative_to(root))
+    out = replace(recipe, arch=arch, prelude=prelude, include_dirs=(*recipe.include_dirs, *extra))
+    if not generic:
+        return out
+    torch_ext = bool(_TORCH_INCLUDE.search(text)) or any(_TORCH_INCLUDE.search(index.read(h)) for h in headers)
+    # `load_inline` puts torch's types header before the source: a file that names `torch::` without it is one.
+    load_inline = b"torch::" in text and not re.search(rb'#[ \t]*include[ \t]*[<"]torch/', text)
+    flags = EXTRA_FLAGS.get(root.name, recipe.nvcc_flags)
+    by_script, script_flags, script_arch = python_build(file)
+    if by_script and script_flags:
+        flags = script_flags
+    if script_arch is not None and out.arch == "sm_90":
+        out = replace(out, arch=script_arch)
+    return replace(
+        out,
+        torch=torch_ext or load_inline or by_script,
+        nvcc_flags=flags,
+        prelude=(*(LOAD_INLINE_PRELUDE if load_inline else ()), *out.prelude),
+    )
+
+
+_CUDA_CFLAGS = re.compile(r"extra_cuda_cflags\s*=\s*\[(.*?)\]", re.S)
+_QUOTED = re.compile(r"""(?<![fA-Za-z])["'](-[^"']*)["']""")
+_ARCH_FLAG = re.compile(r"(?:code=|arch=)(sm_\d+a)\b")
+
+
+def python_build(file: Path) -> tuple[bool, tuple[str, ...], str | None]:
+    """Return whether a Python script beside a file (or one folder up) builds it as a torch extension
+    (`torch.utils.cpp_extension.load`), the literal nvcc flags of its `extra_cuda_cflags`, and the
+    architecture-specific target they name (`sm_120a`), if any."""
+    for folder in (file.parent, file.parent.parent):
+        for script in sorted(folder.glob("*.py")):
+            text = script.read_text(encoding="utf-8", errors="replace")
+            if "cpp_extension" not in text:
+                continue
+            m = _CUDA_CFLAGS.search(text)
+            flags = _QUOTED.findall(m.group(1)) if m else []
+            arch = next((a.group(1) for f in flags if (a := _ARCH_FLAG.search(f))), None)
+            # Link flags (`-l...`, which also drops `-lineinfo`: line tables change no build's outcome), ptxas'
+            # verbose report and targets are not compile flags of one file here.
+            kept = [f for f in flags if not f.startswith(("-l", "-Xptxas", "--ptxas", "-gencode", "-arch", "-I"))]
+            return True, tuple(kept), arch
+    return False, (), None
+
+
+def _submodules(root: Path) -> list[Path]:
+    """Return the folders of a repository's git submodules (dependencies placed there, not corpus files)."""
+    gm = root / ".gitmodules"
+    if not gm.is_file():
+        return []
+    return [root / m.group(1).strip() for m in re.finditer(r"^\s*path\s*=\s*(.+)$", gm.read_text(), re.M)]
 
 
 def _card_once(card: str, text: bytes, path: str) -> bytes:
@@ -109,7 +307,7 @@ def build_text(root: Path, recipe: Any, file: Path, text: bytes, timeout_s: floa
 
 def _cache_key(root: Path, recipe: Any, file: Path, text: bytes) -> str:
     """Return the hash of a build's text, file name and command."""
-    flags = " ".join(rw.repo_flags(root, recipe, file))
+    flags = " ".join([*rw.repo_flags(root, recipe, file), f"-arch={recipe.arch}", *recipe.prelude])
     return hashlib.sha256(text + b"\0" + str(file).encode() + b"\0" + flags.encode()).hexdigest()
 
 
@@ -170,7 +368,10 @@ def main() -> int:
                 continue
             commits[name] = [entry["repo"], entry["commit"]]
             extra_roots[name] = root
+            subs = _submodules(root)
             for f in sorted(p for p in root.rglob("*") if p.suffix in (".cu", ".cuh") and p.is_file()):
+                if any(f.is_relative_to(s) for s in subs):
+                    continue  # A submodule's files are the repository's dependencies, not its own code.
                 key = f"{name}/{f.relative_to(root)}"
                 t0 = time.perf_counter()
                 try:
@@ -182,6 +383,7 @@ def main() -> int:
                 rows[key] = row
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache and args.cache.is_file() else {}
     jobs = []
+    indexes: dict[Path, RepoIndex] = {}
     for key, row in rows.items():
         fixed = row.get("fixed_text")
         if fixed is None or not row.get("changed") or (built and not built.get(key, {}).get("ok")):
@@ -194,9 +396,12 @@ def main() -> int:
         else:
             root, recipe = args.mirrors / name, rw.RECIPES[name]
         file = root / rel
+        index = indexes.setdefault(root, RepoIndex(root))
+        recipe = file_recipe(recipe, index, file, generic=name in extra_roots)
         jobs.append((key, root, recipe, file, file.read_bytes(), fixed))
     # Quick builds first (the times of realworld_build's nvcc phase where known), so a budget covers the most files.
-    jobs.sort(key=lambda j: float(built.get(j[0], {}).get("seconds") or 100.0))
+    # Without those times, files that do not include torch's headers first: they build in seconds, torch's in tens.
+    jobs.sort(key=lambda j: (float(built.get(j[0], {}).get("seconds") or 100.0), j[2].torch))
 
     lock = threading.Lock()
     t_builds = time.perf_counter()

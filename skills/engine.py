@@ -298,17 +298,25 @@ def superseded(matches: Iterable[Match]) -> Superseded:
 def merge_fixes(fixes: Iterable[Fix]) -> list[Edit]:
     """Return the edits of several fixes, skipping any fix that overlaps one already taken.
 
-    An edit that two fixes share (the same range and text, such as the `#include` each fix of a file adds at its
-    top) is made once, and insertions of one card's fixes at one place are joined: without that, every fix after
-    the first overlapped and one pass of a card's fixes was not idempotent (issue 18).
+    An edit that two fixes share (the same range and text, such as the `#include` line each fix of a file adds at
+    its top) is made once, and insertions of one card's fixes at one place are joined: without that, every fix after
+    the first overlapped and one pass of a card's fixes was not idempotent (issue 18). An insertion within a line
+    that two fixes of one card make at one place is not shared but joined: nested expressions each open their own
+    parenthesis there (`t / 8 % 2` becomes `((t >> 3) & 1)`; sharing the one `(` broke the build). A fix whose
+    edits are all those of a fix already taken is the same fix twice, and is skipped.
     """
     taken: list[Edit] = []
+    seen: set[tuple[Edit, ...]] = set()
     inserted_by: dict[int, str] = {}
     """The card whose fixes inserted text at an offset (insertions of one card at one place are joined)."""
     for fix in fixes:
+        if fix.edits in seen:
+            continue  # The same fix twice (two regions that give one rewrite).
+        seen.add(fix.edits)
         edits = set(taken)
         for e in fix.edits:
-            if e in edits:
+            in_line = e.start == e.end and "\n" not in e.text
+            if e in edits and not (in_line and inserted_by.get(e.start) == fix.card_id):
                 continue
             same = next((t for t in edits if t.start == t.end == e.start), None) if e.start == e.end else None
             if same is not None and inserted_by.get(e.start) == fix.card_id:

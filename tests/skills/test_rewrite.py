@@ -69,3 +69,17 @@ def test_apply_edits_is_defined_once() -> None:
     }
     assert found == {"skills/rewrite.py": [found["skills/rewrite.py"][0]]}
     assert edit_appliers("def _apply_edits(d, e):\n    return d\n")  # the check sees a second one
+
+
+def test_nested_fixes_of_one_card_each_keep_their_parenthesis() -> None:
+    text = b"y = t / 8 % 2 * 8;"
+    inner = Fix("pow2", "inner", (Edit(4, 4, "("), Edit(6, 9, ">> 3"), Edit(9, 9, ")")), Applicability.SAFE)
+    outer = Fix("pow2", "outer", (Edit(4, 4, "("), Edit(10, 13, "& 1"), Edit(13, 13, ")")), Applicability.SAFE)
+    assert apply_edits(text, merge_fixes([inner, outer])) == b"y = ((t >> 3) & 1) * 8;"
+
+
+def test_a_line_two_fixes_add_at_one_place_is_added_once_and_a_repeated_fix_is_skipped() -> None:
+    include = Edit(0, 0, "#include <cuda_fp16.h>\n")
+    a = Fix("half", "a", (include, Edit(0, 5, "__half")), Applicability.SAFE)
+    b = Fix("half", "b", (include, Edit(14, 15, "c")), Applicability.SAFE)
+    assert apply_edits(TEXT, merge_fixes([a, b, b])) == b"#include <cuda_fp16.h>\n__half x = a + c;"
