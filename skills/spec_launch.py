@@ -21,7 +21,7 @@ import re
 from warpwise.analyzers.facts import SPEC_CALLER, is_spec_launch, provide_spec_launches
 from warpwise.analyzers.model import FileModel, Function, Launch
 
-__all__ = ["SPEC_CALLER", "is_spec_launch", "launches_of", "spec_launch"]
+__all__ = ["SPEC_CALLER", "is_spec_launch", "kernel_spec", "launches_of", "spec_launch"]
 
 
 def _dims(values: tuple[int, int, int]) -> tuple[int, ...]:
@@ -32,19 +32,30 @@ def _dims(values: tuple[int, int, int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def kernel_spec(model: FileModel, kernel: str) -> object | None:
+    """Return the run spec `verify.spec.resolve_spec` gives a kernel of this model, resolved once per model (the
+    checks and matchers that read it share the answer); None when it cannot be read (verify reports why)."""
+    from warpwise.verify.spec import resolve_spec
+
+    memo = model.memo.setdefault("kernel_spec", {})
+    if kernel not in memo:
+        try:
+            memo[kernel] = resolve_spec(model.path, model.text, kernel, model)
+        except Exception:
+            memo[kernel] = None  # A spec that cannot be read leaves the checks where they were.
+    return memo[kernel]
+
+
 def spec_launch(model: FileModel, kernel: str) -> tuple[Function, Launch] | None:
     """Return the launch an annotation or a problem file gives a kernel without a launch in its file."""
-    from warpwise.verify.spec import ProblemSpec, kernel_function, resolve_spec
+    from warpwise.verify.spec import ProblemSpec, kernel_function
 
     memo = model.memo.setdefault("spec_launch", {})
     if kernel in memo:
         return memo[kernel]
     fn = kernel_function(model, kernel)
     found: tuple[Function, Launch] | None = None
-    try:
-        spec = resolve_spec(model.path, model.text, kernel, model) if fn is not None else None
-    except Exception:
-        spec = None  # A spec that cannot be read leaves the checks where they were; verify reports why.
+    spec = kernel_spec(model, kernel) if fn is not None else None
     if fn is not None and isinstance(spec, ProblemSpec) and spec.source in ("annotation", "problem_file"):
         run = spec.run
         values = {a.param: a for a in run.args}

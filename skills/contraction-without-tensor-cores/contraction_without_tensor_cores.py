@@ -80,12 +80,10 @@ def tf32_admitted(model: Any, kernel: str) -> bool:
     memo = model.memo.setdefault("contraction-without-tensor-cores.tf32", {})
     if kernel not in memo:
         from warpwise.skills.rewrites.contraction_mma import TF32_TOLERANCE
-        from warpwise.verify.spec import ProblemSpec, problem_tolerance, resolve_spec
+        from warpwise.skills.spec_launch import kernel_spec
+        from warpwise.verify.spec import ProblemSpec, problem_tolerance
 
-        try:
-            spec = resolve_spec(model.path, model.text, kernel, model) if model.path else None
-        except Exception:
-            spec = None  # A problem file that cannot be read offers nothing here; verify reports why.
+        spec = kernel_spec(model, kernel) if model.path else None
         tol = (
             problem_tolerance(spec.run.problem_source or "")
             if isinstance(spec, ProblemSpec) and spec.source == "problem_file"
