@@ -258,6 +258,16 @@ def _wg_prologue(t: MmaTiles, n_acc: int, ahead: int, decls: str, copies: str) -
 """
 
 
+def _wg_next_stage(t: MmaTiles, ahead: int, copies: str) -> str:
+    """Return a warpgroup-MMA tile's copy of the tile `ahead` stages ahead into the next stage, and its commit."""
+    return (
+        f"    if (ww_t + {ahead} < ww_T) {{\n      const long long ww_kt = (long long)(ww_t + {ahead}) * {t.bk};\n"
+        f"{_ind(copies, '')}    }}\n"
+        '    asm volatile("cp.async.commit_group;\\n" ::);\n'
+        f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
+    )
+
+
 _WG_ROWS = (
     "      const long long ww_mi = ww_m0 + ww_wg * 64 + ww_wq * 16 + ww_g + (ww_e >> 1) * 8;\n"
     "      const long long ww_nj = ww_n0 + ww_i * 8 + ww_t4 * 2 + (ww_e & 1);\n"
@@ -883,12 +893,7 @@ def _generate_wgmma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -
     # (the TF32 transposes wait for their loads) after them, so the tensor cores work while the loads are in flight.
     # Either way the stage they write was read by a group already awaited (see above).
     staged = t.tf32 and "o" in (c.a.layout, c.b.layout)
-    copies = (
-        f"    if (ww_t + {ahead} < ww_T) {{\n      const long long ww_kt = (long long)(ww_t + {ahead}) * {t.bk};\n"
-        f"{_ind(a_copy + b_copy, '')}    }}\n"
-        '    asm volatile("cp.async.commit_group;\\n" ::);\n'
-        f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
-    )
+    copies = _wg_next_stage(t, ahead, a_copy + b_copy)
     return f"""{{
   // warpwise untiled-contraction (warpgroup tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage pipeline, {t.wm} warpgroups of wgmma.mma_async m64n{t.bn}k{t.kstep} {kind} with float
@@ -972,12 +977,7 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
                 + ", ".join(f'"r"(ww_fr[{ks * 4 + i}])' for i in range(4))
                 + ', "l"(ww_ds), "r"(1));\n    }\n'
             )
-        copies = (
-            f"    if (ww_u + {ahead} < ww_T) {{\n      const long long ww_kt = (long long)(ww_u + {ahead}) * {t.bk};\n"
-            f"{_ind(a_copy + b_copy, '')}    }}\n"
-            '    asm volatile("cp.async.commit_group;\\n" ::);\n'
-            f"    ww_st = ww_st == {t.stages - 1} ? 0 : ww_st + 1;\n"
-        )
+        copies = _wg_next_stage(t, ahead, a_copy + b_copy)
         # With one group kept in flight, the previous tile's group is awaited only after this tile's barrier and
         # copies, just before the fragment registers it read are written again: it runs across the barrier.
         wait = '    asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");\n'
@@ -997,7 +997,7 @@ def _generate_wgmma_regs_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], st
             f"    ww_rs = ww_rs == {t.stages - 1} ? 0 : ww_rs + 1;\n"
         )
 
-    loop = "  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {\n    const int ww_u = ww_t;\n" + tile() + "  }\n"
+    loop = "  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {\n" + tile() + "  }\n"
     frag_decl = "unsigned ww_fr[16];"
     o_m, o_n = ("ww_o", "ww_s") if r_is_a else ("ww_s", "ww_o")
     coords = (
