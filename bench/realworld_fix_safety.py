@@ -23,6 +23,10 @@ would wait for NVRTC. Writes bench/results/realworld_fix_safety-<date>.json and 
     python bench/realworld_fix_safety.py MIRRORS [--nvcc-state FILE] [--budget-s S] [--extra-include DIR]
         [--cache FILE] [--jobs N] [--extra-corpus EXPORT]
     python bench/realworld_fix_safety.py --render RESULTS.json   (rewrite the Markdown summary of a results file)
+
+`--only NAME` (repeatable) checks only those repositories; with `--keep-from EARLIER.json` the other repositories'
+rows come from an earlier results file (its command and machine are kept in `runs`), so a part of the corpus can be
+finished on another machine (many cores, torch with its CUDA headers) and reported with the rest.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ import datetime
 import hashlib
 import json
 import os
+import platform
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -329,6 +335,8 @@ def main() -> int:
         "build that way is not judged)",
     )
     ap.add_argument("--out", type=Path, help="write <out>.json and <out>.md (default: dated, in results)")
+    ap.add_argument("--only", action="append", default=[], help="check only this repository (repeatable)")
+    ap.add_argument("--keep-from", type=Path, help="an earlier results file: the rows of repositories not checked now")
     ap.add_argument(
         "--extra-corpus",
         type=Path,
@@ -346,9 +354,10 @@ def main() -> int:
     built = json.loads(args.nvcc_state.read_text())["nvcc"] if args.nvcc_state else {}
     rows: dict[str, Any] = {}
     t_start = time.perf_counter()
+    only = set(args.only)
     for name, recipe in rw.RECIPES.items():
         root = args.mirrors / name
-        if not root.is_dir():
+        if not root.is_dir() or (only and name not in only):
             continue
         for f in rw.files_of(root, recipe):
             key = f"{name}/{f.relative_to(root)}"
@@ -364,7 +373,7 @@ def main() -> int:
         for entry in yaml.safe_load(PRECISION_CORPUS.read_text())["repositories"]:
             name = entry["name"]
             root = args.extra_corpus / name
-            if name in rw.RECIPES or name in commits or not root.is_dir():
+            if name in rw.RECIPES or name in commits or not root.is_dir() or (only and name not in only):
                 continue
             commits[name] = [entry["repo"], entry["commit"]]
             extra_roots[name] = root
@@ -448,19 +457,66 @@ def main() -> int:
     for row in rows.values():
         row.pop("fixed_text", None)
     date = datetime.date.today().isoformat()
+    command = " ".join(["python", "bench/realworld_fix_safety.py", *sys.argv[1:]])
+    checked = {key.split("/", 1)[0] for key in rows}
     doc = {
         "date": date,
-        "command": " ".join(["python", "bench/realworld_fix_safety.py", *sys.argv[1:]]),
+        "command": command,
+        "machine": machine(),
         "commits": commits,
         "seconds": round(time.perf_counter() - t_start, 1),
         "generic_recipe_repos": sorted(extra_roots) if args.extra_build else [],
         "files": rows,
+        "runs": [{"command": command, "machine": machine(), "repositories": sorted(checked)}],
     }
+    if args.keep_from is not None:
+        keep_into(doc, json.loads(args.keep_from.read_text()), checked)
     stem = args.out or Path(__file__).resolve().parent / "results" / f"realworld_fix_safety-{date}"
     stem.with_name(stem.name + ".json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     stem.with_name(stem.name + ".md").write_text(render(doc))
     print(render(doc))
     return 0
+
+
+def machine() -> dict[str, Any]:
+    """Return what the builds ran on: host, CPU count, nvcc's and torch's versions."""
+    info: dict[str, Any] = {"host": platform.node(), "cpus": os.cpu_count()}
+    try:
+        out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60).stdout
+        info["nvcc"] = next((ln.strip() for ln in out.splitlines() if "release" in ln), out.strip()[-80:])
+    except (OSError, subprocess.SubprocessError) as exc:
+        info["nvcc"] = f"unavailable: {exc}"
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except Exception:  # torch is optional: only torch extension files need its headers.
+        info["torch"] = None
+    return info
+
+
+def keep_into(doc: dict[str, Any], earlier: dict[str, Any], checked: set[str]) -> None:
+    """Copy into `doc` the rows, commits and generic-recipe repositories of `earlier` not checked in `doc`."""
+    kept = set()
+    for key, row in earlier["files"].items():
+        repo = key.split("/", 1)[0]
+        if repo not in checked:
+            doc["files"][key] = row
+            kept.add(repo)
+    for repo, commit in earlier["commits"].items():
+        doc["commits"].setdefault(repo, commit)
+    doc["generic_recipe_repos"] = sorted(
+        set(doc["generic_recipe_repos"]) | (set(earlier.get("generic_recipe_repos") or []) & kept)
+    )
+    prior = earlier.get("runs") or [
+        {"command": earlier["command"], "machine": earlier.get("machine"), "repositories": None}
+    ]
+    for run in prior:
+        run = dict(run)
+        run["repositories"] = sorted(kept & set(run["repositories"] or kept))
+        if run["repositories"]:
+            doc["runs"].insert(0, run)
+    doc["files"] = dict(sorted(doc["files"].items()))
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -497,7 +553,14 @@ def render(doc: dict[str, Any]) -> str:
     lines = [
         f"# Fix safety on real code ({doc['date']})",
         "",
-        f"Command: `{doc['command']}` ({doc['seconds']} s, CPU only). Resource builds for claims off. Commits:",
+        f"Command: `{doc['command']}` ({doc['seconds']} s, CPU only). Resource builds for claims off.",
+        *(
+            f"- rows of {', '.join(run['repositories'] or ['every repository'])}: `{run['command']}` on "
+            f"{_machine_text(run.get('machine'))}"
+            for run in doc.get("runs") or []
+        ),
+        "",
+        "Commits:",
         "",
         "| repository | commit |",
         "| --- | --- |",
@@ -531,6 +594,13 @@ def render(doc: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _machine_text(info: dict[str, Any] | None) -> str:
+    """Return a machine record in words."""
+    if not info:
+        return "the machine of the earlier run (not recorded)"
+    return f"{info.get('host')} ({info.get('cpus')} CPUs, {info.get('nvcc')}, torch {info.get('torch')})"
 
 
 if __name__ == "__main__":

@@ -152,3 +152,29 @@ def test_a_file_a_script_builds_with_torch_gets_the_scripts_flags_and_target(tmp
     # torch's load() adds its extension flags (--expt-relaxed-constexpr among them) to the script's own.
     assert built.torch and built.nvcc_flags == ("-O3",) and built.arch == "sm_120a"
     assert not plain.torch and plain.arch == "sm_90"
+
+
+def test_keep_from_takes_the_rows_of_repositories_not_checked_now() -> None:
+    """A run over part of the corpus reports the rest from the earlier file, with both commands."""
+    row = {"cards_with_fixes": [], "not_idempotent": [], "converged": True, "changed": False, "rounds": 1}
+    earlier = {
+        "command": "python bench/realworld_fix_safety.py first",
+        "commits": {"a": ["o/a", "1" * 40], "b": ["o/b", "2" * 40]},
+        "generic_recipe_repos": ["a", "b"],
+        "files": {"a/x.cu": dict(row), "b/y.cu": {**row, "rebuild": "not run (budget spent)"}},
+    }
+    now = {
+        "commits": {"b": ["o/b", "2" * 40]},
+        "generic_recipe_repos": ["b"],
+        "files": {"b/y.cu": {**row, "rebuild": {"control_ok": True, "ok": True, "error": ""}}},
+        "runs": [{"command": "second", "machine": {"host": "h"}, "repositories": ["b"]}],
+    }
+    fs.keep_into(now, earlier, {"b"})
+    assert list(now["files"]) == ["a/x.cu", "b/y.cu"]
+    assert now["files"]["b/y.cu"]["rebuild"]["ok"] is True  # The new run's row wins.
+    assert now["generic_recipe_repos"] == ["a", "b"]
+    assert [r["repositories"] for r in now["runs"]] == [["a"], ["b"]]
+    now.update(date="d", command="second", seconds=1.0)
+    text = fs.render(now)
+    assert "rows of a: `python bench/realworld_fix_safety.py first`" in text
+    assert "1/1 fixed files whose original builds still build" in text
