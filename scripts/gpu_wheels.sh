@@ -9,7 +9,7 @@ mkdir -p .whl
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
 PKGS="pygls lsprotocol cattrs tree-sitter tree-sitter-cuda pydantic pydantic-core annotated-types typing-inspection
 openai jiter sniffio distro httpx2 httpcore2 truststore idna jsonschema jsonschema-specifications referencing rpds-py
-dask distributed partd locket tblib zict tornado pytest-asyncio pytest-lsp"
+dask distributed partd locket tblib zict tornado pytest-asyncio pytest-lsp pyyaml"
 for p in $PKGS; do
   v=$("$VENV/bin/pip" show "$p" 2>/dev/null | awk '/^Version/{print $2}' || true)  # a package this venv lacks: the newest
   spec=$p${v:+==$v}

@@ -18,6 +18,8 @@ process is another process on the GPU to the gate, which then withholds "verifie
   along its outputs) with the fastest `mma.sync` TF32 shape beside them;
 - `oddlarge`: only the large odd and tall-skinny sizes of `odd`, with the first shape of the prior (or the fastest
   when `perf` ran first);
+- `tn`: the TN alpha/beta kernel only, at 4096^3 (two fastest shapes of the prior) and the three large odd and
+  tall-skinny sizes (the first shape; at 64 rows also the one-warpgroup 64-row shape);
 - `probe`: the TN alpha/beta kernel and the NN kernel at 64 x 16384 x 1024 with the 64-row wgmma shape, profiled;
 - `simt`: float32 without TF32: every exact SIMT register-tile shape on `matmul_naive` and the OOD suite's
   `sgemm_naive_nn` at 4096^3 (cuBLAS fp32 with TF32 off is in `cublas`);
@@ -276,6 +278,15 @@ def main() -> None:
                     job("oddlarge", ours, best_tf32[0], sizes)
                     for t in fitting(tf32, sizes, "k", "o"):
                         job("oddlarge", ours, t, sizes)
+            elif step == "tn":
+                # The TN alpha/beta kernel alone (its epilogue reads C): the two fastest shapes at 4096^3, the first
+                # at the odd and tall-skinny sizes, and the one-warpgroup 64-row shape at 64 rows.
+                for t in mma[:2]:
+                    job("tn", htn, t, full)
+                for sizes in ((4095, 4097, 1023), (16384, 64, 1024), (64, 16384, 1024)):
+                    job("tn", htn, mma[0], sizes)
+                for t in [t for t in mma if t.wgmma and t.bm == 64][:1]:
+                    job("tn", htn, t, (64, 16384, 1024))
             elif step == "probe":
                 # The TN alpha/beta kernel at 64 rows (the one odd-size miss), profiled, with the 64-row shape.
                 for t in [t for t in mma if t.wgmma and t.bm == 64][:1]:
