@@ -4,11 +4,12 @@
 # into one archive under $OUT (the device returns at most 8 files, so one archive per script).
 #   run from the repository root, with `.whl` carried:
 #     bash bench/gpu/scripts_batch.sh bench/gpu/s6_20.sh:240 bench/gpu/s6_19a.sh:200
+#   (WHL=DIR installs the wheels of another carried folder, e.g. one without the LLM and Dask wheels)
 #   each SCRIPT is called as `bash SCRIPT RESULT_DIR`; RESULT_DIR is $OUT/<script name>/ before packing.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${WHL:-.whl}"/*.whl \
   || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 WARPWISE_CACHE_DIR=/tmp/warpwise-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv 2>&1 | tee "$OUT/env.txt"
