@@ -446,7 +446,8 @@ def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
             continue
         else:
             continue
-        facts.evaluated.append(f"`{name}` set by the host helper `{helper}()` of this file")
+        shown = value.as_tuple() if isinstance(value, hosteval.Dim3) else _fmt(value)
+        facts.evaluated.append(f"`{name}` = {shown}, set by the host helper `{helper}()` of this file")
 
 
 def _forget_outputs(src: bytes, call: Any, facts: HostFacts) -> None:
