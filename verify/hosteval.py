@@ -16,6 +16,13 @@ file's own host functions, whose bodies it interprets (declarations, assignments
 budget, `return`; `dim3&` and integer reference parameters written back to the caller). A `std::vector` is a
 value too (`push_back`, `back`, `size`, `data`, an index in bounds), and a pointer to a known allocation is a
 `Buffer` (a condition or a vector of data pointers may choose it: `out = last ? y : scratch`, `bias = ptrs[i]`).
+Pointers go further where the host code does: a helper's pointer parameters (`int* grid_x` passed `&gx`: a `Ref` to
+the caller's variable, read by `*p` and written by `*p = e`; `const int* feats` passed a vector's data), a typed
+pointer into a buffer (`*dx = *dy + n` advances by `n` elements of the pointer's type, `reinterpret_cast<float*>`
+changes that type; never past the allocation's end), a template helper called with its arguments
+(`workspace_bytes<float>(...)`: `sizeof(T)` is 4 there), a host array from `malloc`/`calloc` that a helper fills
+(`offsets[i] = ...`: an element never written has no value), and the tensors a binding makes (`at::empty(x.sizes())`,
+`t.contiguous()`, `t.data_ptr<float>()`: the tensor's elements seen as that type).
 Anything else (an unknown call, a pointer into nothing known, a global the file does not define) makes the whole
 value unknown: never a guess.
 """
@@ -71,25 +78,65 @@ class Dim3:
 @dataclass(frozen=True)
 class Tensor:
     """A tensor of a representative shape (what `torchspec` chose for it); `name` is the host name it is bound to
-    (its data pointer, once a binding's `t.data_ptr<T>()` reads as `t`)."""
+    (its data pointer, once a binding's `t.data_ptr<T>()` reads as `t`). `nbytes` and `elem`: its data as the host
+    code's pointer sees it, when the caller knows them (0: not known)."""
 
     shape: tuple[int, ...]
     name: str = field(default="", compare=False)
+    nbytes: int = field(default=0, compare=False)
+    elem: int = field(default=0, compare=False)
+    origin: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
 class Buffer:
-    """A pointer to a known allocation (a `cudaMalloc`, a tensor's data): `nbytes` from it to the allocation's end."""
+    """A pointer to a known allocation (a `cudaMalloc`, a tensor's data): `nbytes` from it to the allocation's end.
+
+    `elem` is the size of the element type the pointer has (0: not known, so no arithmetic on it), `offset` the
+    bytes from the allocation's start, `origin` what the allocation is (for the notes).
+    """
 
     name: str
     nbytes: int
+    elem: int = 0
+    offset: int = 0
+    origin: str = field(default="", compare=False)
 
     def __bool__(self) -> bool:
         return True
 
 
 class Vector(list[Any]):
-    """A `std::vector` (and the pointer its `data()` returns): values appended by `push_back`, read by index."""
+    """A `std::vector` (and the pointer its `data()` returns): values appended by `push_back`, read by index.
+
+    A host array from `malloc` is one too, of a fixed length, its elements None until written.
+    """
+
+
+class VectorView(Vector):
+    """`v.data() + k`: the elements of a vector from the k-th on, a copy that may be read and never written."""
+
+
+@dataclass(frozen=True, eq=False)
+class Ref:
+    """`&x`: the address of a variable of one evaluation frame (a helper writes the caller's `x` through it)."""
+
+    frame: Frame
+    name: str
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class _Malloc:
+    """What `malloc(n)` / `calloc(n, s)` returns before a cast gives it a type: `nbytes`, zeroed or not."""
+
+    nbytes: int
+    zeroed: bool
+
+    def __bool__(self) -> bool:
+        return True
 
 
 class _Pointer:
@@ -163,6 +210,23 @@ class _Continue(Exception):
     pass
 
 
+_TYPE_BYTES: dict[str, int] = {
+    "half": 2,
+    "__half": 2,
+    "at::Half": 2,
+    "c10::Half": 2,
+    "at::BFloat16": 2,
+    "c10::BFloat16": 2,
+    "__nv_bfloat16": 2,
+    "nv_bfloat16": 2,
+    "half2": 4,
+    "__half2": 4,
+}
+"""Sizes of the 16-bit float types host code points with (C's `sizeof` knows the others)."""
+
+_TENSOR_MAKERS = frozenset({"empty", "zeros", "ones", "empty_like", "zeros_like", "ones_like"})
+"""The `at::` / `torch::` functions that make a tensor (of the sizes given, or of another tensor's)."""
+
 _CASTS: dict[str, Callable[[Any], Any]] = {
     "int": int,
     "unsigned": int,
@@ -220,8 +284,16 @@ def _function_name(src: bytes, fn_node: Any) -> str:
     return _text(src, name).split("::")[-1] if name is not None else ""
 
 
+def parameters(src: bytes, fn_node: Any) -> list[tuple[str, bool, Any]]:
+    """Return a host function's parameters as (name, by reference, default value node); `Unknown` when odd."""
+    return _params(src, fn_node)
+
+
 def _params(src: bytes, fn_node: Any) -> list[tuple[str, bool, Any]]:
-    """Return a function's parameters as (name, by reference, default value node)."""
+    """Return a function's parameters as (name, by reference, default value node).
+
+    A pointer parameter takes what its argument evaluates to (a `Ref`, a `Buffer`, a vector's data).
+    """
     decl = fn_node.child_by_field_name("declarator")
     while decl is not None and decl.type != "function_declarator":
         decl = decl.child_by_field_name("declarator")
@@ -237,8 +309,6 @@ def _params(src: bytes, fn_node: Any) -> list[tuple[str, bool, Any]]:
         while d is not None and d.type != "identifier":
             if d.type == "reference_declarator":
                 ref = True
-            if d.type == "pointer_declarator":
-                raise Unknown("pointer parameter")
             d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
         if d is None:
             raise Unknown("unnamed parameter")
@@ -251,13 +321,63 @@ class HostEval(ExprWalk[Value]):
 
     max_depth = 48
 
-    def __init__(self, src: bytes, functions: dict[str, Any], frame: Frame) -> None:
+    def __init__(
+        self,
+        src: bytes,
+        functions: dict[str, Any],
+        frame: Frame,
+        constants: dict[str, Value] | None = None,
+        types: dict[str, str] | None = None,
+    ) -> None:
         self.src = src
         self.functions = functions
         self.frame = frame
+        self.constants = constants or {}
+        """The file's named constants (`#define`s): every helper sees them, under its own names."""
+        self.types = types or {}
+        """The template parameters of the helper being run, bound to the types its call names (`T` = float)."""
         self.steps = 0
         self.calls = 0
         self.device_fields: set[str] = set()
+
+    def type_bytes(self, type_text: str) -> int:
+        """Return the size of a type named in host code (`float`, `T` bound to `half`), or 0 when not known."""
+        t = " ".join(type_text.replace("const ", "").replace("volatile ", "").split())
+        t = self.types.get(t, t)
+        if t in _TYPE_BYTES:
+            return _TYPE_BYTES[t]
+        try:
+            n = cexpr.evaluate(f"sizeof({t})", {})
+        except cexpr.ExprError:
+            alias = _alias(self.src, t)
+            if alias is None:
+                return 0
+            try:
+                n = cexpr.evaluate(f"sizeof({alias})", {})
+            except cexpr.ExprError:
+                return 0
+        return n if isinstance(n, int) and n > 0 else 0
+
+    def as_pointer(self, v: Value, type_text: str, node: Any) -> Value:
+        """Return a value seen as a pointer to `type_text`'s pointee (`(int*) p`, `reinterpret_cast<T*>(p)`)."""
+        pointee = type_text.strip()
+        if not pointee.endswith("*"):
+            return self.unknown(node)
+        pointee = pointee[:-1].strip()
+        size = 8 if pointee.endswith("*") else self.type_bytes(pointee)
+        if isinstance(v, _Malloc):
+            # A host array of `nbytes / sizeof(T)` elements: zeros from `calloc`, no value yet from `malloc`.
+            if size <= 0:
+                return self.unknown(node)
+            return Vector([0 if v.zeroed else None] * (v.nbytes // size))
+        if isinstance(v, Tensor) and v.nbytes > 0:
+            return Buffer(v.name, v.nbytes, size, 0, v.origin)
+        if isinstance(v, Buffer):
+            return Buffer(v.name, v.nbytes, size, v.offset, v.origin)
+        if isinstance(v, Tensor | Vector | Ref):
+            # `(float*) p`, `(void*)(t)`: the same allocation, seen as another type.
+            return v
+        return self.unknown(node)
 
     # Expressions.
 
@@ -274,6 +394,8 @@ class HostEval(ExprWalk[Value]):
         name = _text(self.src, node)
         if name in self.frame.names:
             return self.frame.names[name]
+        if name in self.constants:
+            return self.constants[name]
         return self.unknown(node)
 
     def on_field(self, node: Any, depth: int) -> Value:
@@ -293,16 +415,15 @@ class HostEval(ExprWalk[Value]):
         if index is not None and index.type == "subscript_argument_list":
             index = index.named_children[0] if index.named_children else None
         i = self.walk(index, depth + 1)
-        if isinstance(arg, tuple | Vector) and isinstance(i, int) and 0 <= i < len(arg):
+        if isinstance(arg, tuple | Vector) and isinstance(i, int) and 0 <= i < len(arg) and arg[i] is not None:
             return arg[i]
         return self.unknown(node)
 
     def on_cast(self, node: Any, depth: int) -> Value:
         ty = node.child_by_field_name("type")
         v = self.walk(node.child_by_field_name("value"), depth + 1)
-        if ty is not None and isinstance(v, Buffer | Tensor | Vector) and _text(self.src, ty).rstrip().endswith("*"):
-            # `(float*) p`, `(void*)(t)`: the same allocation, seen as another type.
-            return v
+        if ty is not None and _text(self.src, ty).rstrip().endswith("*"):
+            return self.as_pointer(v, _text(self.src, ty), node)
         conv = _CASTS.get(" ".join(_text(self.src, ty).split()).replace("const ", "")) if ty is not None else None
         if conv is None or not isinstance(v, int | float):
             return self.unknown(node)
@@ -332,7 +453,10 @@ class HostEval(ExprWalk[Value]):
         if op in ("==", "!=") and right is not None and _text(self.src, right) in _NULLS:
             # `p == nullptr` / `p != NULL` of a pointer known to be present.
             present = self.walk(left, depth + 1)
-            if not isinstance(present, _Pointer | Tensor | Buffer):
+            if isinstance(present, int | float) and _text(self.src, right) == "0":
+                # `layer == 0`: a number compared with zero.
+                return int((present == 0) == (op == "=="))
+            if not isinstance(present, _Pointer | Tensor | Buffer | Vector | Ref):
                 return self.unknown(node)
             return int(op == "!=")
         a = self.walk(left, depth + 1)
@@ -343,6 +467,10 @@ class HostEval(ExprWalk[Value]):
         b = self.walk(right, depth + 1)
         if op in ("&&", "||"):
             return int(bool(b))
+        if op in ("+", "-") and isinstance(b, int) and isinstance(a, Buffer | Vector):
+            return _advance(a, b if op == "+" else -b, node, self)
+        if op == "+" and isinstance(a, int) and isinstance(b, Buffer | Vector):
+            return _advance(b, a, node, self)
         if not isinstance(a, int | float) or not isinstance(b, int | float):
             return self.unknown(node)
         try:
@@ -366,6 +494,10 @@ class HostEval(ExprWalk[Value]):
                 return cexpr.evaluate(text, {})
             except cexpr.ExprError:
                 pass
+            # `sizeof(T)` of a template helper (`T` bound by its call), `sizeof(at::Half)`: the size of that type.
+            m = re.fullmatch(r"sizeof\s*\(\s*([\w:]+)\s*\)", text)
+            if m and self.type_bytes(m.group(1)):
+                return self.type_bytes(m.group(1))
             # `sizeof(vector_t)` for a file's `typedef uint4 vector_t;`: the size of the type it names.
             m = re.fullmatch(r"sizeof\s*\(\s*(\w+)\s*\)", text)
             alias = _alias(self.src, m.group(1)) if m else None
@@ -379,6 +511,26 @@ class HostEval(ExprWalk[Value]):
             return self._call(node, depth)
         if node.type == "assignment_expression":
             return self._assign(node)
+        if node.type == "pointer_expression":
+            return self._pointer(node, depth)
+        return self.unknown(node)
+
+    def _pointer(self, node: Any, depth: int) -> Value:
+        """Return `&x` (a `Ref` to a variable of this frame) or `*p` (what `p` points to: a variable, a first
+        element)."""
+        op = node.child_by_field_name("operator")
+        arg = unparen(node.child_by_field_name("argument"))
+        if op is None or arg is None:
+            return self.unknown(node)
+        if _text(self.src, op) == "&":
+            if arg.type != "identifier":
+                return self.unknown(node)
+            return Ref(self.frame, _text(self.src, arg))
+        target = self.walk(arg, depth + 1)
+        if isinstance(target, Ref) and target.name in target.frame.names:
+            return target.frame.names[target.name]
+        if isinstance(target, Vector) and target and target[0] is not None:
+            return target[0]
         return self.unknown(node)
 
     def _call(self, node: Any, depth: int) -> Value:
@@ -389,7 +541,13 @@ class HostEval(ExprWalk[Value]):
             return self.unknown(node)
         if fn.type == "field_expression":
             target = self.walk(fn.child_by_field_name("argument"), depth + 1)
-            method = _text(self.src, fn.child_by_field_name("field"))
+            field_node = fn.child_by_field_name("field")
+            method = _text(self.src, field_node)
+            if isinstance(target, Tensor) and field_node is not None and field_node.type == "template_method":
+                return self._tensor_data(target, field_node, args, node)
+            if isinstance(target, Tensor) and method == "contiguous" and not args:
+                # `t.contiguous()`: the same elements (a copy when `t` is strided, of the same size).
+                return target
             if isinstance(target, Tensor):
                 return _tensor_query(target, method, [self.walk(a, depth + 1) for a in args], node, self)
             if isinstance(target, Vector):
@@ -402,11 +560,30 @@ class HostEval(ExprWalk[Value]):
             if conv is None or not isinstance(v, int | float):
                 return self.unknown(node)
             return conv(v)
+        pointer_cast = re.fullmatch(
+            r"(?:reinterpret_cast|static_cast|const_cast)\s*<\s*(.+\*)\s*>", _text(self.src, fn), re.S
+        )
+        if pointer_cast is not None and len(args) == 1:
+            return self.as_pointer(self.walk(args[0], depth + 1), pointer_cast.group(1), node)
+        explicit: list[str] = []
         if fn.type == "template_function":
-            # `std::max<int>(a, b)`: the explicit argument changes nothing the evaluator models.
+            # `std::max<int>(a, b)`: the explicit argument changes nothing the evaluator models; a helper's own
+            # template (`bytes_of<float>(n)`) runs with its parameters bound to the types named.
+            targs = fn.child_by_field_name("arguments")
+            explicit = [
+                self.types.get(t, t)
+                for t in (" ".join(_text(self.src, a).split()) for a in (targs.named_children if targs else []))
+            ]
             fn = fn.child_by_field_name("name") or fn
         name = re.sub(r"<[^<>()]*>$", "", _text(self.src, fn).replace(" ", ""))
         base = name.removeprefix("std::").removeprefix("::")
+        if base in ("malloc", "calloc") and len(args) == (1 if base == "malloc" else 2):
+            sizes = [self.walk(a, depth + 1) for a in args]
+            if not all(isinstance(v, int) and v >= 0 for v in sizes):
+                return self.unknown(node)
+            return _Malloc(sizes[0] if base == "malloc" else sizes[0] * sizes[1], base == "calloc")
+        if base.split("::")[0] in ("at", "torch") and base.split("::")[-1] in _TENSOR_MAKERS and args:
+            return self._make_tensor(base.split("::")[-1], args[0], node, depth)
         if base.split("::")[-1] in _DEVICE_CALLS:
             return DEVICE
         if base in ("min", "max") and len(args) >= 2:
@@ -435,10 +612,43 @@ class HostEval(ExprWalk[Value]):
         definition = self.functions.get(base.split("::")[-1])
         if definition is None or self.calls >= MAX_CALL_DEPTH:
             return self.unknown(node)
-        return self.call(definition, args, depth)
+        return self.call(definition, args, depth, explicit)
 
-    def call(self, definition: Any, args: list[Any], depth: int = 0) -> Value:
-        """Run a helper with its arguments evaluated here; write reference parameters back; return its value."""
+    def _tensor_data(self, t: Tensor, method: Any, args: list[Any], node: Any) -> Value:
+        """Return `t.data_ptr<T>()`: the tensor's elements as a buffer of `T` (what the running code reads)."""
+        name = method.child_by_field_name("name")
+        targs = method.child_by_field_name("arguments")
+        if name is None or _text(self.src, name) != "data_ptr" or targs is None or args:
+            return self.unknown(node)
+        size = self.type_bytes(_text(self.src, targs)[1:-1])
+        if size <= 0:
+            return self.unknown(node)
+        numel = _prod(t.shape)
+        origin = t.origin or (f"tensor `{t.name}` of shape {list(t.shape)}" if t.name else f"a tensor {list(t.shape)}")
+        return Buffer(t.name or _text(self.src, node), numel * size, size, 0, origin)
+
+    def _make_tensor(self, maker: str, sizes: Any, node: Any, depth: int) -> Value:
+        """Return the tensor `at::empty({a, b}, ...)` / `at::empty(x.sizes(), ...)` / `at::zeros_like(x)` makes."""
+        if maker.endswith("_like"):
+            like = self.walk(sizes, depth + 1)
+            shape = like.shape if isinstance(like, Tensor) else None
+        elif sizes.type == "initializer_list":
+            vals = [self.walk(v, depth + 1) for v in sizes.named_children if v.type != "comment"]
+            shape = tuple(vals) if all(isinstance(v, int) for v in vals) else None
+        else:
+            got = self.walk(sizes, depth + 1)
+            shape = got if isinstance(got, tuple) else (got,) if isinstance(got, int) else None
+        if shape is None or not all(isinstance(v, int) and v >= 0 for v in shape):
+            return self.unknown(node)
+        text = " ".join(_text(self.src, node).split())
+        return Tensor(tuple(shape), "", origin=f"the tensor `{text[:70]}` of shape {list(shape)}")
+
+    def call(self, definition: Any, args: list[Any], depth: int = 0, explicit: list[str] | None = None) -> Value:
+        """Run a helper with its arguments evaluated here; write reference parameters back; return its value.
+
+        `explicit`: the template arguments the call names (`f<float>(...)`), bound to the helper's template
+        parameters in order.
+        """
         params = _params(self.src, definition)
         if len(args) > len(params):
             raise Unknown("too many arguments")
@@ -455,7 +665,8 @@ class HostEval(ExprWalk[Value]):
             else:
                 raise Unknown("missing argument")
         body = definition.child_by_field_name("body")
-        inner = HostEval(self.src, self.functions, frame)
+        types = dict(zip(_template_params(self.src, definition), explicit or [], strict=False))
+        inner = HostEval(self.src, self.functions, frame, self.constants, types)
         inner.steps, inner.calls = self.steps, self.calls + 1
         result: Value = None
         try:
@@ -494,6 +705,31 @@ class HostEval(ExprWalk[Value]):
             if isinstance(target, Dim3) and fname in ("x", "y", "z") and isinstance(value, int | float):
                 setattr(target, fname, int(value))
                 return value
+        if left is not None and left.type == "pointer_expression" and _text(self.src, left).startswith("*"):
+            # `*grid_x = e` through a `Ref` (the caller's variable), `*a = e` the first element of a host array.
+            target = self.walk(left.child_by_field_name("argument"))
+            if isinstance(target, Ref):
+                target.frame.names[target.name] = value
+                return value
+            if isinstance(target, Vector) and not isinstance(target, VectorView) and target and value is not None:
+                target[0] = value
+                return value
+        if left is not None and left.type == "subscript_expression":
+            # `offsets[i] = e` of a host array or vector (an index in bounds; a view of one is read-only).
+            target = self.walk(left.child_by_field_name("argument"))
+            index = left.child_by_field_name("index") or left.child_by_field_name("indices")
+            if index is not None and index.type == "subscript_argument_list":
+                index = index.named_children[0] if index.named_children else None
+            i = self.walk(index)
+            if (
+                isinstance(target, Vector)
+                and not isinstance(target, VectorView)
+                and isinstance(i, int)
+                and 0 <= i < len(target)
+                and value is not None
+            ):
+                target[i] = value
+                return value
         raise Unknown("assignment target")
 
     # Statements.
@@ -523,7 +759,7 @@ class HostEval(ExprWalk[Value]):
                 fn = inner.child_by_field_name("function")
                 # A `std::vector` method (`v.push_back(x)`) changes the vector in place.
                 if fn is not None and (
-                    _text(self.src, fn).split("::")[-1] in self.functions
+                    callee_name(self.src, fn) in self.functions
                     or (fn.type == "field_expression" and vector_call(self.src, inner))
                 ):
                     self.walk(inner)
@@ -626,6 +862,7 @@ class HostEval(ExprWalk[Value]):
                 raise Unknown("declarator")
             name_node = d.child_by_field_name("declarator")
             value = d.child_by_field_name("value")
+            pointer = name_node is not None and name_node.type == "pointer_declarator"
             if name_node is not None and name_node.type in ("pointer_declarator", "reference_declarator"):
                 # `T* p = e;` binds a pointer (a buffer, a vector's data); `const int& r = e;` the value it refers to.
                 name_node = _innermost(name_node)
@@ -646,10 +883,53 @@ class HostEval(ExprWalk[Value]):
                 v = self.walk(value)
             if type_text == "dim3" and isinstance(v, int):
                 v = Dim3(v)
+            if pointer and (isinstance(v, Buffer | _Malloc) or (isinstance(v, Tensor) and v.nbytes)):
+                # `float* p = buf;`: the buffer seen with the declared element type.
+                v = self.as_pointer(v, type_text + "*", d)
             conv = _CASTS.get(type_text.replace("const ", "").replace("unsigned int", "unsigned"))
             if conv is not None and isinstance(v, int | float):
                 v = conv(v)
             self.frame.names[name] = v
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    """Return the product of a shape's sizes."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _advance(p: Buffer | Vector, n: int, node: Any, ev: HostEval) -> Value:
+    """Return `p + n`: `n` elements further into the same allocation (never outside it), or a vector's tail."""
+    if isinstance(p, Vector):
+        if not 0 <= n <= len(p):
+            return ev.unknown(node)
+        return VectorView(p[n:])
+    if p.elem <= 0 or not 0 <= n * p.elem <= p.nbytes or p.offset + n * p.elem < 0:
+        return ev.unknown(node)
+    return Buffer(p.name, p.nbytes - n * p.elem, p.elem, p.offset + n * p.elem, p.origin)
+
+
+def _template_params(src: bytes, definition: Any) -> list[str]:
+    """Return the names of a function template's parameters (`template <typename T, int N>`: T, N)."""
+    parent = definition.parent
+    if parent is None or parent.type != "template_declaration":
+        return []
+    plist = parent.child_by_field_name("parameters")
+    out: list[str] = []
+    for p in plist.named_children if plist is not None else []:
+        ident = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
+        if ident:
+            out.append(_text(src, ident[-1]))
+    return out
+
+
+def callee_name(src: bytes, fn: Any) -> str:
+    """Return the unqualified name a call's function names (`ns::f`, `f<float>`: f)."""
+    if fn.type == "template_function":
+        fn = fn.child_by_field_name("name") or fn
+    return _text(src, fn).split("::")[-1].strip()
 
 
 def is_vector_type(type_text: str) -> bool:
@@ -732,6 +1012,8 @@ def _tensor_query(t: Tensor, method: str, args: list[Value], node: Any, ev: Host
         return p
     if method in ("dim", "ndimension") and not args:
         return n
+    if method == "sizes" and not args:
+        return t.shape
     if method in ("size", "stride") and len(args) == 1 and isinstance(args[0], int):
         i = args[0] + n if args[0] < 0 else args[0]
         if not 0 <= i < n:
@@ -770,13 +1052,19 @@ _BIN: dict[str, Any] = {
 
 
 def value_of(
-    src: bytes, functions: dict[str, Any], node: Any, names: dict[str, Value], device_fields: set[str] | None = None
+    src: bytes,
+    functions: dict[str, Any],
+    node: Any,
+    names: dict[str, Value],
+    device_fields: set[str] | None = None,
+    constants: dict[str, Value] | None = None,
 ) -> Value | None:
     """Return the concrete value of an expression node with `names` bound, or None when it has none.
 
-    `device_fields` collects the representative device's properties the value read (for the provenance).
+    `device_fields` collects the representative device's properties the value read (for the provenance);
+    `constants` are the file's named constants, which the helpers it calls see too.
     """
-    ev = HostEval(src, functions, Frame(dict(names)))
+    ev = HostEval(src, functions, Frame(dict(names)), constants)
     with contextlib.suppress(Unknown, _Return, _Break, _Continue, RecursionError, OverflowError, ZeroDivisionError):
         v = ev.walk(node)
         if isinstance(v, int) and abs(v) >= 1 << 63:
@@ -787,9 +1075,11 @@ def value_of(
     return None
 
 
-def run_call(src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value]) -> bool:
+def run_call(
+    src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value], constants: dict[str, Value] | None = None
+) -> bool:
     """Run a call for its effect on the objects `names` holds (`v.push_back(x)`); return whether it ran."""
-    ev = HostEval(src, functions, Frame(dict(names)))
+    ev = HostEval(src, functions, Frame(dict(names)), constants)
     try:
         ev.walk(call)
     except (Unknown, _Return, _Break, _Continue, RecursionError, OverflowError, ZeroDivisionError):
@@ -797,14 +1087,17 @@ def run_call(src: bytes, functions: dict[str, Any], call: Any, names: dict[str, 
     return True
 
 
-def call_effects(src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value]) -> dict[str, Value] | None:
-    """Run a call statement of a file's helper; return the caller's names it changed (through references)."""
+def call_effects(
+    src: bytes, functions: dict[str, Any], call: Any, names: dict[str, Value], constants: dict[str, Value] | None = None
+) -> dict[str, Value] | None:
+    """Run a call statement of a file's helper; return the caller's names it changed (through references and
+    pointers: `f(&n)` sets `n`)."""
     fn = call.child_by_field_name("function")
-    if fn is None or _text(src, fn).split("::")[-1] not in functions:
+    if fn is None or callee_name(src, fn) not in functions:
         return None
     before = {k: (v.as_tuple() if isinstance(v, Dim3) else v) for k, v in names.items()}
     frame = Frame({k: (Dim3(*v.as_tuple()) if isinstance(v, Dim3) else v) for k, v in names.items()})
-    ev = HostEval(src, functions, frame)
+    ev = HostEval(src, functions, frame, constants)
     try:
         ev.walk(call)
     except (Unknown, _Return, _Break, _Continue, RecursionError, OverflowError, ZeroDivisionError):

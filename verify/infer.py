@@ -60,14 +60,40 @@ class HostFacts:
     """References to a plain variable (`const unsigned& w = feats;`): they read its value at the launch."""
     pointed: set[str] = field(default_factory=set)
     """Pointers whose buffer comes from an assignment or initialiser read by the host evaluator (`p = c ? a : b`)."""
+    constants: dict[str, int | float] = field(default_factory=dict)
+    """The file's named constants, which its host helpers see too."""
+    elems: dict[str, int] = field(default_factory=dict)
+    """The element size of a known pointer's type (`float* p`: 4), which pointer arithmetic on it steps by."""
+    offsets: dict[str, int] = field(default_factory=dict)
+    """The byte offset of a pointer into its allocation, where it is not the start."""
+    tensor_origins: dict[str, str] = field(default_factory=dict)
+    """What each tensor of a torch binding is (its representative shape and why), for the notes."""
 
     def env(self) -> dict[str, Any]:
         """Return the names the host evaluator sees: values, dim3s and tensors of representative shapes."""
         out: dict[str, Any] = {"true": 1, "false": 0, **self.names}
         out.update({k: hosteval.Dim3(*v) for k, v in self.dims.items()})
-        out.update({k: hosteval.Tensor(v, k) for k, v in self.tensors.items() if k not in out})
+        out.update(
+            {
+                k: hosteval.Tensor(
+                    v,
+                    k,
+                    self.allocs.get(k, 0),
+                    self.elems.get(k, 0),
+                    self.alloc_origin.get(k) or self.tensor_origins.get(k, ""),
+                )
+                for k, v in self.tensors.items()
+                if k not in out
+            }
+        )
         # An allocated pointer is not null: a condition on it (`v ? 2 : 1`) takes the path where it is present.
-        out.update({k: hosteval.Buffer(k, v) for k, v in self.allocs.items() if k not in out})
+        out.update(
+            {
+                k: hosteval.Buffer(k, v, self.elems.get(k, 0), self.offsets.get(k, 0), self.alloc_origin.get(k, ""))
+                for k, v in self.allocs.items()
+                if k not in out
+            }
+        )
         out.update({k: v for k, v in self.objects.items() if k not in out})
         return out
 
@@ -84,19 +110,26 @@ def host_facts(
     seed: dict[str, int | float] | None = None,
     tensors: dict[str, tuple[int, ...]] | None = None,
     allocs: dict[str, tuple[int, str]] | None = None,
+    tensor_origins: dict[str, str] | None = None,
 ) -> HostFacts:
     """Read constants, dim3s and allocation sizes of a host function up to an absolute byte offset.
 
     `seed` gives values known before the function's first statement (a binding's representative parameters);
     `tensors` the representative shapes of a torch binding's tensors (which the file's host helpers may query);
-    `allocs` the buffers known from the start (a tensor's data: bytes and where they come from).
+    `allocs` the buffers known from the start (a tensor's data: bytes and where they come from);
+    `tensor_origins` what each tensor is, for the notes of a pointer that the host code takes from one.
     """
     src = model.text
     tree = model.tree
     node = tree.root_node.descendant_for_byte_range(caller.base, caller.base + 1)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    facts = HostFacts(names={**model.constants, **(seed or {})}, tensors=dict(tensors or {}))
+    facts = HostFacts(
+        names={**model.constants, **(seed or {})},
+        tensors=dict(tensors or {}),
+        constants=dict(model.constants),
+        tensor_origins=dict(tensor_origins or {}),
+    )
     for name, (nbytes, origin) in (allocs or {}).items():
         facts.allocs[name] = nbytes
         facts.alloc_texts[name] = origin
@@ -207,7 +240,7 @@ def _run_loop(src: bytes, node: Any, facts: HostFacts, path: _Path) -> None:
     assigns stays untrusted.
     """
     env = facts.env()
-    ev = hosteval.HostEval(src, facts.functions, hosteval.Frame(dict(env)))
+    ev = hosteval.HostEval(src, facts.functions, hosteval.Frame(dict(env)), facts.constants)
     try:
         ev.run(node)
     except Exception:
@@ -378,22 +411,79 @@ def _helper_call(src: bytes, call: Any, facts: HostFacts) -> None:
         target = fn.child_by_field_name("argument") if fn is not None else None
         name = _text(src, target) if target is not None else ""
         if isinstance(facts.objects.get(name), hosteval.Vector) and not hosteval.run_call(
-            src, facts.functions, call, facts.env()
+            src, facts.functions, call, facts.env(), facts.constants
         ):
             del facts.objects[name]
         return
-    changed = hosteval.call_effects(src, facts.functions, call, facts.env())
+    changed = hosteval.call_effects(src, facts.functions, call, facts.env(), facts.constants)
+    if changed is None:
+        _forget_outputs(src, call, facts)
+        return
     if not changed:
         return
     fn = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    # The variables passed by address (`f(&grid_x, &base)`): the helper may set them even when they had no value.
+    addressed = {
+        _text(src, a.child_by_field_name("argument"))
+        for a in (args.named_children if args is not None else [])
+        if a.type == "pointer_expression" and _text(src, a).startswith("&") and a.child_by_field_name("argument")
+    }
+    helper = " ".join(_text(src, fn).split())
     for name, value in changed.items():
         if isinstance(value, hosteval.Dim3):
             facts.dims[name] = value.as_tuple()
-        elif isinstance(value, int | float) and name in facts.names:
+        elif isinstance(value, int | float) and (name in facts.names or name in addressed):
             facts.names[name] = value
+            facts.changed.discard(name)
+            if name in addressed:
+                facts.evaluated.append(
+                    f"`{name}` = {_fmt(value)}, set through `&{name}` by the host helper `{helper}()` of this file"
+                )
+                continue
+        elif isinstance(value, hosteval.Buffer) and name in addressed:
+            _bind_buffer(name, value, facts, f"set through `&{name}` by the host helper `{helper}()`")
+            continue
         else:
             continue
-        facts.evaluated.append(f"`{name}` set by the host helper `{_text(src, fn)}()` of this file")
+        shown = value.as_tuple() if isinstance(value, hosteval.Dim3) else _fmt(value)
+        facts.evaluated.append(f"`{name}` = {shown}, set by the host helper `{helper}()` of this file")
+
+
+def _forget_outputs(src: bytes, call: Any, facts: HostFacts) -> None:
+    """Forget what a helper of the file that did not evaluate may have set: its reference parameters' variables
+    (`configure(n, block, grid)` with `dim3& block`) and the variables passed by address (`f(&gx)`).
+
+    Their values before the call (an uninitialised `dim3` is (1, 1, 1)) are not what the launch sees.
+    """
+    fn = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    definition = facts.functions.get(hosteval.callee_name(src, fn)) if fn is not None else None
+    if definition is None or args is None:
+        return
+    parts = [a for a in args.named_children if a.type != "comment"]
+    try:
+        refs = [ref for _, ref, _ in hosteval.parameters(src, definition)]
+    except hosteval.Unknown:
+        refs = [True] * len(parts)
+    for arg, ref in zip(parts, refs, strict=False):
+        if arg.type == "pointer_expression" and _text(src, arg).startswith("&"):
+            arg = arg.child_by_field_name("argument")
+        elif not ref:
+            continue
+        if arg is None or arg.type != "identifier":
+            continue
+        name = _text(src, arg)
+        if name in facts.dims or name in facts.names or name in facts.allocs:
+            facts.evaluated.append(
+                f"`{name}` may be set by the host helper `{_text(src, fn)}()`, which does not evaluate here: "
+                "not known after it"
+            )
+        facts.dims.pop(name, None)
+        facts.names.pop(name, None)
+        facts.changed.add(name)
+        if name in facts.pointed or name not in facts.tensors:
+            facts.allocs.pop(name, None)
 
 
 def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | float | None:
@@ -406,7 +496,7 @@ def _evaluate(src: bytes, node: Any, facts: HostFacts, name: str = "") -> int | 
     except cexpr.ExprError:
         pass
     fields: set[str] = set()
-    v = hosteval.value_of(src, facts.functions, node, facts.env(), fields)
+    v = hosteval.value_of(src, facts.functions, node, facts.env(), fields, facts.constants)
     if isinstance(v, hosteval.Device) and name:
         facts.objects[name] = v
         return None
@@ -573,23 +663,66 @@ def _pointer_bytes(value: Any, facts: HostFacts) -> tuple[int, str] | None:
     return None
 
 
-def _point(src: bytes, name: str, value_node: Any, facts: HostFacts, how: str) -> bool:
-    """Bind pointer `name` to the buffer an expression gives (`c ? a : b`, `ptrs[i]`); return whether it did."""
-    value = hosteval.value_of(src, facts.functions, value_node, facts.env())
+def _point(src: bytes, name: str, value_node: Any, facts: HostFacts, how: str, pointee: str = "") -> bool:
+    """Bind pointer `name` to the buffer an expression gives (`c ? a : b`, `ptrs[i]`); return whether it did.
+
+    `pointee`: the element type the pointer is declared with (`float* p = t;` sees the tensor's data as floats).
+    """
+    value = hosteval.value_of(src, facts.functions, value_node, facts.env(), None, facts.constants)
     if isinstance(value, hosteval.Vector):
         facts.objects[name] = value
         return True
+    if pointee and isinstance(value, hosteval.Buffer | hosteval.Tensor):
+        ev = hosteval.HostEval(src, facts.functions, hosteval.Frame(), facts.constants)
+        size = ev.type_bytes(pointee)
+        if isinstance(value, hosteval.Tensor) and value.name not in facts.allocs and size:
+            # A binding's tensor passed where the launcher takes `T*` (`t.data_ptr<T>()` reads as `t`): its
+            # elements are of that type.
+            n = 1
+            for s in value.shape:
+                n *= s
+            origin = value.origin or facts.tensor_origins.get(value.name, f"tensor `{value.name}`")
+            value = hosteval.Buffer(value.name, n * size, size, 0, f"{origin}, its data seen as `{pointee}`")
+        elif isinstance(value, hosteval.Buffer) and not value.elem and size:
+            value = hosteval.Buffer(value.name, value.nbytes, size, value.offset, value.origin)
+    text = " ".join(_text(src, value_node).split())
+    if isinstance(value, hosteval.Buffer) and (value.origin or value.name not in facts.allocs):
+        return _bind_buffer(name, value, facts, f"{how} `{text[:80]}` (read by the host evaluator)")
     found = _pointer_bytes(value, facts)
     if found is None:
         return False
     nbytes, target = found
-    text = " ".join(_text(src, value_node).split())
     facts.allocs[name] = nbytes
+    if isinstance(value, hosteval.Buffer) and value.elem:
+        facts.elems[name] = value.elem
+    if isinstance(value, hosteval.Buffer) and value.offset:
+        facts.offsets[name] = value.offset
     base = facts.alloc_origin.get(target) or (
         f"`cudaMalloc({facts.alloc_texts[target]})`" if target in facts.alloc_texts else f"`{target}`"
     )
     facts.alloc_origin[name] = f"{base}, the buffer `{name}` {how} `{text[:80]}` (read by the host evaluator)"
     facts.alloc_texts.setdefault(name, facts.alloc_texts.get(target, target))
+    facts.pointed.add(name)
+    return True
+
+
+def _bind_buffer(name: str, value: hosteval.Buffer, facts: HostFacts, how: str) -> bool:
+    """Bind pointer `name` to a buffer the host evaluator made or moved into (its origin, offset and element size
+    said in the notes)."""
+    base = (
+        facts.alloc_origin.get(value.name)
+        or value.origin
+        or (f"`cudaMalloc({facts.alloc_texts[value.name]})`" if value.name in facts.alloc_texts else f"`{value.name}`")
+    )
+    if value.name in facts.alloc_origin and value.origin and value.name != name:
+        base = value.origin
+    where = f" (its bytes from {value.offset} on)" if value.offset else ""
+    facts.allocs[name] = value.nbytes
+    if value.elem:
+        facts.elems[name] = value.elem
+    facts.offsets[name] = value.offset
+    facts.alloc_origin[name] = f"{base}, the buffer `{name}` {how}{where}"
+    facts.alloc_texts.setdefault(name, facts.alloc_texts.get(value.name, value.name))
     facts.pointed.add(name)
     return True
 
@@ -610,7 +743,11 @@ def _pointer_declaration(src: bytes, d: Any, facts: HostFacts) -> None:
     if name in facts.allocs and name not in facts.pointed:
         # Already known (a tensor's data pointer the binding declares): kept.
         return
-    _point(src, name, value, facts, "is initialised to")
+    decl = d.parent
+    ty = decl.child_by_field_name("type") if decl is not None else None
+    stars = _text(src, d.child_by_field_name("declarator")).split(name)[0].count("*")
+    pointee = (_text(src, ty) + "*" * (stars - 1)) if ty is not None and stars >= 1 else ""
+    _point(src, name, value, facts, "is initialised to", pointee)
 
 
 def _dim3_declarator(src: bytes, d: Any, facts: HostFacts) -> None:
@@ -1320,7 +1457,7 @@ def _dim_node(src: bytes, config: list[Any], i: int, facts: HostFacts) -> tuple[
     if len(config) <= i:
         return None
     fields: set[str] = set()
-    v = hosteval.value_of(src, facts.functions, config[i], facts.env(), fields)
+    v = hosteval.value_of(src, facts.functions, config[i], facts.env(), fields, facts.constants)
     for f in sorted(fields):
         facts.evaluated.append(
             f"`{f}` is {hosteval.DEVICE.get(f)}, the {hosteval.DEVICE.name}'s (a representative device: the GPU the "

@@ -675,9 +675,17 @@ _PRESENT = re.compile(
 )
 
 
+_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+"""A string literal (kept) or a comment (blanked to spaces of its length)."""
+
+
 def _tensor_definitions(body: str, decl: re.Pattern[str]) -> list[tuple[str, str]]:
     """Return (name, value) of each tensor a body defines: `at::Tensor t = v;`, or a bare `at::Tensor t;` then its
-    first assignment `t = v;` (the first branch that assigns it, as an optional taken as present would)."""
+    first assignment `t = v;` (the first branch that assigns it, as an optional taken as present would).
+
+    A definition inside a comment (`// auto w = at::empty({n * 4}, at::kByte);`, an older version) is not one.
+    """
+    body = _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " " * len(m.group(0)), body)
     out = [(m.group(1), " ".join(m.group(2).split())) for m in decl.finditer(body)]
     for m in re.finditer(r"(?:(?:at|torch)::)?Tensor\s+(\w+(?:\s*,\s*\w+)*)\s*;", body):
         for name in (n.strip() for n in m.group(1).split(",")):

@@ -511,3 +511,86 @@ void run() {
     assert isinstance(spec, ProblemSpec), spec
     assert {b.name: b.count for b in spec.run.buffers} == {"p": 4096}
     assert any("the buffer `p` holds after the loop" in n for n in spec.notes)
+
+
+def _values(text: bytes, names: dict[str, object]) -> list[object]:
+    """Return the value of every initialiser of the last function of `text`, in order."""
+    model = analyze_text(text, "x.cu")
+    functions = hosteval.host_functions(text, model.tree.root_node)
+    consts = dict(model.constants)
+    values = []
+    stack = [model.tree.root_node.named_children[-1]]
+    while stack:
+        node = stack.pop()
+        if node.type == "init_declarator":
+            values.append(hosteval.value_of(text, functions, node.child_by_field_name("value"), names, None, consts))
+        stack.extend(reversed(node.children))
+    return values
+
+
+def test_out_parameters_template_sizes_and_the_files_constants_reach_a_helper() -> None:
+    text = b"""
+#define PER_BLOCK 64
+void split(int n, int* blocks, int* rest) { *blocks = n / PER_BLOCK; *rest = n - (*blocks) * PER_BLOCK; }
+int blocks_of(int n) { int b, r; split(n, &b, &r); return b * 1000 + r; }
+template <typename T> size_t bytes(int n) { return n * sizeof(T); }
+int sum(int n) { int* a = (int*)malloc(n * sizeof(int)); for (int i = 0; i < n; i++) a[i] = i; int s = 0;
+  for (int i = 0; i < n; i++) s += a[i]; return s; }
+void f(int n) { int a = blocks_of(n); auto b = bytes<double>(n); auto c = bytes<at::Half>(n); int d = sum(4); }
+"""
+    assert _values(text, {"n": 200}) == [200 // 64 * 1000 + 200 % 64, 1600, 400, 6]
+
+
+def test_pointer_arithmetic_stays_inside_its_allocation_and_a_vector_tail_is_read_only() -> None:
+    text = b"""
+int first(const int* v) { return v[0]; }
+int overwrite(int* v) { v[0] = 7; return v[0]; }
+int unset(int n) { int* a = (int*)malloc(n * sizeof(int)); return a[1]; }
+void f(int n) { int a = first(feats.data() + 1); int b = overwrite(feats.data() + 1); int c = unset(3);
+  float* p = reinterpret_cast<float*>(buf) + 4; float* q = reinterpret_cast<float*>(buf) + 100; }
+"""
+    feats = hosteval.Vector([1, 2, 3])
+    buf = hosteval.Buffer("buf", 64)
+    values = _values(text, {"feats": feats, "buf": buf})
+    # A tail of a vector reads its elements and is never written; an element never written has no value; a float
+    # pointer 4 elements into 64 bytes has 48 left, and 100 elements would leave the allocation.
+    assert values[:3] == [2, None, None]
+    assert values[3] == hosteval.Buffer("buf", 48, 4, 16)
+    assert values[4] is None
+    assert feats == [1, 2, 3]
+
+
+LAUNCHER = """
+FACTOR_LINE
+void configure(int n, dim3& block, dim3& grid) {
+  block.x = 256;
+  grid.x = (n + 255) / 256 * FACTOR;
+}
+
+__global__ void twice(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= 2.f;
+}
+
+void run() {
+  int n = 1024;
+  float* x;
+  cudaMalloc(&x, n * sizeof(float));
+  dim3 block, grid;
+  configure(n, block, grid);
+  twice<<<grid, block>>>(x, n);
+}
+"""
+
+
+def test_a_helper_sees_the_files_constants_and_one_that_does_not_evaluate_leaves_its_dim3s_unknown() -> None:
+    known = LAUNCHER.replace("FACTOR_LINE", "#define FACTOR 2")
+    spec = resolve_spec("x.cu", known, "twice")
+    assert isinstance(spec, ProblemSpec), spec
+    assert spec.run.original_geometry.grid == (8, 1, 1)
+    assert spec.run.original_geometry.block == (256, 1, 1)
+    # Without the constant the helper has no value: the launch is not the (1, 1, 1) the dim3s were declared with.
+    unknown = LAUNCHER.replace("FACTOR_LINE", "")
+    spec = resolve_spec("x.cu", unknown, "twice")
+    assert not isinstance(spec, ProblemSpec), spec
+    assert any(m.startswith("grid") for m in spec.missing) and any(m.startswith("block") for m in spec.missing)

@@ -318,3 +318,49 @@ def test_a_reference_reads_its_variable_at_the_launch() -> None:
     assert isinstance(spec, ProblemSpec), spec
     args = {a.param: a.value for a in spec.run.args if a.buffer is None}
     assert args["feats"] == DEFAULT_SHAPES[2][1] // 2
+
+
+def test_a_workspace_split_by_a_helper_through_out_parameters_gives_each_pointer_its_part() -> None:
+    """`split_workspace.cu` (issue 17): a template helper writes `T**` out-parameters with typed pointer arithmetic
+    and `reinterpret_cast`s, a `malloc`ed array of row offsets is filled by a helper with a pointer parameter, the
+    grid comes from `int*` out-parameters, and the workspace is made with a size a template helper computes with
+    `sizeof(T)`. Every pointer gets the bytes from where it points to the workspace's end, never more."""
+    spec = _spec("split_workspace.cu", "scale_grad")
+    assert isinstance(spec, ProblemSpec), spec
+    rows, feats = DEFAULT_SHAPES[2]
+    layers = 3  # The representative list `inputs` holds 4 tensors: the input and three weights.
+    sms = 132
+    gx = (feats + 31) // 32
+    gy = min((rows + 63) // 64, (sms * 2 + gx - 1) // gx)
+    acts = layers * rows * feats
+    partial = feats * gy
+    ws_bytes = acts * 4 + partial * 4 + feats * 4
+    counts = {b.name: b.count for b in spec.run.buffers}
+    # The last layer reads the caller's gradient; its output starts `starts[layer - 1]` elements into the workspace.
+    assert counts["dx"] == (ws_bytes - rows * feats * 4) // 4
+    assert counts["partial"] == (ws_bytes - acts * 4) // 4
+    assert counts["done"] == feats
+    assert spec.run.original_geometry.grid == (gx, gy, 1)
+    notes = " | ".join(spec.notes)
+    assert "the buffer `grads_base` set through `&grads_base` by the host helper `split_workspace<float>()`" in notes
+    assert f"`bytes` = {ws_bytes}, evaluated from `workspace_bytes<float>(rows, layers, feats.data())`" in notes
+    assert f"`gy` = {gy}, set through `&gy` by the host helper `grid_for()`" in notes
+    assert f"(its bytes from {acts * 4} on)" in notes
+    # The commented-out older definition of `ws` (`at::empty({bytes}, at::kByte)`) is not read as one.
+    assert "['bytes']" not in notes
+
+
+def test_a_pointer_moved_past_its_workspace_or_an_offset_never_written_gets_no_spec() -> None:
+    path = TORCH / "split_workspace.cu"
+    text = path.read_text()
+    past = text.replace(
+        "*done = reinterpret_cast<int*>(*partial + partial_floats(rows, layers, feats));",
+        "*done = reinterpret_cast<int*>(*partial + 2 * activations(rows, layers, feats));",
+    )
+    spec = resolve_spec(str(path), past, "scale_grad")
+    assert isinstance(spec, SpecMissing), spec
+    assert any(m.startswith("size of `done`") for m in spec.missing), spec.missing
+    unset = text.replace("  starts[0] = 0;\n", "")
+    spec = resolve_spec(str(path), unset, "scale_grad")
+    assert isinstance(spec, SpecMissing), spec
+    assert any(m.startswith("size of `dx`") for m in spec.missing), spec.missing
