@@ -34,12 +34,19 @@ The rewrite, for a cache of K elements per lane (the search parameter `per_lane`
 for every pass, where BODY' fills (`(ww_row0[ww_k] = A[e])`) or reads (`ww_row0[ww_k]`) the registers. When the
 row does not fit (`ww_fit` false, for this thread) every pass runs the original loop, so every size stays correct.
 
-Exactness: every thread executes the same statements on the same elements in the same order as before: no sum is
-re-associated, no value is rounded differently. A loaded element is read from a register instead of memory,
-which returns the same value when nothing writes that element in between: the kernel never writes a cached
-array (checked), and distinct pointer parameters must not overlap at elements the kernel writes (as
-`__restrict__` would say; not checkable here, hence `unsafe`). A forwarded store returns what the thread stored,
-which is what memory holds unless another thread writes the same element in between (a race in the original).
+With `per_lane = "auto"` (the quick fix's default, the search's first choice) the row's length need not be known:
+`ww_fit` is the smallest K of `AUTO_TIERS` (8, 16, 32) with `L + K * S >= N` for this thread, or 0, and every pass
+is `if (ww_fit == 8) {8 unrolled} else if (ww_fit == 16) {16 unrolled} ... else ORIGINAL-LOOP`, over one array of
+the largest K. A thread takes one branch in every pass (L, N and S are invariant), so the k-th register still holds
+the element of iteration k.
+
+Exactness (fixed K and automatic alike): every thread executes the same statements on the same elements in the
+same order as before: no sum is re-associated, no value is rounded differently. A loaded element is read from a
+register instead of memory, which returns the same value when nothing writes that element in between: the kernel
+never writes a cached array (checked), and distinct pointer parameters must not overlap at elements the kernel
+writes (as `__restrict__` would say; not checkable here, hence `unsafe`). A forwarded store returns what the thread
+stored, which is what memory holds unless another thread writes the same element in between (a race in the
+original).
 """
 
 from __future__ import annotations
@@ -611,21 +618,59 @@ def fits_block(rc: RowCache, per_lane: int, threads: int) -> bool:
     return fits(rc, per_lane) and threads * (rc.registers_per_element * per_lane + OTHER_REGISTERS) <= REGISTER_FILE
 
 
-def generate_edits(rc: RowCache, per_lane: int, data: bytes) -> list[Edit]:
-    """Return the edits that keep the re-read elements of each lane in registers."""
-    k = per_lane
+AUTO = "auto"
+"""The `per_lane` value that lets each thread take the smallest of `AUTO_TIERS` that holds its part of the row."""
+AUTO_TIERS = (8, 16, 32)
+"""Cache sizes of the automatic choice. 64 is left to the search: a block of 256 threads with 64 registers of cache
+a lane runs half as many warps, which a row of 32 elements per lane or fewer does not need."""
+
+
+def tiers(rc: RowCache, per_lane: int | str) -> tuple[int, ...]:
+    """Return the cache sizes a rewrite with this `per_lane` emits (one, or the automatic choices that fit)."""
+    if per_lane == AUTO:
+        return tuple(k for k in AUTO_TIERS if fits(rc, k))
+    try:
+        k = int(per_lane)
+    except (TypeError, ValueError):
+        return ()
+    return (k,) if fits(rc, k) else ()
+
+
+def generate_edits(rc: RowCache, per_lane: int | str, data: bytes) -> list[Edit]:
+    """Return the edits that keep the re-read elements of each lane in registers.
+
+    With one cache size K the passes run unrolled K times where the lane's part of the row fits (`ww_fit`), the
+    original loops otherwise. With `per_lane="auto"` each thread picks the smallest size of `AUTO_TIERS` that holds
+    its part of the row (`ww_fit` is that size, or 0 when none does) and every pass has one unrolled form per
+    size; the cache array has the largest size, of which a smaller form uses the first elements. Either way a thread
+    runs the same statements on the same elements in the same order as the original passes.
+    """
+    sizes = tiers(rc, per_lane)
+    if not sizes:
+        return []
+    auto = per_lane == AUTO
+    k = sizes[-1]
     first = rc.passes[0]
     edits: list[Edit] = []
     at = first.head if first.head >= 0 else first.stmt[0]
     indent = _indent_at(data, at)
+    held = f"up to {k}" if auto else f"{k}"
     if rc.slots:
-        head = f"// warpwise row-register-cache: each lane keeps {k} elements of {rc.summary} in registers.\n"
+        head = f"// warpwise row-register-cache: each lane keeps {held} elements of {rc.summary} in registers"
+        head += f" ({', '.join(map(str, sizes))}: the fewest that hold its part of the row).\n" if auto else ".\n"
     else:
-        head = f"// warpwise row-register-cache: the pass over the row unrolled {k} times, its loads in flight.\n"
-    head += (
-        f"{indent}const bool {MARK} = (long long)({first.start}) + (long long){k} * (long long)({first.step}) >= "
-        f"(long long)({_bound_value(first)});\n"
+        head = f"// warpwise row-register-cache: the pass over the row unrolled {held} times, its loads in flight"
+        head += f" ({', '.join(map(str, sizes))}: the fewest that cover its part of the row).\n" if auto else ".\n"
+    start, step, bound = (
+        f"(long long)({first.start})",
+        f"(long long)({first.step})",
+        f"(long long)({_bound_value(first)})",
     )
+    if auto:
+        choice = " : ".join(f"{start} + (long long){t} * {step} >= {bound} ? {t}" for t in sizes)
+        head += f"{indent}const int {MARK} = {choice} : 0;\n"
+    else:
+        head += f"{indent}const bool {MARK} = {start} + (long long){k} * {step} >= {bound};\n"
     for s in rc.slots:
         head += f"{indent}{s.elem_type} {s.name}[{k}];\n"
     edits.append(Edit(at, at, head + indent))
@@ -656,16 +701,18 @@ def generate_edits(rc: RowCache, per_lane: int, data: bytes) -> list[Edit]:
         after = ""
         if not p.declared:
             after = f"\n{indent}  {p.var} = ({p.start});\n{indent}  while ({p.bound}) {p.var} += ({p.step});"
-        fast = (
-            f"if ({MARK}) {{\n"
-            f"#pragma unroll\n"
-            f"{indent}  for (int ww_k = 0; ww_k < {k}; ++ww_k) {{\n"
-            f"{indent}    {index} = ({p.start}) + ww_k * ({p.step});\n"
-            f"{indent}    if ({p.bound}) {text}\n"
-            f"{indent}  }}{after}\n"
-            f"{indent}}} else {original}"
-        )
-        edits.append(Edit(p.stmt[0], p.stmt[1], fast))
+        fast = ""
+        for t in sizes:
+            fast += (
+                f"if ({MARK}{f' == {t}' if auto else ''}) {{\n"
+                f"#pragma unroll\n"
+                f"{indent}  for (int ww_k = 0; ww_k < {t}; ++ww_k) {{\n"
+                f"{indent}    {index} = ({p.start}) + ww_k * ({p.step});\n"
+                f"{indent}    if ({p.bound}) {text}\n"
+                f"{indent}  }}{after}\n"
+                f"{indent}}} else "
+            )
+        edits.append(Edit(p.stmt[0], p.stmt[1], fast + original))
     return sorted(edits)
 
 
@@ -736,16 +783,27 @@ def _claim(rc: RowCache) -> str:
     )
 
 
+def _per_lane(value: Any) -> int | str:
+    """Return an anchor or search argument `per_lane` as a size or `auto` (anything else: `auto`)."""
+    if value == AUTO:
+        return AUTO
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return AUTO
+
+
 @check("row_cache_fits_registers")
 def row_cache_fits_registers(ctx: CheckContext) -> Verdict:
     """Hold when the cache of the anchor's size fits the register budget."""
     rc: RowCache | None = ctx.fact("row_cache")
     if rc is None:
         return unknown("no row passes were recognised here")
-    k = int(ctx.region.facts.get("per_lane", 16) or 16)
-    if not fits(rc, k):
+    k = _per_lane(ctx.region.facts.get("per_lane", AUTO))
+    sizes = tiers(rc, k)
+    if not sizes:
         return unknown(f"{k} elements per lane of {rc.summary} take more than {MAX_REGISTERS} registers")
-    return holds(f"{k} elements per lane of {rc.summary} take {rc.registers_per_element * k} registers")
+    return holds(f"{sizes[-1]} elements per lane of {rc.summary} take {rc.registers_per_element * sizes[-1]} registers")
 
 
 def rewrite(ctx: RewriteContext) -> list[Edit] | None:
@@ -755,37 +813,44 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         rc, _ = recognise(ctx.model, ctx.function)
         if rc is None:
             return None
-    k = int(ctx.args.get("per_lane", 16))
-    if not fits(rc, k):
-        return None
-    return generate_edits(rc, k, ctx.data)
+    return generate_edits(rc, _per_lane(ctx.args.get("per_lane", AUTO)), ctx.data) or None
 
 
-def rewrite_source(model: FileModel, kernel: str, per_lane: int = 16) -> bytes | None:
-    """Return the file's text with one kernel rewritten (None when it is not recognised)."""
+def rewrite_source(model: FileModel, kernel: str, per_lane: int | str = AUTO) -> bytes | None:
+    """Return the file's text with one kernel rewritten (None when it is not recognised or the cache does not fit)."""
     from warpwise.skills.rewrite import apply_edits
 
     fn = next((f for f in model.functions if f.name == kernel and f.kind is FunctionKind.KERNEL), None)
     if fn is None:
         return None
     rc, _ = recognise(model, fn)
-    if rc is None or not fits(rc, per_lane):
+    if rc is None:
         return None
-    return apply_edits(model.text, generate_edits(rc, per_lane, model.text))
+    edits = generate_edits(rc, per_lane, model.text)
+    return apply_edits(model.text, edits) if edits else None
 
 
-def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any]]]:
-    """Return the search's parameter choices: K elements per lane; the launch is unchanged."""
-    out: list[tuple[str, dict[str, Any], list[Any]]] = []
+FIXED_WEIGHT = 0.9
+"""Prior weight of a fixed cache size against the automatic choice, which the search tries first."""
+
+
+def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any], float]]:
+    """Return the search's parameter choices: the automatic cache size first, then each fixed K elements per lane;
+    the launch is unchanged."""
+    rc = matches[0].region.facts.get("row_cache") if matches else None
+    out: list[tuple[str, dict[str, Any], list[Any], float]] = []
+    if rc is None or tiers(rc, AUTO):
+        out.append(("8, 16 or 32 elements per lane in registers, as the row needs", {"per_lane": AUTO}, [], 1.0))
     for k in PER_LANE_CHOICES:
-        rc = matches[0].region.facts.get("row_cache") if matches else None
         if rc is not None and not fits(rc, k):
             continue
-        out.append((f"{k} elements per lane in registers", {"per_lane": k}, []))
+        out.append((f"{k} elements per lane in registers", {"per_lane": k}, [], FIXED_WEIGHT))
     return out
 
 
 __all__ = [
+    "AUTO",
+    "AUTO_TIERS",
     "MAX_REGISTERS",
     "PER_LANE_CHOICES",
     "Pass",
@@ -800,4 +865,5 @@ __all__ = [
     "row_cache_fits_registers",
     "row_register_cache",
     "search_variants",
+    "tiers",
 ]

@@ -41,6 +41,8 @@ COMPOSED = {
     "bench/suite_ood/softmax/online_macro_cols.cu": "`x[i * COLS + c]`",
     "bench/suite_ood/layernorm/row_per_thread.cu": "`x[row * cols + c]`",
     "bench/suite_ood/masked_softmax/row_per_thread_mask.cu": "`mask[row * cols + c]`, `scores[row * cols + c]`",
+    # Welford's statistics pass and the normalising pass read `input` alike: the second reads the registers.
+    "bench/suite_ood/layernorm/welford_stats.cu": "`input[off + k]`",
 }
 
 
@@ -104,7 +106,7 @@ def test_every_cache_size_compiles() -> None:
     files += [ROOT / rel for rel in SUITE_KERNELS]
     for path in files:
         model, fn = _kernel(path)
-        for k in rr.PER_LANE_CHOICES:
+        for k in (*rr.PER_LANE_CHOICES, rr.AUTO):
             out = rr.rewrite_source(model, fn.name, k)
             assert out is not None, (path.name, k)
             sources.append(out)
@@ -130,6 +132,40 @@ def test_rewrite_keeps_the_original_passes_for_rows_that_do_not_fit() -> None:
     assert again is None and "already" in why
 
 
+def test_the_automatic_size_takes_the_fewest_registers_that_hold_the_row() -> None:
+    model, fn = _kernel(ROOT / "bench/suite/softmax/naive.cu")
+    out = rr.rewrite_source(model, fn.name)  # the default: the quick fix's `per_lane: auto`
+    assert out is not None
+    text = out.decode()
+    fit = "(long long)(tid) + (long long){} * (long long)(blockDim.x) >= (long long)(cols) ? {}"
+    choice = " : ".join(fit.format(k, k) for k in (8, 16, 32)) + " : 0;"
+    assert f"const int ww_fit = {choice}" in text and "float ww_row0[32];" in text
+    # Each of the three passes: one unrolled form per size, the original loop for a row longer than 32 per lane.
+    for k in (8, 16, 32):
+        assert text.count(f"if (ww_fit == {k}) {{") == 3 and text.count(f"ww_k < {k}; ++ww_k") == 3
+    assert text.count("} else for (int c = tid; c < cols; c += blockDim.x)") == 3
+    assert "if (ww_fit) {" not in text
+    m2, f2 = _kernel(text=out)
+    again, why = rr.recognise(m2, f2)
+    assert again is None and "already" in why
+
+
+def test_the_automatic_size_leaves_out_sizes_over_the_budget() -> None:
+    src = b"""
+__global__ void k(const double *a, const double *b, const double *c, float *y, int n) {
+  double s = 0.0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += a[blockIdx.x * n + i] + b[blockIdx.x * n + i] + c[blockIdx.x * n + i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) y[blockIdx.x * n + i] = (float)(a[blockIdx.x * n + i] * b[blockIdx.x * n + i] * c[blockIdx.x * n + i] - s);
+}
+"""
+    model, fn = _kernel(text=src)
+    found, _ = rr.recognise(model, fn)
+    assert found is not None and found.registers_per_element == 6
+    assert rr.tiers(found, rr.AUTO) == (8,) and rr.tiers(found, 16) == () and rr.tiers(found, "many") == ()
+    out = rr.rewrite_source(model, fn.name)
+    assert out is not None and b"double ww_row0[8];" in out and b"ww_fit == 16" not in out
+
+
 def test_register_budget_limits_the_cache() -> None:
     model, fn = _kernel(FIXTURES / "pos_warp_lanes_masked.cu")
     found, _ = rr.recognise(model, fn)
@@ -141,12 +177,13 @@ GPU_CASES = [
     ("bench/suite/layernorm/naive.cu", "layernorm_naive", 32),
     ("bench/suite_ood/softmax/block_row_while.cu", "softmax_block_row", 16),
     ("bench/suite_ood/rmsnorm_residual/half_block_row.cu", "rmsnorm_residual_f16", 16),
+    ("bench/suite/softmax/naive.cu", "softmax_naive", "auto"),
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("rel", "kernel", "k"), GPU_CASES, ids=[c[1] for c in GPU_CASES])
-def test_gate_finds_the_rewrite_correct(rel: str, kernel: str, k: int) -> None:
+@pytest.mark.parametrize(("rel", "kernel", "k"), GPU_CASES, ids=[f"{c[1]}-{c[2]}" for c in GPU_CASES])
+def test_gate_finds_the_rewrite_correct(rel: str, kernel: str, k: int | str) -> None:
     from warpwise.verify.backends import gpu_count, make_backend
     from warpwise.verify.gate import Candidate, Gate
     from warpwise.verify.types import Options, Status
