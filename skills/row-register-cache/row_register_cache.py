@@ -17,7 +17,8 @@ defined once resolved, macros folded):
   identifiers are parameters, macros, built-ins, or locals defined once; none is written in the kernel);
 - loop bodies without nested loops, `break`, `continue`, `return`, `goto`, barriers, shuffles or atomics, that do
   not assign the index;
-- loads `A[e]` (any spelling of the address, through row pointers) of an array the kernel never writes, whose
+- loads `A[e]` (any spelling of the address, through row pointers, also through `reinterpret_cast` to a vector
+  type such as `const float4 *`, whose element the register then holds) of an array the kernel never writes, whose
   canonical form reads the index and which a later pass reads again; and stores `A[e] = v;` (an expression
   statement of the loop body) whose element a later pass reads back: the value stored is kept in the register
   (store-to-load forwarding), the store still happens.
@@ -70,7 +71,8 @@ Node = Any
 PER_LANE_CHOICES = (8, 16, 32, 64)
 """Elements of a row each lane keeps per cached array: the search's parameter."""
 MAX_REGISTERS = 64
-"""At most this many 32-bit registers per lane go to the cache (K times the arrays, 8-byte types count twice)."""
+"""At most this many 32-bit registers per lane go to the cache (K times the arrays' elements: an 8-byte type counts
+twice, a vector type its bytes over 4, so K = 16 of float4 is the most)."""
 MARK = "ww_fit"
 _FORBIDDEN_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence", "cooperative_groups")
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
@@ -310,6 +312,10 @@ def _base_param(model: FileModel, fn: Function, node: Node, depth: int = 0) -> s
         return None
     if node.type == "cast_expression":
         return _base_param(model, fn, node.child_by_field_name("value"), depth + 1)
+    if _cpp_cast(model, node) is not None:
+        args = node.child_by_field_name("arguments")
+        items = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+        return _base_param(model, fn, items[0], depth + 1) if len(items) == 1 else None
     if node.type == "identifier":
         name = _text(model, node)
         p = fn.param(name)
@@ -382,6 +388,67 @@ def _elem_type(model: FileModel, fn: Function, param: str) -> str | None:
     return " ".join(words) or None
 
 
+_CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+
+
+def _cpp_cast(model: FileModel, node: Node) -> Node | None:
+    """Return the target type of `reinterpret_cast<T>(e)` (or `static_cast`, `const_cast`), else None."""
+    if node is None or node.type != "call_expression":
+        return None
+    f = node.child_by_field_name("function")
+    if f is None or f.type != "template_function" or _text(model, f.child_by_field_name("name")) not in _CASTS:
+        return None
+    targs = f.child_by_field_name("arguments")
+    items = [a for a in targs.named_children if a.type != "comment"] if targs is not None else []
+    return items[0] if len(items) == 1 else None
+
+
+def _pointee(model: FileModel, type_node: Node) -> str | None:
+    """Return the element type of a pointer type `const float4 *` (`float4`), or None for another type."""
+    txt = " ".join(_text(model, type_node).split())
+    if not txt.endswith("*") or txt.count("*") != 1:
+        return None
+    words = [w for w in txt[:-1].split() if w not in ("const", "volatile", "__restrict__", "restrict", "__restrict")]
+    return " ".join(words) or None
+
+
+def _access_type(model: FileModel, fn: Function, array: Node, param: str, depth: int = 0) -> str | None:
+    """Return the element type an array expression is read as: the outermost pointer cast's (a row passed as
+    `reinterpret_cast<const float4 *>(x + off)`, directly or through a local defined once), else the parameter's."""
+    node = unparen(array)
+    if node is None or depth > 8:
+        return _elem_type(model, fn, param)
+    if node.type == "cast_expression":
+        ty = node.child_by_field_name("type")
+        return _pointee(model, ty) if ty is not None else None
+    target = _cpp_cast(model, node)
+    if target is not None:
+        return _pointee(model, target)
+    if node.type == "identifier" and fn.param(_text(model, node)) is None:
+        value = _pointer_local(model, fn, _text(model, node))
+        return _elem_type(model, fn, param) if value is None else _access_type(model, fn, value, param, depth + 1)
+    if node.type == "binary_expression":
+        # The operand the pointer comes from, as `_base_param` follows it (`off + x` as well as `x + off`).
+        left = node.child_by_field_name("left")
+        side = left if _base_param(model, fn, left) is not None else node.child_by_field_name("right")
+        return _access_type(model, fn, side, param, depth + 1)
+    return _elem_type(model, fn, param)
+
+
+_VECTOR = re.compile(r"(?:__)?(u?char|u?short|u?int|u?long|u?longlong|float|double|half|nv_bfloat16)([1-4])")
+_LANE_BYTES = {"char": 1, "short": 2, "int": 4, "long": 8, "longlong": 8, "float": 4, "double": 8}
+_LANE_BYTES |= {"half": 2, "nv_bfloat16": 2}
+
+
+def _registers(ty: str) -> int:
+    """Return the 32-bit registers one element of a type takes (a vector type's lanes together, at least one)."""
+    m = _VECTOR.fullmatch(ty.replace(" ", ""))
+    if m is not None:
+        lane = _LANE_BYTES[m.group(1).removeprefix("u")]
+        return max(1, (lane * int(m.group(2)) + 3) // 4)
+    return 2 if any(w in ty for w in _WIDE) else 1
+
+
 def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node]]:
     """Return, per pointer parameter, the subscripts (or dereferences) that write through it."""
     out: dict[str, list[Node]] = {}
@@ -399,8 +466,8 @@ def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node
         elif n.type == "pointer_expression" and _lvalue(n):
             base = _base_param(model, fn, n.child_by_field_name("argument"))
             out.setdefault(base or "?", []).append(n)
-        elif n.type == "call_expression":
-            # A pointer passed to a call (atomicAdd(&y[i], v), memcpy) may be written.
+        elif n.type == "call_expression" and _cpp_cast(model, n) is None:
+            # A pointer passed to a call (atomicAdd(&y[i], v), memcpy) may be written; a cast writes nothing.
             args = n.child_by_field_name("arguments")
             for a in args.named_children if args is not None else ():
                 base = _base_param(model, fn, a)
@@ -531,7 +598,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
             later = [m for f in accesses[i + 1 :] for m in f if m[1] == key]
             if not later or any(m[3] for m in later):
                 continue
-            ty = _elem_type(model, fn, base)
+            ty = _access_type(model, fn, n.child_by_field_name("argument"), base)
             if ty is None:
                 continue
             if store:
@@ -556,7 +623,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
                     continue
                 span = (n.start_byte, n.end_byte)
             claimed.add(key)
-            regs += 2 if any(w in ty for w in _WIDE) else 1
+            regs += _registers(ty)
             slots.append(
                 Slot(
                     f"ww_row{len(slots)}",

@@ -106,8 +106,13 @@ def test_every_cache_size_compiles() -> None:
     files += [ROOT / rel for rel in SUITE_KERNELS]
     for path in files:
         model, fn = _kernel(path)
+        found, _ = rr.recognise(model, fn)
+        assert found is not None, path.name
         for k in (*rr.PER_LANE_CHOICES, rr.AUTO):
             out = rr.rewrite_source(model, fn.name, k)
+            if not rr.tiers(found, k):
+                assert out is None, (path.name, k)  # over the register budget: no rewrite
+                continue
             assert out is not None, (path.name, k)
             sources.append(out)
     results = compile_many(sources)
@@ -164,6 +169,48 @@ __global__ void k(const double *a, const double *b, const double *c, float *y, i
     assert rr.tiers(found, rr.AUTO) == (8,) and rr.tiers(found, 16) == () and rr.tiers(found, "many") == ()
     out = rr.rewrite_source(model, fn.name)
     assert out is not None and b"double ww_row0[8];" in out and b"ww_fit == 16" not in out
+
+
+def test_rows_read_as_vectors_keep_vectors_in_registers() -> None:
+    """After scalar-global-access has made the passes read float4 (`reinterpret_cast<const float4*>(x + off)[c]`),
+    the cache holds float4 elements, four registers each, so the automatic choice stops at 16 per lane."""
+    from warpwise.skills.engine import compute_fix, match_file, merge_fixes
+    from warpwise.skills.rewrite import apply_edits
+
+    model, _ = _kernel(ROOT / "bench/suite/softmax/naive.cu")
+    fixes = [compute_fix(model, m) for m in match_file(model, enabled={"scalar-global-access"})]
+    vec = apply_edits(model.text, merge_fixes([f for f in fixes if f is not None]))
+    m2, f2 = _kernel(text=vec)
+    found, why = rr.recognise(m2, f2)
+    assert found is not None, why
+    assert found.summary == "`reinterpret_cast<const float4*>(x + row * cols)[c]`"
+    assert found.registers_per_element == 4 and rr.tiers(found, rr.AUTO) == (8, 16)
+    out = rr.rewrite_source(m2, f2.name)
+    assert out is not None and b"float4 ww_row0[16];" in out
+    assert b"const float4 x_v = (ww_row0[ww_k] = reinterpret_cast<const float4*>(x + row * cols)[c]);" in out
+    ok, log = compile_many([out])[0]
+    assert ok, log
+
+
+@pytest.mark.parametrize(
+    ("ty", "regs"),
+    [
+        ("float", 1),
+        ("__half", 1),
+        ("double", 2),
+        ("float4", 4),
+        ("double2", 4),
+        ("half2", 1),
+        ("__half2", 1),
+        ("int2", 2),
+        ("uchar4", 1),
+        ("long long", 2),
+        ("__nv_bfloat162", 1),
+        ("float3", 3),
+    ],
+)
+def test_registers_of_an_element(ty: str, regs: int) -> None:
+    assert rr._registers(ty) == regs
 
 
 def test_register_budget_limits_the_cache() -> None:
