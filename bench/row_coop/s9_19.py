@@ -10,9 +10,10 @@ one search step (and one quick fix) now reaches:
   `barrier-per-step-tree-reduction` card (warp shuffles);
 - `bench/suite_ood/rmsnorm_residual/half_block_row.cu` (0.87x): the same, and with `missing-restrict`'s fix first
   (without `__restrict__` the unrolled pass's loads may not move above the previous iteration's `h_out` store);
-- `bench/suite_ood/softmax/online_macro_cols.cu` (0.85x): the row-cooperative mapping of a block of 128 alone and
-  followed by the automatic cache, and `precise-math-call` (`__expf`) on top of both (the online pass's two
-  exponentials an element bound it).
+- `bench/suite_ood/softmax/online_macro_cols.cu` (0.85x): the row-cooperative mapping of a block of 128 (or 256)
+  alone and followed by the automatic cache, and `precise-math-call` (`__expf`), then `division-by-loop-invariant`
+  (one reciprocal of the row's sum) on top of both: the online pass computes two exponentials an element, the
+  write pass one and a division.
 
 Same two steps as `s7_19.py` (whose report and rendering this reuses): `prep OUT` here (warpwise, tree-sitter),
 `run --prep PREP --out OUT` on the GPU machine (`bench/gpu/corpus_check.py`: NVRTC build, outputs checked against
@@ -135,6 +136,13 @@ def candidates(rel: str, kernel: str) -> tuple[list[Candidate], list[str]]:
                 for base, name, mech in ((text, key, first), (cached, f"{key}_cache", f"{first}, then {cache}")):
                     fast = _fix(base, path, "precise-math-call") if base is not None else None
                     add(f"{name}_expf", fast, changes, f"{mech}, then card precise-math-call")
+                    rcp = _fix(fast, path, "division-by-loop-invariant") if fast is not None else None
+                    add(
+                        f"{name}_expf_rcp",
+                        rcp,
+                        changes,
+                        f"{mech}, then cards precise-math-call, division-by-loop-invariant",
+                    )
         return out, why
     add("cache", _cache(naive, path, kernel), (), f"transformation {cache}")
     tree = _fix(naive, path, "barrier-per-step-tree-reduction")

@@ -690,12 +690,16 @@ AUTO = "auto"
 AUTO_TIERS = (8, 16, 32)
 """Cache sizes of the automatic choice. 64 is left to the search: a block of 256 threads with 64 registers of cache
 a lane runs half as many warps, which a row of 32 elements per lane or fewer does not need."""
+AUTO_MAX_REGISTERS = 32
+"""The automatic choice takes at most this many registers of cache a lane, so that a block of 1024 threads (64
+registers a thread in all) still launches whatever block the kernel is given: two cached float arrays stop at 16,
+a float4 array at 8."""
 
 
 def tiers(rc: RowCache, per_lane: int | str) -> tuple[int, ...]:
     """Return the cache sizes a rewrite with this `per_lane` emits (one, or the automatic choices that fit)."""
     if per_lane == AUTO:
-        return tuple(k for k in AUTO_TIERS if fits(rc, k))
+        return tuple(k for k in AUTO_TIERS if rc.registers_per_element * k <= AUTO_MAX_REGISTERS)
     try:
         k = int(per_lane)
     except (TypeError, ValueError):
@@ -897,6 +901,8 @@ def rewrite_source(model: FileModel, kernel: str, per_lane: int | str = AUTO) ->
     return apply_edits(model.text, edits) if edits else None
 
 
+AUTO_LABEL = "the row in registers, 8 to 32 elements per lane as it needs"
+"""The search's label of the automatic choice."""
 FIXED_WEIGHT = 0.9
 """Prior weight of a fixed cache size against the automatic choice, which the search tries first."""
 
@@ -907,7 +913,7 @@ def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[
     rc = matches[0].region.facts.get("row_cache") if matches else None
     out: list[tuple[str, dict[str, Any], list[Any], float]] = []
     if rc is None or tiers(rc, AUTO):
-        out.append(("8, 16 or 32 elements per lane in registers, as the row needs", {"per_lane": AUTO}, [], 1.0))
+        out.append((AUTO_LABEL, {"per_lane": AUTO}, [], 1.0))
     for k in PER_LANE_CHOICES:
         if rc is not None and not fits(rc, k):
             continue
@@ -917,6 +923,8 @@ def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[
 
 __all__ = [
     "AUTO",
+    "AUTO_LABEL",
+    "AUTO_MAX_REGISTERS",
     "AUTO_TIERS",
     "MAX_REGISTERS",
     "PER_LANE_CHOICES",

@@ -45,7 +45,7 @@ def test_each_row_mapping_is_an_action_with_its_launch_override() -> None:
     assert len(plain) == 7
 
 
-AUTO_CACHE = "row-register-cache: 8, 16 or 32 elements per lane in registers, as the row needs"
+AUTO_CACHE = "row-register-cache: the row in registers, 8 to 32 elements per lane as it needs"
 
 
 def test_a_mapping_whose_output_rereads_its_row_is_also_offered_with_the_row_in_registers() -> None:
