@@ -290,3 +290,41 @@ __global__ void k(const float *x, float *y, int cols) {
     assert "y[blockIdx.x * cols + c] = ww_row0[ww_k] - m;" in text
     ok, log = compile_many([out])[0]
     assert ok, log
+
+
+COMPOSED_GPU = [
+    # Welford's statistics per lane, Chan's combine, then the normalising pass from registers (issue 19, s9).
+    ("bench/suite_ood/layernorm/welford_stats.cu", "layernorm_welford", 256),
+    ("bench/suite_ood/softmax/online_macro_cols.cu", "softmax_online", 128),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("rel", "kernel", "threads"), COMPOSED_GPU, ids=[c[1] for c in COMPOSED_GPU])
+def test_gate_finds_the_composed_rewrite_correct(rel: str, kernel: str, threads: int) -> None:
+    """The search's composed action: a row-cooperative block per row, then the row in registers (automatic size)."""
+    from warpwise.skills.launches import changed_problem_spec
+    from warpwise.verify.backends import gpu_count, make_backend
+    from warpwise.verify.gate import Candidate, Gate
+    from warpwise.verify.types import Options, Status
+
+    if gpu_count() == 0:
+        pytest.skip("no GPU: the gate cannot run the rewrite")
+    path = ROOT / rel
+    original = path.read_text()
+    mapping = rc.Mapping("block", threads=threads)
+    coop = rc.rewrite_source(analyze_text(original.encode(), str(path)), kernel, mapping)
+    assert coop is not None
+    cand = rr.rewrite_source(analyze_text(coop, str(path)), kernel)
+    assert cand is not None and b"ww_fit ==" in cand
+    spec = changed_problem_spec(str(path), original, kernel, rc.launch_changes(mapping))
+    assert spec is not None
+    backend = make_backend("local", cache=None)
+    try:
+        r = Gate(backend, None).verify(
+            Candidate(str(path), original, kernel, cand.decode(), str(path), None, spec=spec),
+            Options(seeds=(0, 1, 2), time_limit_s=60.0),
+        )
+    finally:
+        backend.close()
+    assert r.status in (Status.VERIFIED, Status.NOT_FASTER), (r.status, r.message)
