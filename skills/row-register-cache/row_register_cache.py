@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from warpwise.analyzers.facts import function_node
+from warpwise.analyzers.facts import distinct_launch_args, function_node
 from warpwise.analyzers.facts_memory import node_text, unparen
 from warpwise.analyzers.facts_reduce import definitions, reduce_canon
 from warpwise.analyzers.function_nodes import of_type
@@ -877,6 +877,25 @@ def row_cache_fits_registers(ctx: CheckContext) -> Verdict:
     return holds(f"{sizes[-1]} elements per lane of {rc.summary} take {rc.registers_per_element * sizes[-1]} registers")
 
 
+@check("row_cache_no_overlap")
+def row_cache_no_overlap(ctx: CheckContext) -> Verdict:
+    """Hold when distinct pointer parameters cannot overlap: all `__restrict__`, or every launch passes distinct
+    buffers (a problem file's tensors are distinct by construction)."""
+    rc: RowCache | None = ctx.fact("row_cache")
+    if rc is None:
+        return unknown("no row passes were recognised here")
+    fn = ctx.function
+    params = [p for p in fn.params if p.pointer_depth >= 1]
+    if len(params) < 2:
+        return holds("the kernel has one pointer parameter: nothing else can overlap it")
+    if all(p.is_restrict for p in params):
+        return holds(f"{', '.join(f'`{p.name}`' for p in params)} are `__restrict__`")
+    ok, reason = distinct_launch_args(ctx.model, fn, params)
+    if ok:
+        return holds(reason)
+    return unknown(f"{reason}: another pointer may overlap the cached {rc.summary}")
+
+
 def rewrite(ctx: RewriteContext) -> list[Edit] | None:
     """Keep the re-read elements of each lane's row in registers across the passes."""
     rc: RowCache | None = ctx.fact("row_cache")
@@ -938,6 +957,7 @@ __all__ = [
     "rewrite",
     "rewrite_source",
     "row_cache_fits_registers",
+    "row_cache_no_overlap",
     "row_register_cache",
     "search_variants",
     "tiers",
