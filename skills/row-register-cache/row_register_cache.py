@@ -17,7 +17,8 @@ defined once resolved, macros folded):
   identifiers are parameters, macros, built-ins, or locals defined once; none is written in the kernel);
 - loop bodies without nested loops, `break`, `continue`, `return`, `goto`, barriers, shuffles or atomics, that do
   not assign the index;
-- loads `A[e]` (any spelling of the address, through row pointers) of an array the kernel never writes, whose
+- loads `A[e]` (any spelling of the address, through row pointers, also through `reinterpret_cast` to a vector
+  type such as `const float4 *`, whose element the register then holds) of an array the kernel never writes, whose
   canonical form reads the index and which a later pass reads again; and stores `A[e] = v;` (an expression
   statement of the loop body) whose element a later pass reads back: the value stored is kept in the register
   (store-to-load forwarding), the store still happens.
@@ -34,12 +35,19 @@ The rewrite, for a cache of K elements per lane (the search parameter `per_lane`
 for every pass, where BODY' fills (`(ww_row0[ww_k] = A[e])`) or reads (`ww_row0[ww_k]`) the registers. When the
 row does not fit (`ww_fit` false, for this thread) every pass runs the original loop, so every size stays correct.
 
-Exactness: every thread executes the same statements on the same elements in the same order as before: no sum is
-re-associated, no value is rounded differently. A loaded element is read from a register instead of memory,
-which returns the same value when nothing writes that element in between: the kernel never writes a cached
-array (checked), and distinct pointer parameters must not overlap at elements the kernel writes (as
-`__restrict__` would say; not checkable here, hence `unsafe`). A forwarded store returns what the thread stored,
-which is what memory holds unless another thread writes the same element in between (a race in the original).
+With `per_lane = "auto"` (the quick fix's default, the search's first choice) the row's length need not be known:
+`ww_fit` is the smallest K of `AUTO_TIERS` (8, 16, 32) with `L + K * S >= N` for this thread, or 0, and every pass
+is `if (ww_fit == 8) {8 unrolled} else if (ww_fit == 16) {16 unrolled} ... else ORIGINAL-LOOP`, over one array of
+the largest K. A thread takes one branch in every pass (L, N and S are invariant), so the k-th register still holds
+the element of iteration k.
+
+Exactness (fixed K and automatic alike): every thread executes the same statements on the same elements in the
+same order as before: no sum is re-associated, no value is rounded differently. A loaded element is read from a
+register instead of memory, which returns the same value when nothing writes that element in between: the kernel
+never writes a cached array (checked), and distinct pointer parameters must not overlap at elements the kernel
+writes (as `__restrict__` would say; not checkable here, hence `unsafe`). A forwarded store returns what the thread
+stored, which is what memory holds unless another thread writes the same element in between (a race in the
+original).
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from warpwise.analyzers.facts import function_node
+from warpwise.analyzers.facts import distinct_launch_args, function_node
 from warpwise.analyzers.facts_memory import node_text, unparen
 from warpwise.analyzers.facts_reduce import definitions, reduce_canon
 from warpwise.analyzers.function_nodes import of_type
@@ -63,7 +71,8 @@ Node = Any
 PER_LANE_CHOICES = (8, 16, 32, 64)
 """Elements of a row each lane keeps per cached array: the search's parameter."""
 MAX_REGISTERS = 64
-"""At most this many 32-bit registers per lane go to the cache (K times the arrays, 8-byte types count twice)."""
+"""At most this many 32-bit registers per lane go to the cache (K times the arrays' elements: an 8-byte type counts
+twice, a vector type its bytes over 4, so K = 16 of float4 is the most)."""
 MARK = "ww_fit"
 _FORBIDDEN_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence", "cooperative_groups")
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
@@ -303,6 +312,10 @@ def _base_param(model: FileModel, fn: Function, node: Node, depth: int = 0) -> s
         return None
     if node.type == "cast_expression":
         return _base_param(model, fn, node.child_by_field_name("value"), depth + 1)
+    if _cpp_cast(model, node) is not None:
+        args = node.child_by_field_name("arguments")
+        items = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+        return _base_param(model, fn, items[0], depth + 1) if len(items) == 1 else None
     if node.type == "identifier":
         name = _text(model, node)
         p = fn.param(name)
@@ -375,6 +388,67 @@ def _elem_type(model: FileModel, fn: Function, param: str) -> str | None:
     return " ".join(words) or None
 
 
+_CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+
+
+def _cpp_cast(model: FileModel, node: Node) -> Node | None:
+    """Return the target type of `reinterpret_cast<T>(e)` (or `static_cast`, `const_cast`), else None."""
+    if node is None or node.type != "call_expression":
+        return None
+    f = node.child_by_field_name("function")
+    if f is None or f.type != "template_function" or _text(model, f.child_by_field_name("name")) not in _CASTS:
+        return None
+    targs = f.child_by_field_name("arguments")
+    items = [a for a in targs.named_children if a.type != "comment"] if targs is not None else []
+    return items[0] if len(items) == 1 else None
+
+
+def _pointee(model: FileModel, type_node: Node) -> str | None:
+    """Return the element type of a pointer type `const float4 *` (`float4`), or None for another type."""
+    txt = " ".join(_text(model, type_node).split())
+    if not txt.endswith("*") or txt.count("*") != 1:
+        return None
+    words = [w for w in txt[:-1].split() if w not in ("const", "volatile", "__restrict__", "restrict", "__restrict")]
+    return " ".join(words) or None
+
+
+def _access_type(model: FileModel, fn: Function, array: Node, param: str, depth: int = 0) -> str | None:
+    """Return the element type an array expression is read as: the outermost pointer cast's (a row passed as
+    `reinterpret_cast<const float4 *>(x + off)`, directly or through a local defined once), else the parameter's."""
+    node = unparen(array)
+    if node is None or depth > 8:
+        return _elem_type(model, fn, param)
+    if node.type == "cast_expression":
+        ty = node.child_by_field_name("type")
+        return _pointee(model, ty) if ty is not None else None
+    target = _cpp_cast(model, node)
+    if target is not None:
+        return _pointee(model, target)
+    if node.type == "identifier" and fn.param(_text(model, node)) is None:
+        value = _pointer_local(model, fn, _text(model, node))
+        return _elem_type(model, fn, param) if value is None else _access_type(model, fn, value, param, depth + 1)
+    if node.type == "binary_expression":
+        # The operand the pointer comes from, as `_base_param` follows it (`off + x` as well as `x + off`).
+        left = node.child_by_field_name("left")
+        side = left if _base_param(model, fn, left) is not None else node.child_by_field_name("right")
+        return _access_type(model, fn, side, param, depth + 1)
+    return _elem_type(model, fn, param)
+
+
+_VECTOR = re.compile(r"(?:__)?(u?char|u?short|u?int|u?long|u?longlong|float|double|half|nv_bfloat16)([1-4])")
+_LANE_BYTES = {"char": 1, "short": 2, "int": 4, "long": 8, "longlong": 8, "float": 4, "double": 8}
+_LANE_BYTES |= {"half": 2, "nv_bfloat16": 2}
+
+
+def _registers(ty: str) -> int:
+    """Return the 32-bit registers one element of a type takes (a vector type's lanes together, at least one)."""
+    m = _VECTOR.fullmatch(ty.replace(" ", ""))
+    if m is not None:
+        lane = _LANE_BYTES[m.group(1).removeprefix("u")]
+        return max(1, (lane * int(m.group(2)) + 3) // 4)
+    return 2 if any(w in ty for w in _WIDE) else 1
+
+
 def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node]]:
     """Return, per pointer parameter, the subscripts (or dereferences) that write through it."""
     out: dict[str, list[Node]] = {}
@@ -392,8 +466,8 @@ def _written(model: FileModel, fn: Function, fnode: Node) -> dict[str, list[Node
         elif n.type == "pointer_expression" and _lvalue(n):
             base = _base_param(model, fn, n.child_by_field_name("argument"))
             out.setdefault(base or "?", []).append(n)
-        elif n.type == "call_expression":
-            # A pointer passed to a call (atomicAdd(&y[i], v), memcpy) may be written.
+        elif n.type == "call_expression" and _cpp_cast(model, n) is None:
+            # A pointer passed to a call (atomicAdd(&y[i], v), memcpy) may be written; a cast writes nothing.
             args = n.child_by_field_name("arguments")
             for a in args.named_children if args is not None else ():
                 base = _base_param(model, fn, a)
@@ -524,7 +598,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
             later = [m for f in accesses[i + 1 :] for m in f if m[1] == key]
             if not later or any(m[3] for m in later):
                 continue
-            ty = _elem_type(model, fn, base)
+            ty = _access_type(model, fn, n.child_by_field_name("argument"), base)
             if ty is None:
                 continue
             if store:
@@ -549,7 +623,7 @@ def recognise(model: FileModel, fn: Function) -> tuple[RowCache | None, str]:
                     continue
                 span = (n.start_byte, n.end_byte)
             claimed.add(key)
-            regs += 2 if any(w in ty for w in _WIDE) else 1
+            regs += _registers(ty)
             slots.append(
                 Slot(
                     f"ww_row{len(slots)}",
@@ -611,21 +685,63 @@ def fits_block(rc: RowCache, per_lane: int, threads: int) -> bool:
     return fits(rc, per_lane) and threads * (rc.registers_per_element * per_lane + OTHER_REGISTERS) <= REGISTER_FILE
 
 
-def generate_edits(rc: RowCache, per_lane: int, data: bytes) -> list[Edit]:
-    """Return the edits that keep the re-read elements of each lane in registers."""
-    k = per_lane
+AUTO = "auto"
+"""The `per_lane` value that lets each thread take the smallest of `AUTO_TIERS` that holds its part of the row."""
+AUTO_TIERS = (8, 16, 32)
+"""Cache sizes of the automatic choice. 64 is left to the search: a block of 256 threads with 64 registers of cache
+a lane runs half as many warps, which a row of 32 elements per lane or fewer does not need."""
+AUTO_MAX_REGISTERS = 32
+"""The automatic choice takes at most this many registers of cache a lane, so that a block of 1024 threads (64
+registers a thread in all) still launches whatever block the kernel is given: two cached float arrays stop at 16,
+a float4 array at 8."""
+
+
+def tiers(rc: RowCache, per_lane: int | str) -> tuple[int, ...]:
+    """Return the cache sizes a rewrite with this `per_lane` emits (one, or the automatic choices that fit)."""
+    if per_lane == AUTO:
+        return tuple(k for k in AUTO_TIERS if rc.registers_per_element * k <= AUTO_MAX_REGISTERS)
+    try:
+        k = int(per_lane)
+    except (TypeError, ValueError):
+        return ()
+    return (k,) if fits(rc, k) else ()
+
+
+def generate_edits(rc: RowCache, per_lane: int | str, data: bytes) -> list[Edit]:
+    """Return the edits that keep the re-read elements of each lane in registers.
+
+    With one cache size K the passes run unrolled K times where the lane's part of the row fits (`ww_fit`), the
+    original loops otherwise. With `per_lane="auto"` each thread picks the smallest size of `AUTO_TIERS` that holds
+    its part of the row (`ww_fit` is that size, or 0 when none does) and every pass has one unrolled form per
+    size; the cache array has the largest size, of which a smaller form uses the first elements. Either way a thread
+    runs the same statements on the same elements in the same order as the original passes.
+    """
+    sizes = tiers(rc, per_lane)
+    if not sizes:
+        return []
+    auto = per_lane == AUTO
+    k = sizes[-1]
     first = rc.passes[0]
     edits: list[Edit] = []
     at = first.head if first.head >= 0 else first.stmt[0]
     indent = _indent_at(data, at)
+    held = f"up to {k}" if auto else f"{k}"
     if rc.slots:
-        head = f"// warpwise row-register-cache: each lane keeps {k} elements of {rc.summary} in registers.\n"
+        head = f"// warpwise row-register-cache: each lane keeps {held} elements of {rc.summary} in registers"
+        head += f" ({', '.join(map(str, sizes))}: the fewest that hold its part of the row).\n" if auto else ".\n"
     else:
-        head = f"// warpwise row-register-cache: the pass over the row unrolled {k} times, its loads in flight.\n"
-    head += (
-        f"{indent}const bool {MARK} = (long long)({first.start}) + (long long){k} * (long long)({first.step}) >= "
-        f"(long long)({_bound_value(first)});\n"
+        head = f"// warpwise row-register-cache: the pass over the row unrolled {held} times, its loads in flight"
+        head += f" ({', '.join(map(str, sizes))}: the fewest that cover its part of the row).\n" if auto else ".\n"
+    start, step, bound = (
+        f"(long long)({first.start})",
+        f"(long long)({first.step})",
+        f"(long long)({_bound_value(first)})",
     )
+    if auto:
+        choice = " : ".join(f"{start} + (long long){t} * {step} >= {bound} ? {t}" for t in sizes)
+        head += f"{indent}const int {MARK} = {choice} : 0;\n"
+    else:
+        head += f"{indent}const bool {MARK} = {start} + (long long){k} * {step} >= {bound};\n"
     for s in rc.slots:
         head += f"{indent}{s.elem_type} {s.name}[{k}];\n"
     edits.append(Edit(at, at, head + indent))
@@ -656,16 +772,18 @@ def generate_edits(rc: RowCache, per_lane: int, data: bytes) -> list[Edit]:
         after = ""
         if not p.declared:
             after = f"\n{indent}  {p.var} = ({p.start});\n{indent}  while ({p.bound}) {p.var} += ({p.step});"
-        fast = (
-            f"if ({MARK}) {{\n"
-            f"#pragma unroll\n"
-            f"{indent}  for (int ww_k = 0; ww_k < {k}; ++ww_k) {{\n"
-            f"{indent}    {index} = ({p.start}) + ww_k * ({p.step});\n"
-            f"{indent}    if ({p.bound}) {text}\n"
-            f"{indent}  }}{after}\n"
-            f"{indent}}} else {original}"
-        )
-        edits.append(Edit(p.stmt[0], p.stmt[1], fast))
+        fast = ""
+        for t in sizes:
+            fast += (
+                f"if ({MARK}{f' == {t}' if auto else ''}) {{\n"
+                f"#pragma unroll\n"
+                f"{indent}  for (int ww_k = 0; ww_k < {t}; ++ww_k) {{\n"
+                f"{indent}    {index} = ({p.start}) + ww_k * ({p.step});\n"
+                f"{indent}    if ({p.bound}) {text}\n"
+                f"{indent}  }}{after}\n"
+                f"{indent}}} else "
+            )
+        edits.append(Edit(p.stmt[0], p.stmt[1], fast + original))
     return sorted(edits)
 
 
@@ -736,16 +854,46 @@ def _claim(rc: RowCache) -> str:
     )
 
 
+def _per_lane(value: Any) -> int | str:
+    """Return an anchor or search argument `per_lane` as a size or `auto` (anything else: `auto`)."""
+    if value == AUTO:
+        return AUTO
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return AUTO
+
+
 @check("row_cache_fits_registers")
 def row_cache_fits_registers(ctx: CheckContext) -> Verdict:
     """Hold when the cache of the anchor's size fits the register budget."""
     rc: RowCache | None = ctx.fact("row_cache")
     if rc is None:
         return unknown("no row passes were recognised here")
-    k = int(ctx.region.facts.get("per_lane", 16) or 16)
-    if not fits(rc, k):
+    k = _per_lane(ctx.region.facts.get("per_lane", AUTO))
+    sizes = tiers(rc, k)
+    if not sizes:
         return unknown(f"{k} elements per lane of {rc.summary} take more than {MAX_REGISTERS} registers")
-    return holds(f"{k} elements per lane of {rc.summary} take {rc.registers_per_element * k} registers")
+    return holds(f"{sizes[-1]} elements per lane of {rc.summary} take {rc.registers_per_element * sizes[-1]} registers")
+
+
+@check("row_cache_no_overlap")
+def row_cache_no_overlap(ctx: CheckContext) -> Verdict:
+    """Hold when distinct pointer parameters cannot overlap: all `__restrict__`, or every launch passes distinct
+    buffers (a problem file's tensors are distinct by construction)."""
+    rc: RowCache | None = ctx.fact("row_cache")
+    if rc is None:
+        return unknown("no row passes were recognised here")
+    fn = ctx.function
+    params = [p for p in fn.params if p.pointer_depth >= 1]
+    if len(params) < 2:
+        return holds("the kernel has one pointer parameter: nothing else can overlap it")
+    if all(p.is_restrict for p in params):
+        return holds(f"{', '.join(f'`{p.name}`' for p in params)} are `__restrict__`")
+    ok, reason = distinct_launch_args(ctx.model, fn, params)
+    if ok:
+        return holds(reason)
+    return unknown(f"{reason}: another pointer may overlap the cached {rc.summary}")
 
 
 def rewrite(ctx: RewriteContext) -> list[Edit] | None:
@@ -755,37 +903,48 @@ def rewrite(ctx: RewriteContext) -> list[Edit] | None:
         rc, _ = recognise(ctx.model, ctx.function)
         if rc is None:
             return None
-    k = int(ctx.args.get("per_lane", 16))
-    if not fits(rc, k):
-        return None
-    return generate_edits(rc, k, ctx.data)
+    return generate_edits(rc, _per_lane(ctx.args.get("per_lane", AUTO)), ctx.data) or None
 
 
-def rewrite_source(model: FileModel, kernel: str, per_lane: int = 16) -> bytes | None:
-    """Return the file's text with one kernel rewritten (None when it is not recognised)."""
+def rewrite_source(model: FileModel, kernel: str, per_lane: int | str = AUTO) -> bytes | None:
+    """Return the file's text with one kernel rewritten (None when it is not recognised or the cache does not fit)."""
     from warpwise.skills.rewrite import apply_edits
 
     fn = next((f for f in model.functions if f.name == kernel and f.kind is FunctionKind.KERNEL), None)
     if fn is None:
         return None
     rc, _ = recognise(model, fn)
-    if rc is None or not fits(rc, per_lane):
+    if rc is None:
         return None
-    return apply_edits(model.text, generate_edits(rc, per_lane, model.text))
+    edits = generate_edits(rc, per_lane, model.text)
+    return apply_edits(model.text, edits) if edits else None
 
 
-def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any]]]:
-    """Return the search's parameter choices: K elements per lane; the launch is unchanged."""
-    out: list[tuple[str, dict[str, Any], list[Any]]] = []
+AUTO_LABEL = "the row in registers, 8 to 32 elements per lane as it needs"
+"""The search's label of the automatic choice."""
+FIXED_WEIGHT = 0.9
+"""Prior weight of a fixed cache size against the automatic choice, which the search tries first."""
+
+
+def search_variants(matches: list[Any]) -> list[tuple[str, dict[str, Any], list[Any], float]]:
+    """Return the search's parameter choices: the automatic cache size first, then each fixed K elements per lane;
+    the launch is unchanged."""
+    rc = matches[0].region.facts.get("row_cache") if matches else None
+    out: list[tuple[str, dict[str, Any], list[Any], float]] = []
+    if rc is None or tiers(rc, AUTO):
+        out.append((AUTO_LABEL, {"per_lane": AUTO}, [], 1.0))
     for k in PER_LANE_CHOICES:
-        rc = matches[0].region.facts.get("row_cache") if matches else None
         if rc is not None and not fits(rc, k):
             continue
-        out.append((f"{k} elements per lane in registers", {"per_lane": k}, []))
+        out.append((f"{k} elements per lane in registers", {"per_lane": k}, [], FIXED_WEIGHT))
     return out
 
 
 __all__ = [
+    "AUTO",
+    "AUTO_LABEL",
+    "AUTO_MAX_REGISTERS",
+    "AUTO_TIERS",
     "MAX_REGISTERS",
     "PER_LANE_CHOICES",
     "Pass",
@@ -798,6 +957,8 @@ __all__ = [
     "rewrite",
     "rewrite_source",
     "row_cache_fits_registers",
+    "row_cache_no_overlap",
     "row_register_cache",
     "search_variants",
+    "tiers",
 ]

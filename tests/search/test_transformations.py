@@ -41,7 +41,40 @@ def test_each_row_mapping_is_an_action_with_its_launch_override() -> None:
     assert _geometry(warp.launch, (64, 1, 1), (128, 1, 1))[:2] == ((2048, 1, 1), (128, 1, 1))
     assert _geometry(block.launch, (64, 1, 1), (128, 1, 1))[:2] == ((8192, 1, 1), (512, 1, 1))
     assert warp.block == (128, 1, 1)
-    assert len([a for a in acts if a.startswith("transform:row-cooperative-reduction:")]) == 7
+    plain = [a for a in acts if a.startswith("transform:row-cooperative-reduction:") and ", then " not in a]
+    assert len(plain) == 7
+
+
+AUTO_CACHE = "row-register-cache: the row in registers, 8 to 32 elements per lane as it needs"
+
+
+def test_a_mapping_whose_output_rereads_its_row_is_also_offered_with_the_row_in_registers() -> None:
+    from warpwise.analyzers.build import analyze_text
+
+    path = OOD / "layernorm" / "welford_stats.cu"
+    ctx, v = context(path, "layernorm_welford")
+    acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
+    first = acts["transform:row-cooperative-reduction:block of 256 per row"]
+    pair = acts[f"transform:row-cooperative-reduction:block of 256 per row, then {AUTO_CACHE}"]
+    # One composed action per mapping: the row-register-cache card does not match the thread-per-row kernel itself.
+    assert not any(a.startswith("transform:row-register-cache:") for a in acts)
+    assert len([a for a in acts if a.endswith(AUTO_CACHE)]) == 7
+    one, two = first.produce(), pair.produce()
+    assert one is not None and two is not None
+    # The pair is the mapping's output with the cache card's automatic choice applied, on the mapping's launch.
+    rr = builtin_library().get("row-register-cache").rules
+    assert two.text.encode() == rr.rewrite_source(analyze_text(one.text.encode(), str(path)), "layernorm_welford")
+    assert "ww_rc_welford<256>" in two.text and "if (ww_fit == 16) {" in two.text
+    assert two.launch == one.launch and two.block == one.block == (256, 1, 1)
+    assert pair.prior >= first.prior and pair.card == "row-cooperative-reduction"
+
+
+def test_a_block_row_kernel_gets_the_automatic_cache_first() -> None:
+    ctx, v = context(ROOT / "bench" / "suite" / "softmax" / "naive.cu", "softmax_naive")
+    cache = [a for a in TransformationActions().actions(v, ctx) if a.card == "row-register-cache"]
+    best = max(cache, key=lambda a: a.prior)
+    assert best.name == "transform:" + AUTO_CACHE.replace(": ", ":", 1)
+    assert all(a.prior < best.prior for a in cache if a is not best) and len(cache) == 5
 
 
 def test_the_plain_card_action_is_not_offered_for_a_problem_file_launch() -> None:
@@ -90,7 +123,8 @@ def test_row_register_cache_offers_each_cache_size_with_the_launch_unchanged() -
     ctx, v = context(OOD / "softmax" / "block_row_while.cu", "softmax_block_row")
     acts = {a.name: a for a in TransformationActions().actions(v, ctx)}
     names = sorted(a for a in acts if a.startswith("transform:row-register-cache:"))
-    assert names == [f"transform:row-register-cache:{k} elements per lane in registers" for k in (16, 32, 64, 8)]
+    fixed = [f"transform:row-register-cache:{k} elements per lane in registers" for k in (16, 32, 64, 8)]
+    assert names == [*fixed, "transform:" + AUTO_CACHE.replace(": ", ":", 1)]
     child = acts["transform:row-register-cache:64 elements per lane in registers"].produce()
     assert child is not None and "ww_row0[64]" in child.text
     assert _geometry(child.launch, (1, 8192, 1), (128, 1, 1))[:2] == ((1, 8192, 1), (128, 1, 1))
