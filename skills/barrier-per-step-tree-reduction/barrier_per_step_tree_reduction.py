@@ -22,6 +22,9 @@ those; `a[0]` holds the result as before, followed by `__syncthreads()`, so the 
 Exactness: max and min are exact; a float sum is re-associated (the tree's pairing changes), so results change
 within the rounding of a sum of B terms, and the fix is `unsafe`. The block size must be a multiple of 32 (full
 warps for the shuffles) and a power of two in the forms whose tree needs it; the kernel must be 1-D in threads.
+
+`generate_sequential` writes a recognised tree with sequential addressing instead (the threads below each step
+combine); the `warp-divergent-branch` card offers it as the fix of an interleaved tree's divergent guard.
 """
 
 from __future__ import annotations
