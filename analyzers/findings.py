@@ -279,19 +279,25 @@ def bank_ways(words: int, width: int) -> int:
     return ways
 
 
-def padding_removes_conflict(acc: Access, row: int | None) -> bool:
-    """Return whether adding one element to the last dimension (`row` elements) removes the access's conflict.
+def padded_ways(acc: Access, row: int | None) -> int | None:
+    """Return how many lanes of a warp share a bank once one element is added to each row of `row` elements, or
+    None when padding does not change the access's stride.
 
     Padding changes the stride only when the stride is a multiple of the row (the threads walk a column); a
-    conflict within a row (`tile[k][4 * threadIdx.x]`) stays however many elements are added, so offering the
-    padding again after it was applied would stack it.
+    conflict within a row (`tile[k][4 * threadIdx.x]`) stays however many elements are added.
     """
     if acc.stride is None or acc.stride.denominator != 1 or not acc.width or not row or len(acc.indices) < 2:
-        return False
+        return None
     stride = abs(acc.stride.numerator)
     if stride % row:
-        return False
-    return bank_ways(stride // row * (row + 1) * acc.width // 4, acc.width) < 2
+        return None
+    return bank_ways(stride // row * (row + 1) * acc.width // 4, acc.width)
+
+
+def padding_removes_conflict(acc: Access, row: int | None) -> bool:
+    """Return whether adding one element to the last dimension (`row` elements) removes the access's conflict."""
+    after = padded_ways(acc, row)
+    return after is not None and after < 2
 
 
 def opaque_wrapper(model: FileModel, fn: Function, acc: Access) -> str | None:

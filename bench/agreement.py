@@ -4,11 +4,11 @@ For every step k -> k+1 of the public lineages (`lineages/public/INDEX.yaml`) wh
 card ids (`lineages/public/expert_changes.yaml`, written from reading the code before this script ran), version
 k's text is read from its mirror at the pinned commit (quoted includes of the repository inlined), analysed, and
 every card is matched against it. The quick fixes of version k's kernel are put in the editor's order, the order
-`server/features/code_actions.py` lists them in when nothing is verified yet: by the learned ranking's queue
-priority (`warpwise.ranking.queue_priority` of `predict_matches` over the fixable matches, likely winners by
-expected gain first, unranked ones next, predicted losers last), ties in the order of the items (by position, then
-card id). Cards appear once, at their first quick fix. A step is a hit at k when one of its mapped card ids is among
-the first k cards.
+`server/features/code_actions.py` lists them in when nothing is verified yet: by the learned ranking's editor
+priority (`warpwise.ranking.editor_priority` of `predict_matches` over the fixable matches: the queue priority,
+likely winners by expected gain first, unranked ones next, predicted losers last, and between fixes of one queue
+priority the larger predicted speedup), ties in the order of the items (by position, then card id). Cards appear
+once, at their first quick fix. A step is a hit at k when one of its mapped card ids is among the first k cards.
 
 The ranking is the package's shipped model (`ranking/default_model.json`) unless `--model` names another. Once
 the shipped model is trained on these lineages' evidence too, use `--loro`: each repository's steps are ordered by
@@ -81,7 +81,7 @@ class StepResult:
 def editor_order(text: bytes, path: str, kernel: str, model: Any) -> tuple[list[str], list[str]]:
     """Return the cards of a kernel's quick fixes in the editor's order, and the cards that match without a fix."""
     from warpwise.analyzers.build import analyze_text
-    from warpwise.ranking import predict_matches, queue_priority
+    from warpwise.ranking import editor_priority, predict_matches
     from warpwise.skills.engine import match_file
     from warpwise.skills.model import Applicability
 
@@ -91,7 +91,7 @@ def editor_order(text: bytes, path: str, kernel: str, model: Any) -> tuple[list[
     preds = predict_matches(fm, fixable, model=model) if model is not None and fixable else {}
     mine = [m for m in fixable if m.function == kernel]
     mine.sort(key=lambda m: (m.span[0], m.card_id))
-    ranked = sorted(mine, key=lambda m: -queue_priority(preds.get((m.function, m.card_id))))
+    ranked = sorted(mine, key=lambda m: tuple(-x for x in editor_priority(preds.get((m.function, m.card_id)))))
     order: list[str] = []
     for m in ranked:
         if m.card_id not in order:
@@ -219,8 +219,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "For each step k -> k+1 of `lineages/public/INDEX.yaml`, the card ids of the expert's change "
         "(`lineages/public/expert_changes.yaml`, committed before this ran) are looked up in the order the editor "
-        "lists version k's quick fixes (ranking's queue priority, then position). Steps marked refactor or "
-        "correctness are left out.",
+        "lists version k's quick fixes (ranking's editor priority: queue priority, then predicted speedup, then "
+        "position). Steps marked refactor or correctness are left out.",
         "",
         f"**All repositories: recall@1 {s.get('recall_at_1')} ({s.get('top1')}/{s.get('steps')}), recall@3 "
         f"{s.get('recall_at_3')} ({s.get('top3')}/{s.get('steps')}); target recall@3 >= 0.6.** Of these steps, "

@@ -8,8 +8,9 @@ which features weigh most (`model`). Three places use it:
 
 * the verification queue: `queue_priority` turns a prediction into the gate queue's priority (likely winners
   first; predicted losers get a negative priority, which the queue skips when its GPU budget is short),
-* the editor: `predict_matches` gives each card item a prediction, so code actions are ordered by it and labelled
-  "predicted 1.3-1.9x",
+* the editor: `predict_matches` gives each card item a prediction, so code actions are ordered by it
+  (`editor_priority`: the queue priority, then the predicted speedup between fixes the queue ranks alike) and
+  labelled "predicted 1.3-1.9x",
 * the search: `expansion_priorities` orders the cards to try on a kernel.
 
 Prediction needs only this package and a model file; training needs scikit-learn (the `ranking` extra).
@@ -37,6 +38,7 @@ __all__ = [
     "Prediction",
     "RankingModel",
     "data_dir",
+    "editor_priority",
     "expansion_priorities",
     "expansion_priority",
     "load_default",
@@ -147,6 +149,18 @@ def queue_priority(prediction: Prediction | None) -> int:
     if prediction.will_be_faster:
         return 1 + round(1000 * prediction.score)
     return -1 - round(100 * (THRESHOLD - prediction.p_verified))
+
+
+def editor_priority(prediction: Prediction | None) -> tuple[int, float]:
+    """Return the key the editor orders unverified quick fixes by (higher first): the queue priority, then the
+    predicted speedup.
+
+    The queue priority of a predicted loser reads only its chance to verify, which calibration gives several cards
+    alike (a flat stretch of the calibration curve); between those, the fix predicted to gain more comes first
+    rather than the one that happens to sit earlier in the file."""
+    if prediction is None:
+        return (0, 1.0)
+    return (queue_priority(prediction), float(prediction.speedup))
 
 
 def expansion_priorities(

@@ -197,13 +197,15 @@ def match_function(model: FileModel, fn: Any, cards: Iterable[SkillCard], target
             facts = {"kernel": fn.name, **region.facts}
             related = tuple(facts.pop("_related", ()) or ())
             severity = facts.pop("_severity", None)
+            # A matcher may find a region its card's rewrite does not cover (`_display_only`): shown, never fixed.
+            display_only = bool(facts.pop("_display_only", False))
             out.append(
                 Match(
                     card,
                     region,
                     render(card.header.message, facts),
                     verdicts,
-                    _effective(card, verdicts),
+                    Applicability.DISPLAY_ONLY if display_only else _effective(card, verdicts),
                     related,
                     Severity(severity) if severity else None,
                 )

@@ -52,7 +52,11 @@ def unknown(reason: str) -> Verdict:
 
 @dataclass(frozen=True, slots=True)
 class Region:
-    """A code region a card binds to: a span inside one function, and the facts found there."""
+    """A code region a card binds to: a span inside one function, and the facts found there.
+
+    Facts whose names start with `_` are read by the engine, not shown: `_related` (related spans), `_severity`
+    (a lower severity the region earned) and `_display_only` (the card's rewrite does not cover this region: the
+    finding is shown without a quick fix)."""
 
     kind: AnchorKind
     function: Function

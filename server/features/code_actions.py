@@ -96,7 +96,7 @@ async def code_action(
             alts = await asyncio.to_thread(presentation.alternatives, verification, analysis, listed)
             listed += [a for a in alts if (a.id, a.span) not in seen]
         preds = await asyncio.to_thread(ranking.predictions, verification, analysis) if listed else {}
-        fixes: list[tuple[tuple[float, int], types.CodeAction]] = []
+        fixes: list[tuple[tuple[float, int, float], types.CodeAction]] = []
         for item in listed:
             if not item.has_fix:
                 continue
@@ -105,8 +105,13 @@ async def code_action(
                 continue
             diags = [d for d in params.context.diagnostics if d.code == item.id]
             pred = preds.get((item.function or "", item.id))
-            # Verified fixes first (fastest first), then by the ranking's priority: likely winners before losers.
-            order = (-(state.speedup or 0.0), 0) if state.state == "verified" else (0.0, -ranking.queue_priority(pred))
+            # Verified fixes first (fastest first), then by the ranking's priority: likely winners before losers, and
+            # between fixes of one priority the larger predicted speedup.
+            if state.state == "verified":
+                order: tuple[float, int, float] = (-(state.speedup or 0.0), 0, 0.0)
+            else:
+                priority, speedup = ranking.editor_priority(pred)
+                order = (0.0, -priority, -speedup)
             fixes.append(
                 (
                     order,

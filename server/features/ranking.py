@@ -34,6 +34,13 @@ def queue_priority(prediction: Any) -> int:
     return qp(prediction)
 
 
+def editor_priority(prediction: Any) -> tuple[int, float]:
+    """Return the key unverified quick fixes are ordered by, higher first (queue priority, then predicted speedup)."""
+    from warpwise.ranking import editor_priority as ep
+
+    return ep(prediction)
+
+
 def hover_line(prediction: Any, gpu: str | None) -> str:
     """Return the hover's prediction paragraph."""
     where = f" on {gpu}" if gpu else ""

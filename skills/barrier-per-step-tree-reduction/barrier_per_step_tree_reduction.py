@@ -22,6 +22,9 @@ those; `a[0]` holds the result as before, followed by `__syncthreads()`, so the 
 Exactness: max and min are exact; a float sum is re-associated (the tree's pairing changes), so results change
 within the rounding of a sum of B terms, and the fix is `unsafe`. The block size must be a multiple of 32 (full
 warps for the shuffles) and a power of two in the forms whose tree needs it; the kernel must be 1-D in threads.
+
+`generate_sequential` writes a recognised tree with sequential addressing instead (the threads below each step
+combine); the `warp-divergent-branch` card offers it as the fix of an interleaved tree's divergent guard.
 """
 
 from __future__ import annotations
@@ -256,7 +259,8 @@ def _combine(ev: _Eval, stmt: Node, array: str) -> tuple[Node | None, Node, Node
         if stmt.child_by_field_name("alternative") is not None:
             return None
         guard = _condition(stmt.child_by_field_name("condition"))
-        body = _statements(stmt.child_by_field_name("consequence"))
+        # Locals declared in the guarded block (`const int j = tid + s;`) are read through their definitions.
+        body = [x for x in _statements(stmt.child_by_field_name("consequence")) if x.type != "declaration"]
         if len(body) != 1:
             return None
         stmt = body[0]
@@ -754,6 +758,32 @@ def generate(tl: TreeLoop, indent: str = "  ") -> str:
     return "{\n" + "\n".join(lines) + "\n" + indent + "}"
 
 
+def generate_sequential(tl: TreeLoop, indent: str = "  ") -> str:
+    """Return the same tree with sequential addressing, to replace the loop: at each halving step s the threads
+    below s combine `a[t]` and `a[t + s]`, so whole warps take one side of the guard while s >= 32 and consecutive
+    threads touch consecutive banks; `a[0]` holds the result after the last step's barrier.
+
+    The tree's pairing changes (element t meets t + s, not t + 1), which re-associates a float sum; every block
+    size the loop was shown to be a full tree for is a power of two, which a halving tree needs. The loop keeps the
+    shape this card recognises (one guarded combine and a barrier per step, after the original's barrier), so the
+    shuffle rewrite still applies to the result."""
+    n = str(tl.fixed) if tl.fixed is not None else "blockDim.x"
+    a, t = tl.array, "threadIdx.x"
+    here, there = f"{a}[{t}]", f"{a}[{t} + ww_s]"
+    guard, comb = {
+        "sum": ("", f"{here} += {there};"),
+        "max": (f" && {there} > {here}", f"{here} = {there};"),
+        "min": (f" && {there} < {here}", f"{here} = {there};"),
+    }[tl.op]
+    inner = indent + "  "
+    return (
+        f"for (unsigned ww_s = {n} / 2u; ww_s > 0u; ww_s >>= 1) {{\n"
+        f"{inner}if ({t} < ww_s{guard}) {comb}\n"
+        f"{inner}__syncthreads();\n"
+        f"{indent}}}"
+    )
+
+
 @matcher("barrier_per_step_tree_reduction")
 def barrier_per_step_tree_reduction(ctx: MatchContext) -> Iterator[Region]:
     """Find shared-memory tree reductions (any textbook form) that take one barrier per step."""
@@ -786,6 +816,7 @@ __all__ = [
     "TreeLoop",
     "barrier_per_step_tree_reduction",
     "generate",
+    "generate_sequential",
     "recognise",
     "recognise_all",
     "rewrite",

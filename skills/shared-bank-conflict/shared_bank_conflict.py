@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 from warpwise.analyzers.banks import warp_conflict
 from warpwise.analyzers.facts import identifier_uses
-from warpwise.analyzers.findings import Related, bank_ways, opaque_wrapper, padding_removes_conflict
-from warpwise.analyzers.model import AccessKind, AccessPattern, MemorySpace
+from warpwise.analyzers.findings import Related, bank_ways, opaque_wrapper, padded_ways
+from warpwise.analyzers.model import Access, AccessKind, AccessPattern, MemorySpace
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import (
     CheckContext,
@@ -76,9 +76,19 @@ def shared_bank_conflicts(ctx: MatchContext) -> Iterator[Region]:
                 "words": words,
                 "banks": banks,
                 "padded": (last + 1) if last else "?",
+                "effect": _padding_effect(acc, last),
                 "_related": (Related(f"`{acc.base}` is declared here", fn.span(arr.span)),) if arr else (),
             },
         )
+
+
+def _padding_effect(acc: Access, row: int | None) -> str:
+    """Say what one more element per row does to the conflict: removes it, or divides the lanes per bank."""
+    after = padded_ways(acc, row)
+    before = bank_ways(abs(acc.stride.numerator) * acc.width // 4, acc.width) if acc.stride is not None else 0
+    if after is None or after < 2 or after >= before:
+        return "removes it"
+    return f"puts {before // after} times fewer lanes into each bank"
 
 
 @check("shared_last_dim_constant")
@@ -121,17 +131,20 @@ def shared_only_subscripted(ctx: CheckContext) -> Verdict:
 
 @check("shared_padding_removes_conflict")
 def shared_padding_removes_conflict(ctx: CheckContext) -> Verdict:
-    """Hold when one more element per row changes the conflicting stride into a conflict-free one."""
+    """Hold when one more element per row puts fewer lanes of a warp into each bank than now."""
     arr = ctx.fact("shared")
     acc = ctx.fact("access")
     if arr is None or not arr.dim_values or arr.dim_values[-1] is None:
         return unknown("the row length of the shared array is not known")
     row = arr.dim_values[-1]
-    if padding_removes_conflict(acc, row):
-        return holds(f"lanes walk a column of `{arr.name}`: rows of {row + 1} elements put them in different banks")
+    after = padded_ways(acc, row)
+    before = bank_ways(abs(acc.stride.numerator) * acc.width // 4, acc.width)
+    if after is not None and after < before:
+        effect = "different banks" if after < 2 else f"{before // after} times fewer lanes per bank"
+        return holds(f"lanes walk a column of `{arr.name}`: rows of {row + 1} elements put them in {effect}")
     return violated(
-        f"the conflict of `{ctx.fact('subscript')}` is not across rows of `{arr.name}`, so padding the rows does not "
-        "remove it (applying it again would only grow the array)"
+        f"the conflict of `{ctx.fact('subscript')}` is not across rows of `{arr.name}`, or one more element per row "
+        "does not lower it, so padding the rows does not help (applying it again would only grow the array)"
     )
 
 

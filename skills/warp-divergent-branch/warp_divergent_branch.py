@@ -3,6 +3,12 @@
 Registered here: matcher `lane_divergent_branches`. The card's rewrite and the recognisers only it needs live here
 too; what several cards share stays in the engine modules (`warpwise.skills.matchers`, `.checks`, `.rewrites`,
 `.facts*`). The library imports this file by path as `warpwise.skills.cards.warp_divergent_branch`.
+
+The rewrite covers one kind of divergent branch: the guard of a shared-memory tree reduction with interleaved
+addressing (`if (tid % (2 * s) == 0) a[tid] += a[tid + s];`). Whether a loop is such a tree is the
+`barrier-per-step-tree-reduction` card's recogniser's answer (it runs the tree for every block size), and the
+replacement is that card's module's sequential form of the same tree (`generate_sequential`); other divergent
+branches are shown without a quick fix.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from warpwise.analyzers.facts_reduce import condition_value, field, node_at, ope
 from warpwise.analyzers.model import Function, FunctionKind
 from warpwise.skills.model import AnchorKind
 from warpwise.skills.regions import MatchContext, Region, matcher
+from warpwise.skills.rewrite import Edit, RewriteContext
 
 
 @matcher("lane_divergent_branches")
@@ -30,13 +37,44 @@ def lane_divergent_branches(ctx: MatchContext) -> Iterator[Region]:
             pattern = _runtime_lane_period(ctx, fn, branch)
         if pattern is None or _leader_lanes(ctx, fn, branch):
             continue
-        yield Region(
-            AnchorKind.BRANCH,
-            fn,
-            branch.condition_span,
-            f"lanes:{branch.span[0]}",
-            {"branch": branch, "condition": branch.condition, "pattern": pattern},
-        )
+        tree = _interleaved_tree(ctx, fn, branch)
+        facts: dict[str, Any] = {"branch": branch, "condition": branch.condition, "pattern": pattern}
+        if tree is not None:
+            facts.update(tree=tree, array=tree.array, op=tree.op)
+        else:
+            facts["_display_only"] = True
+        yield Region(AnchorKind.BRANCH, fn, branch.condition_span, f"lanes:{branch.span[0]}", facts)
+
+
+def _tree_rules() -> Any:
+    from warpwise.skills.library import builtin_library
+
+    card = builtin_library().get("barrier-per-step-tree-reduction")
+    return card.rules if card is not None else None
+
+
+def _interleaved_tree(ctx: MatchContext, fn: Function, branch: Any) -> Any:
+    """Return the interleaved-addressing tree reduction whose loop holds this branch, or None."""
+    if not fn.shared:
+        return None  # A tree reduction runs over a shared array.
+    rules = _tree_rules()
+    if rules is None:
+        return None
+    trees, _ = rules.recognise_all(ctx.model, fn)
+    start, end = fn.span(branch.span)
+    for tl in trees:
+        if tl.form == "interleaved" and tl.span[0] <= start and end <= tl.span[1]:
+            return tl
+    return None
+
+
+def sequential_addressing(ctx: RewriteContext) -> list[Edit] | None:
+    """Replace an interleaved tree reduction's loop by the same tree with sequential addressing."""
+    tree = ctx.fact("tree")
+    rules = _tree_rules()
+    if tree is None or rules is None:
+        return None
+    return [Edit(tree.span[0], tree.span[1], rules.generate_sequential(tree, ctx.indent_at(tree.span[0])))]
 
 
 def _leader_lanes(ctx: MatchContext, fn: Function, branch: Any) -> bool:

@@ -98,6 +98,19 @@ def test_queue_priority_orders_winners_first(small_model, shipped) -> None:
     assert ranking.queue_priority(a) <= ranking.queue_priority(b)
 
 
+def test_the_editor_breaks_queue_ties_by_predicted_speedup() -> None:
+    from warpwise.ranking.model import Prediction
+
+    small = Prediction("missing-restrict", 0.161, 1.07, 0.8, 1.3)
+    large = Prediction("scalar-half-arithmetic", 0.161, 1.28, 0.8, 1.9)
+    likely = Prediction("scalar-global-access", 0.83, 1.46, 1.1, 2.0)
+    # One calibrated chance gives the two losers one queue priority; the editor puts the larger predicted gain first.
+    assert ranking.queue_priority(small) == ranking.queue_priority(large)
+    order = sorted([small, large, likely, None], key=lambda p: tuple(-x for x in ranking.editor_priority(p)))
+    assert order == [likely, None, large, small]
+    assert ranking.editor_priority(likely)[0] == ranking.queue_priority(likely)
+
+
 # -- the shipped default model ----------------------------------------------------------------------------------
 
 
