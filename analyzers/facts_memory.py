@@ -834,6 +834,17 @@ def lanes_walk_gap(model: FileModel, fn: Function, acc: Access) -> str | None:
     """
     if acc.stride is None or acc.stride.denominator != 1 or len(acc.indices) != 1 or not acc.loops:
         return None
+    # The answer reads only the function (its index expression, loops and the file's constants): it is kept on the
+    # function object, which a keystroke elsewhere in the file leaves in the next version's model.
+    memo: dict[tuple[Any, ...], str | None] = fn.memo.setdefault(f"{__name__}.lanes_walk_gap", {})
+    key = (acc.span, acc.index_span, acc.kind)
+    if key not in memo:
+        memo[key] = _lanes_walk_gap(model, fn, acc)
+    return memo[key]
+
+
+def _lanes_walk_gap(model: FileModel, fn: Function, acc: Access) -> str | None:
+    assert acc.stride is not None
     stride = abs(acc.stride.numerator)
     found = index_node(model, fn, acc)
     form = linear(found[0], found[1]) if found is not None else None

@@ -398,6 +398,10 @@ class Function:
     launches: tuple[Launch, ...]
     locals: dict[str, str] = field(default_factory=dict, compare=False)
     pointer_aliases: dict[str, str] = field(default_factory=dict, compare=False)
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Answers computed from this function alone (its text and the file context it was analysed in, which is what
+    the analysis reuses a function object for): they live as long as the object, across the versions that reuse it.
+    Keyed by the module that computes them; never anything that reads another function or a launch."""
 
     def span(self, rel: Span) -> Span:
         """Return the absolute byte span of a span relative to this function."""

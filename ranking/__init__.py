@@ -44,6 +44,7 @@ __all__ = [
     "load_default",
     "load_model",
     "predict_matches",
+    "prediction_for",
     "predictions_for",
     "queue_priority",
     "rank_candidates",
@@ -104,8 +105,8 @@ def predict_matches(
 
 
 _cache_lock = threading.Lock()
-_cache: OrderedDict[tuple[Hashable, str], dict[tuple[str, str], Prediction]] = OrderedDict()
-_CACHE_SIZE = 16
+_cache: OrderedDict[tuple[Hashable, Hashable, str], dict[tuple[str, str], Prediction]] = OrderedDict()
+_CACHE_SIZE = 32
 
 
 def predictions_for(
@@ -113,20 +114,39 @@ def predictions_for(
 ) -> dict[tuple[str, str], Prediction]:
     """Return `predict_matches` with the model in use, remembered under `key` (say, a document's content hash).
 
-    For the editor: code actions, hovers and the verification queue ask for the same version's predictions; they
-    are computed once per version and model. Never raises: a failure is logged and gives no predictions.
+    For the editor: code actions, the quiet default and the verification queue ask for the same version's
+    predictions; they are computed once per version and model, without their reasons (only a hover shows those:
+    `prediction_for`). Never raises: a failure is logged and gives no predictions.
     """
+    return _remembered(key, "all", file_model, matches, gpu, 0)
+
+
+def prediction_for(
+    key: Hashable, file_model: Any, matches: Iterable[Any], pair: tuple[str, str], gpu: str | None = None
+) -> Prediction | None:
+    """Return one (kernel, card) pair's prediction with its reasons (what a hover shows), remembered under `key`.
+
+    The same numbers as `predictions_for`'s for the pair (the pair's matches are predicted together either way).
+    """
+    kernel, card = pair
+    ms = [m for m in matches if getattr(m, "function", None) == kernel and getattr(m, "card_id", None) == card]
+    return _remembered(key, pair, file_model, ms, gpu, 3).get(pair)
+
+
+def _remembered(
+    key: Hashable, what: Hashable, file_model: Any, matches: Iterable[Any], gpu: str | None, top: int
+) -> dict[tuple[str, str], Prediction]:
     try:
         model = load_model()
         if model is None:
             return {}
-        ck = (key, f"{model.version}:{gpu}")
+        ck = (key, what, f"{model.version}:{gpu}")
         with _cache_lock:
             hit = _cache.get(ck)
             if hit is not None:
                 _cache.move_to_end(ck)
                 return hit
-        preds = predict_matches(file_model, matches, model=model, gpu=gpu)
+        preds = predict_matches(file_model, matches, model=model, gpu=gpu, top=top)
     except Exception:  # The ranking only orders and labels; it never stops the editor.
         log.exception("ranking: no predictions for %r", key)
         return {}

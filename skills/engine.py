@@ -371,6 +371,8 @@ class _Entry:
     function: Any
     matches: list[Match]
     anchors: list[tuple[_Anchor | None, ...]]
+    asked: list[resources.Lookup] | None = None
+    """What the matching was told by the resource builds, when one of them was still pending (else None)."""
 
 
 _Anchor = tuple[str, Any, int, int, int]
@@ -554,14 +556,23 @@ class MatchCache:
                 ctx_key,
             )
             entry = self._entries.get(key) or fresh.get(key)
+            if entry is not None and entry.asked is not None and not resources.same_answers(model, entry.asked):
+                # A build it was waiting for answered, or this version's text has an answer: match it again.
+                entry = None
             if entry is None:
                 self.misses += 1
                 pending = resources.pending_uses()
-                entry = _entry(model, fn, match_function(model, fn, cards, target_sm))
+                with resources.recording() as asked:
+                    entry = _entry(model, fn, match_function(model, fn, cards, target_sm))
                 if resources.pending_uses() != pending:
-                    # A compile-only build was still running: match this function again next time, once it answered.
-                    out.extend(self._rebase(entry, model, fn, by_name))
-                    continue
+                    # A compile-only build was still running. The matches are kept with what the builds said, and
+                    # reused while the builds say the same about the next versions (a pending build stays pending);
+                    # a matching that asked about another text as well (a rewritten file) is done again next time.
+                    own = resources.text_hash(model)
+                    if any(q.text_hash != own for q in asked):
+                        out.extend(self._rebase(entry, model, fn, by_name))
+                        continue
+                    entry.asked = asked
                 fresh[key] = entry
                 out.extend(entry.matches)
                 continue
@@ -573,7 +584,7 @@ class MatchCache:
             ):
                 # Kept on this model's function object, so that the next version rebases nothing where it reuses it
                 # (every related location moved along, so the anchors still pair with them).
-                fresh[key] = _Entry(weakref.ref(model), fn, rebased, entry.anchors)
+                fresh[key] = _Entry(weakref.ref(model), fn, rebased, entry.anchors, entry.asked)
             out.extend(rebased)
         self._entries = fresh
         self._hosts = hosts

@@ -16,7 +16,9 @@ costs that build an `Unconfirmed` answer, never the language server or `warpwise
 never waits for a build (`set_background(True)`): a build that is not memoised yet runs on a background thread, the
 caller gets `Unconfirmed(PENDING)` at once (so NVRTC's first compilation in a process, seconds long, does not hold
 up the first diagnostics of a file), and the listeners (`add_listener`) are called when the answer is in, to analyse
-again and publish the confirmed claim. Matches computed with a pending answer are not cached (`pending_uses`).
+again and publish the confirmed claim. Matches computed with a pending answer are not cached as answered
+(`pending_uses`); what a matcher was told can be recorded (`recording`) and asked again for the next version of the
+file (`same_answers`), so that a function whose build is still pending is not matched again on every keystroke.
 While the server holds the builds back (`hold`, from start until its first diagnostics are published), background
 work is queued rather than started, so that neither the build process's start nor a build's device-source
 extraction competes with the first analysis for the interpreter; `release` starts what was queued, in order.
@@ -37,7 +39,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,16 @@ class Unconfirmed:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """One answer `kernel_resources` gave: about which text (its SHA-256), kernel and architecture, and what."""
+
+    text_hash: str
+    kernel: str
+    arch: str
+    answer: KernelResources | Unconfirmed
+
+
 _memo: OrderedDict[tuple[str, str, str], KernelResources | Unconfirmed] = OrderedDict()
 _lock = threading.Lock()
 _background = False
@@ -103,6 +115,8 @@ _held: list[Callable[[], None]] | None = None
 """Background work queued while the builds are held back (None: not held)."""
 _nvrtc: list[str | None] = []
 """The build process's NVRTC version, once it answered (None: it has no NVRTC)."""
+_recording = threading.local()
+"""This thread's open `recording` (its `lookups` list), if any."""
 
 
 class WorkerDied(Exception):
@@ -216,6 +230,35 @@ def pending_uses() -> int:
     return _pending_uses
 
 
+@contextlib.contextmanager
+def recording() -> Iterator[list[Lookup]]:
+    """Record, in the list this yields, every answer `kernel_resources` gives on this thread inside the block."""
+    outer: list[Lookup] | None = getattr(_recording, "lookups", None)
+    lookups: list[Lookup] = []
+    _recording.lookups = lookups
+    try:
+        yield lookups
+    finally:
+        _recording.lookups = outer
+        if outer is not None:
+            outer.extend(lookups)
+
+
+def text_hash(model: FileModel) -> str:
+    """Return the SHA-256 of a model's text (what a `Lookup` is about), hashed once per model."""
+    return _text_hash(model)
+
+
+def same_answers(model: FileModel, lookups: list[Lookup]) -> bool:
+    """Ask again, about `model`, what `lookups` asked about another version of the file; return whether every answer
+    is the same one (a pending build stays pending, a report is the same report).
+
+    Asking is what the matcher would do on `model` up to the first answer that differs: a build `model`'s text does
+    not have yet is started (in the background) as the matcher would start it.
+    """
+    return all(kernel_resources(model, q.kernel, q.arch) == q.answer for q in lookups)
+
+
 def warm_up() -> None:
     """Start the build process and its compiler now, on the background thread (the server calls it at start)."""
     if os.environ.get(ENV_DISABLE) == "1":
@@ -247,8 +290,17 @@ def kernel_resources(model: FileModel, kernel: str, arch: str = DEFAULT_ARCH) ->
     """Return ptxas' resource report for one kernel of a file model (never raises).
 
     In background mode (`set_background`) a report that is not memoised yet is `Unconfirmed(PENDING)`."""
-    global _pending_uses
     key = (_text_hash(model), kernel, arch)
+    answer = _kernel_resources(model, key)
+    lookups: list[Lookup] | None = getattr(_recording, "lookups", None)
+    if lookups is not None:
+        lookups.append(Lookup(*key, answer))
+    return answer
+
+
+def _kernel_resources(model: FileModel, key: tuple[str, str, str]) -> KernelResources | Unconfirmed:
+    global _pending_uses
+    _, kernel, arch = key
     with _lock:
         hit = _memo.get(key)
         if hit is not None:

@@ -183,7 +183,7 @@ def _item_markdown(verification: VerificationService, analysis: Analysis, item: 
         state = verification.candidate_state(analysis.uri, analysis_hash, item.id, item.span)
         if item.has_fix:
             out += ["", f"**Verification.** {verification_line(state)}"]
-            pred = ranking.predictions(verification, analysis).get((item.function or "", item.id))
+            pred = ranking.prediction(verification, analysis, item.function or "", item.id)
             if pred is not None and state.state != "verified":
                 gpu = verification.gpu
                 out += ["", ranking.hover_line(pred, gpu.name if gpu is not None and gpu.found else None)]

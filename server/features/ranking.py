@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def predictions(verification: VerificationService, analysis: Analysis) -> dict[tuple[str, str], Any]:
-    """Return the prediction per (kernel, card) for the card fixes of one analysed version."""
+    """Return the prediction per (kernel, card) for the card fixes of one analysed version (without reasons)."""
     from warpwise.ranking import predictions_for
 
     matches = [i.payload for i in analysis.items if i.source == "card" and i.has_fix and i.payload is not None]
@@ -25,6 +25,18 @@ def predictions(verification: VerificationService, analysis: Analysis) -> dict[t
     gpu = verification.gpu
     name = gpu.name if gpu is not None and gpu.found else None
     return predictions_for((analysis.uri, analysis.content_hash), analysis.model, matches, name)
+
+
+def prediction(verification: VerificationService, analysis: Analysis, kernel: str, card: str) -> Any:
+    """Return one card fix's prediction with its reasons (for a hover), or None."""
+    from warpwise.ranking import prediction_for
+
+    matches = [i.payload for i in analysis.items if i.source == "card" and i.has_fix and i.payload is not None]
+    if not matches:
+        return None
+    gpu = verification.gpu
+    name = gpu.name if gpu is not None and gpu.found else None
+    return prediction_for((analysis.uri, analysis.content_hash), analysis.model, matches, (kernel, card), name)
 
 
 def queue_priority(prediction: Any) -> int:

@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from warpwise.analyzers.expr.values import type_size
-from warpwise.analyzers.facts import distinct_launch_args
+from warpwise.analyzers.facts import distinct_launch_args, nodes
 from warpwise.analyzers.facts_memory import (
     Elementwise,
     KernelSyntax,
@@ -609,14 +609,15 @@ def _split_index(ks: KernelSyntax, node: Node, var: str) -> Node | bool | None:
 
 
 def _carried(ks: KernelSyntax, body: Node) -> tuple[str, ...]:
+    below = list(_walk(body))  # One walk of the body, read three times.
     declared = {
         ks.text(d.child_by_field_name("declarator"))
-        for d in _walk(body)
+        for d in below
         if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None
     }
-    declared |= {ks.text(d) for d in _walk(body) if d.type == "identifier" and d.parent.type == "declaration"}
+    declared |= {ks.text(d) for d in below if d.type == "identifier" and d.parent.type == "declaration"}
     out: list[str] = []
-    for n in _walk(body):
+    for n in below:
         target = None
         if n.type == "assignment_expression":
             target = _unparen_all(n.child_by_field_name("left"))
@@ -684,12 +685,18 @@ def _plain_body(ks: KernelSyntax, body: Node, var: str) -> bool:
 def row_loops(ks: KernelSyntax, fn: Function) -> list[tuple[RowLoop, list[Access]]]:
     """Return the loops over a row whose element accesses could move whole vectors, with their accesses."""
     out = []
-    for stmt in _walk(ks.node):
-        if stmt.type != "for_statement":
+    # A loop whose body reads or writes no global memory has no element access to vectorize (`_row_accesses` would
+    # find none): its body is not walked. One query finds the `for` statements (in source order, as a walk would).
+    spans = [a.span for a in fn.accesses if a.space is MemorySpace.GLOBAL]
+    for stmt in nodes(ks.model, fn, "(for_statement) @loop", "loop") if spans else ():
+        body = stmt.child_by_field_name("body")
+        if body is None:
+            continue
+        lo, hi = body.start_byte - fn.base, body.end_byte - fn.base
+        if not any(lo <= s[0] and s[1] <= hi for s in spans):
             continue
         parts = _for_parts(ks, stmt)
-        body = stmt.child_by_field_name("body")
-        if parts is None or body is None:
+        if parts is None:
             continue
         var, start, bound, step = parts
         if not _plain_body(ks, body, var) or not _invariant(ks, bound, stmt, {var}):

@@ -42,7 +42,7 @@ def _fields(obj: Any) -> list[str] | None:
         # The model's source is dumped as what it contributes (text and line index); memos are not model facts.
         return [f.name for f in dataclasses.fields(obj) if f.name not in ("source", "memo")] + ["lines", "text"]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return [f.name for f in dataclasses.fields(obj)]
+        return [f.name for f in dataclasses.fields(obj) if f.name != "memo"]  # A function's memo is no model fact.
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return list(obj._fields)
     slots: list[str] = []

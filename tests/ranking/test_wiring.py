@@ -81,6 +81,30 @@ def test_search_adapter_reads_the_model() -> None:
     assert got is not None and got[0] > 0 and "ranking model" in got[1]
 
 
+def test_the_editor_predicts_without_reasons_and_a_hover_gets_them_for_its_pair() -> None:
+    """The version's predictions carry no reasons (only a hover shows them); one pair's prediction with its reasons
+    has the same numbers, and the reasons `predict_matches` gives."""
+    from warpwise.analyzers.build import analyze_text
+    from warpwise.skills.engine import match_file
+
+    fm = analyze_text((EXAMPLES / "vector_ops.cu").read_bytes(), "vector_ops.cu")
+    ms = [m for m in match_file(fm) if m.has_rewrite]
+    key = ("test://vector_ops.cu", "v1")
+    every = ranking.predictions_for(key, fm, ms)
+    assert every and all(p.reasons == () for p in every.values())
+    full = ranking.predict_matches(fm, ms)
+    for pair, quiet in every.items():
+        one = ranking.prediction_for(key, fm, ms, pair)
+        assert one == full[pair] and one.reasons
+        assert (one.p_verified, one.speedup, one.low, one.high) == (
+            quiet.p_verified,
+            quiet.speedup,
+            quiet.low,
+            quiet.high,
+        )
+    assert ranking.prediction_for(key, fm, ms, ("saxpy", "no-such-card")) is None
+
+
 async def test_editor_shows_predictions(sessions) -> None:  # noqa: F811
     s: Session = await sessions("visual-studio-code")
     uri = s.open(KERNELS)
