@@ -47,6 +47,8 @@ def readonly_pointer_params(ctx: MatchContext) -> Iterator[Region]:
         ]
         if not reads or is_written(fn, p.name) or all(a.via_ldg for a in reads):
             continue
+        if written_through_call(ctx.model, fn, p.name) is not None:
+            continue  # `VIEW(p[i]) = v`: written through a macro or function the model cannot see into
         missing = [q for q, ok in (("const", p.is_const), ("__restrict__", p.is_restrict)) if not ok]
         yield Region(
             AnchorKind.PARAM,
@@ -139,6 +141,53 @@ def pointer_not_escaping(ctx: CheckContext) -> Verdict:
         if parent is not None and parent.type == "init_declarator":
             return violated(f"`{p.name}` initializes `{node_text(ctx.model, parent)}`, which would drop `const`")
     return unknown(f"`{p.name}` is used {uses - len(direct)} time(s) other than by subscript")
+
+
+_CHAIN = frozenset(
+    {
+        "subscript_expression",
+        "parenthesized_expression",
+        "pointer_expression",
+        "argument_list",
+        "call_expression",
+        "field_expression",
+        "cast_expression",
+    }
+)
+"""The syntax between a pointer and the value it is part of, when that value is `MACRO(p[i])` or `f(&p[i])[0]`."""
+
+
+def written_through_call(model: Any, fn: Any, name: str) -> str | None:
+    """Return the callee through whose result `name` is assigned (`LDST128BITS(p[i]) = v`, `VIEW(&p[i])[0] += v`),
+    or None.
+
+    A function-like macro from a header the model does not read (`#define LDST128BITS(x) (reinterpret_cast<float4
+    *>(&(x))[0])`) looks like a call that reads `p[i]`; when the call's value is what an assignment or increment
+    changes, `p` is written and may not become `const`.
+    """
+    node = function_node(model, fn)
+    body = node.child_by_field_name("body") if node is not None else None
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "identifier" or node_text(model, n) != name:
+            continue
+        top, call = n, None
+        while top.parent is not None and top.parent.type in _CHAIN:
+            top = top.parent
+            if top.type == "call_expression":
+                call = top
+        parent = top.parent
+        if call is None or parent is None:
+            continue
+        left = parent.child_by_field_name("left") if parent.type == "assignment_expression" else None
+        changed = (left is not None and (left.start_byte, left.end_byte) == (top.start_byte, top.end_byte)) or (
+            parent.type == "update_expression"
+        )
+        if changed:
+            return node_text(model, call.child_by_field_name("function"))
+    return None
 
 
 def _element_passed_by_reference(ctx: CheckContext, name: str) -> str | None:
