@@ -25,10 +25,7 @@ products on tensor cores:
   width, otherwise each element is loaded on its own (guarded, zero outside) into registers one tile ahead and
   stored to shared memory after the tile's arithmetic (the same values, the same pipeline order);
 - the epilogue is the user's store statement as written, run for each output in range under the user's guard,
-  with the user's names for the output coordinates and the accumulator; a store that reads the element it writes
-  (`C[h] = alpha * acc + beta * C[h]`) runs in groups of `PRELOAD_OUTPUTS` outputs whose elements are read
-  first (the compiler cannot prove that one output's store leaves the next output's element alone, so written as
-  is every read waits for the store before it); exact for a race-free kernel (see the recogniser's `_preload`).
+  with the user's names for the output coordinates and the accumulator.
 
 Exactness: a product of two halves (or bfloat16s) is exact in float, but a tensor core sums the products of its
 k-slice in an order (and with an internal alignment) of its own, so results differ from the naive loop's
@@ -279,99 +276,25 @@ _WG_ROWS = (
 (`ww_g`, `ww_t4`)): wgmma's m64nN accumulator layout, rows along M."""
 
 
-PRELOAD_OUTPUTS = 16
-"""Outputs per thread whose elements a read-modify-write epilogue reads together before storing them: 16 reads in
-flight per group; 32 made ptxas spill 8 bytes on the 64 x 256 and 128 x 256 four-stage warpgroup shapes of the
-OOD suite's TN alpha/beta kernel (255 registers), 16 spills nothing and adds no register to them (252 and 226)."""
-
-
-def _epilogue_vars(c: Any, pad: str) -> str:
-    """Return the declarations of the user's output coordinates (and 1-D index) from `ww_mi` / `ww_nj`."""
-    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
-    linear = f"{pad}{lin_type} {lin_name} = ({lin_type})({lin_value});\n" if lin_name else ""
-    return f"{pad}{c.i_type} {c.i} = ({c.i_type})ww_mi;\n{pad}{c.j_type} {c.j} = ({c.j_type})ww_nj;\n{linear}"
-
-
-def _epilogue(c: Any, loops: list[tuple[str, int]], coords: str, acc: str) -> str:
-    """Return the loops that run the user's epilogue (guard and store as written) for every accumulator in range.
-
-    `loops`: (index name, trip count) from outer to inner; `coords` sets `ww_mi` / `ww_nj` from them; `acc` is the
-    accumulator they select. A store that reads the element it writes (`c.preload`, see the recogniser's
-    `_preload`) runs in groups of outputs: the group's elements are read first, then each is stored, so the reads
-    of a group are in flight together instead of each waiting for the store before it (exact for a race-free
-    kernel: the recogniser's argument)."""
-    guard = c.guard or "true"
-
-    def nest(levels: list[tuple[str, int]], depth: int) -> tuple[str, str]:
-        heads = "".join(
-            f"#pragma unroll\n{'  ' * (depth + d)}for (int {v} = 0; {v} < {n}; ++{v}) {{\n"
-            for d, (v, n) in enumerate(levels)
-        )
-        tails = "".join(f"{'  ' * (depth + d)}}}\n" for d in reversed(range(len(levels))))
-        return heads, tails
-
-    def body(depth: int, lead: str, tail: str) -> str:
-        pad = "  " * depth
-        where = "".join(f"{pad}{line.strip()}\n" for line in coords.splitlines() if line.strip())
-        return f"{lead}{where}{pad}if (ww_mi >= ww_M || ww_nj >= ww_N) continue;\n{_epilogue_vars(c, pad)}{tail}"
-
-    def store(depth: int, text: str) -> str:
-        pad = "  " * depth
-        return f"{pad}{c.acc_type} {c.acc} = {acc};\n{pad}if ({guard}) {{\n{pad}  {text}\n{pad}}}\n"
-
-    if not getattr(c, "preload", None):
-        heads, tails = nest(loops, 1)
-        depth = 1 + len(loops)
-        return heads + body(depth, "", store(depth, c.store)) + tails
-    elem, element, preloaded = c.preload
-    # Group the inner loops' outputs (the outer loops run group by group): the innermost loops whose product of
-    # trip counts stays within PRELOAD_OUTPUTS, with the outermost of them split when it alone is too long.
-    inner: list[tuple[str, int]] = []
-    per = 1
-    rest = list(loops)
-    while rest and per * rest[-1][1] <= PRELOAD_OUTPUTS:
-        inner.insert(0, rest.pop())
-        per *= inner[0][1]
-    outer = rest
-    split = ""
-    g = PRELOAD_OUTPUTS // per
-    if outer and g > 1 and outer[-1][1] % g == 0:
-        v, n = outer.pop()
-        outer.append((v + "_g", n // g))
-        inner.insert(0, (v + "_k", g))
-        split = f"const int {v} = {v}_g * {g} + {v}_k;\n"
-        per *= g
-    q = " + ".join(f"{v} * {_stride(inner, k)}" if _stride(inner, k) != 1 else v for k, (v, _) in enumerate(inner))
-    heads, tails = nest(outer, 1)
-    d1 = 1 + len(outer)
-    ins, ins_tails = nest(inner, d1)
-    d2 = d1 + len(inner)
-    lead = ("  " * d2 + split if split else "") + f"{'  ' * d2}const int ww_q = {q};\n"
-    return (
-        heads
-        + f"{'  ' * d1}{elem} ww_cv[{per}];\n"
-        + ins
-        + body(d2, lead, f"{'  ' * d2}if ({guard}) ww_cv[ww_q] = {element};\n")
-        + ins_tails
-        + ins
-        + body(d2, lead, store(d2, preloaded))
-        + ins_tails
-        + tails
-    )
-
-
-def _stride(loops: list[tuple[str, int]], k: int) -> int:
-    """Return the product of the trip counts of the loops after the k-th (the k-th index's stride in a group)."""
-    out = 1
-    for _, n in loops[k + 1 :]:
-        out *= n
-    return out
-
-
 def _wg_epilogue(c: Any, n_acc: int, coords: str) -> str:
     """Return the loop that runs the user's epilogue (guard and store as written) for every accumulator in range;
     `coords` sets the output row `ww_mi` and column `ww_nj` of accumulator `4 ww_i + ww_e`."""
-    return _epilogue(c, [("ww_i", n_acc // 4), ("ww_e", 4)], coords, "ww_acc[ww_i * 4 + ww_e]")
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n      {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
+    return f"""#pragma unroll
+  for (int ww_i = 0; ww_i < {n_acc // 4}; ++ww_i) {{
+#pragma unroll
+    for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+{coords}      if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+      {c.i_type} {c.i} = ({c.i_type})ww_mi;
+      {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+      {c.acc_type} {c.acc} = ww_acc[ww_i * 4 + ww_e];
+      if ({c.guard or "true"}) {{
+        {c.store}
+      }}
+    }}
+  }}
+"""
 
 
 def _tile_origin(t: MmaTiles) -> str:
@@ -776,10 +699,9 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
         moves += [f"ww_fb0[{i}][{e}] = ww_fb1[{i}][{e}];" for i in range(fb_n) for e in range(fb_w)]
         tile.append("".join(f"      {m}\n" for m in moves))
     main_loop = "".join(tile)
-    epi_coords = (
-        f"    const long long ww_mi = ww_m0 + ww_wm * {wtm} + ww_i * 16 + ww_g + (ww_e >> 1) * 8;\n"
-        f"    const long long ww_nj = ww_n0 + ww_wn * {wtn} + ww_j * 8 + ww_t4 * 2 + (ww_e & 1);\n"
-    )
+    epi_guard = c.guard or "true"
+    lin_type, lin_name, lin_value = getattr(c, "linear", ("", "", ""))
+    linear = f"\n        {lin_type} {lin_name} = ({lin_type})({lin_value});" if lin_name else ""
     return f"""{{
   // warpwise untiled-contraction (tensor cores): {t.bm}x{t.bn} output tiles, {t.bk}-deep stages in a
   // {t.stages}-stage cp.async pipeline, {t.wm}x{t.wn} warps, {what};
@@ -818,7 +740,25 @@ def generate_mma_body(c: Any, t: MmaTiles, poly_text: Callable[[Any], str]) -> s
 {first_loads}  for (int ww_t = 0; ww_t < ww_T; ++ww_t) {{
 {main_loop}  }}
   asm volatile("cp.async.wait_group 0;\\n" ::: "memory");
-{_epilogue(c, [("ww_i", mi_n), ("ww_j", ni_n), ("ww_e", 4)], epi_coords, "ww_acc[ww_i][ww_j][ww_e]")}}}"""
+#pragma unroll
+  for (int ww_i = 0; ww_i < {mi_n}; ++ww_i) {{
+#pragma unroll
+    for (int ww_j = 0; ww_j < {ni_n}; ++ww_j) {{
+#pragma unroll
+      for (int ww_e = 0; ww_e < 4; ++ww_e) {{
+        const long long ww_mi = ww_m0 + ww_wm * {wtm} + ww_i * 16 + ww_g + (ww_e >> 1) * 8;
+        const long long ww_nj = ww_n0 + ww_wn * {wtn} + ww_j * 8 + ww_t4 * 2 + (ww_e & 1);
+        if (ww_mi >= ww_M || ww_nj >= ww_N) continue;
+        {c.i_type} {c.i} = ({c.i_type})ww_mi;
+        {c.j_type} {c.j} = ({c.j_type})ww_nj;{linear}
+        {c.acc_type} {c.acc} = ww_acc[ww_i][ww_j][ww_e];
+        if ({epi_guard}) {{
+          {c.store}
+        }}
+      }}
+    }}
+  }}
+}}"""
 
 
 def _copy_transposed(which: str, t: MmaTiles, lay: _Layout) -> tuple[str, str]:

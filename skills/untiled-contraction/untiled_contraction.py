@@ -339,10 +339,6 @@ class Contraction:
     body_span: tuple[int, int]  # absolute span of the kernel's body (the braces included)
     convert: str = ""  # the conversion of half or bfloat16 operands to float (`__half2float`), "" for float ones
     linear: tuple[str, str, str] = ("", "", "")  # (type, name, C text in i and j) of a 1-D index i = L / D, j = L % D
-    # A store that reads the element it writes (`C[h] = alpha * acc + beta * C[h]`): (the output's element type,
-    # the element as written, the store with those reads spelled `ww_cv[ww_q]`), so that a generated epilogue can
-    # read a thread's outputs together before it writes any (see `_preload`); None otherwise.
-    preload: tuple[str, str, str] | None = None
 
     @property
     def tile_type(self) -> str:
@@ -693,58 +689,6 @@ def _store(
     return sub[0], si[0], sj[0]
 
 
-def _preload(
-    k: _Kernel, stmt: Node, out: str, i: str, j: str, lin: _Linear | None, guards: list[str]
-) -> tuple[str, str, str] | None:
-    """Return (element type, element, store with its reads of the element as `ww_cv[ww_q]`) of a store that reads
-    the very element it writes, else None.
-
-    Why: in a generated epilogue each thread stores many outputs in a row, and the compiler cannot tell that one
-    output's store does not alias the next output's read, so every read waits for the store before it (one global
-    round trip per output). Reading all of a thread's elements first is exact for a race-free kernel: each output
-    element is written by one thread only, and the original reads it only in the statement that writes it, so no
-    store of another output (distinct elements, or two threads of the original would race on one) and no other
-    thread changes it between the early read and the store. Only a store `X[h] = e` whose right side reads X
-    nowhere but at an index equal to h (as polynomials in i and j), with no assignment or increment in it and a
-    guard that does not read X, qualifies.
-    """
-    e = unparen(stmt.named_children[0])
-    left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
-    sub = _subscript(k, left) if left is not None else None
-    param = k.fn.param(out)
-    if sub is None or right is None or param is None or "*" not in param.type:
-        return None
-    names = frozenset({i, j} | ({lin.name} if lin else set()))
-    want = k.poly(sub[1], names)
-    if want is None or any(re.search(rf"\b{re.escape(out)}\b", g) for g in guards):
-        return None
-    reads: list[Node] = []
-    stack = [right]
-    while stack:
-        n = stack.pop()
-        if n.type in ("assignment_expression", "update_expression"):
-            return None
-        if n.type == "subscript_expression":
-            s = _subscript(k, n)
-            if s is not None and s[0] == out:
-                got = k.poly(s[1], names)
-                if got is None or got - want:
-                    return None
-                reads.append(n)
-                continue
-        if n.type == "identifier" and k.text(n) == out:
-            return None  # the output read some other way (`*(X + ..)`, passed to a call)
-        stack.extend(n.children)
-    if not reads:
-        return None
-    base = stmt.start_byte
-    raw = k.model.text[stmt.start_byte : stmt.end_byte]
-    for n in sorted(reads, key=lambda n: n.start_byte, reverse=True):
-        raw = raw[: n.start_byte - base] + b"ww_cv[ww_q]" + raw[n.end_byte - base :]
-    elem = re.sub(r"\b(const|volatile|__restrict__|restrict)\b|[*&]", " ", param.type)
-    return " ".join(elem.split()), k.text(left), raw.decode("utf-8", "replace")
-
-
 @dataclass(frozen=True)
 class _Linear:
     """A 1-D thread mapping: `i = L / D` and `j = L % D` for a local L of the thread indices and a uniform D."""
@@ -942,7 +886,7 @@ def _recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]
             f"C[h(i, j)] = ...{acc}... with affine indices and strides that every thread shares"
         )
     readings.sort(key=lambda r: r[0])
-    _, i, j, a, b, out = readings[0]
+    _, i, j, a, b, _ = readings[0]
     lin = next((m for m in linears if {m.i, m.j} == {i, j}), None)
     for g in guard_ifs:
         conds = _conjuncts(k, _condition(g.child_by_field_name("condition")))
@@ -1007,7 +951,6 @@ def _recognise(model: FileModel, fn: Function) -> tuple[Contraction | None, str]
             elem_type=" ".join(elem.split()),
             guard=" && ".join(f"({g})" for g in scan.guards),
             store=k.text(store_stmt),
-            preload=_preload(k, store_stmt, out, i, j, lin, scan.guards),
             body_span=(body.start_byte, body.end_byte),
             convert=conv,
             linear=(
